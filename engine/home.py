@@ -1,0 +1,144 @@
+"""The home: where one agent workspace lives, and the paths inside it.
+
+Resolution order is fixed by the architecture: ``--home DIR`` > ``$HERMES_HOME`` >
+``~/.hermes``. Directories are created on demand with the home's permission policy:
+mode 0700 unless ``HERMES_HOME_MODE`` (an octal string) says otherwise, and never a
+chmod at all when ``<home>/.managed`` exists (someone else manages permissions).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_MODE = 0o700
+MANAGED_MARKER = ".managed"
+
+
+class HomeError(Exception):
+    """The home cannot be used (bad HERMES_HOME_MODE, unwritable path, ...)."""
+
+
+def resolve_home(cli_home: str | os.PathLike[str] | None = None, environ: dict[str, str] | None = None) -> Path:
+    """Pick the home directory: the CLI flag wins, then HERMES_HOME, then ~/.hermes."""
+    env = os.environ if environ is None else environ
+    if cli_home:
+        raw = os.fspath(cli_home)
+    elif env.get("HERMES_HOME"):
+        raw = env["HERMES_HOME"]
+    else:
+        raw = os.path.join(os.path.expanduser("~"), ".hermes")
+    return Path(os.path.abspath(os.path.expanduser(raw)))
+
+
+def home_mode(environ: dict[str, str] | None = None) -> int:
+    """The mode for directories we create, from HERMES_HOME_MODE (octal) or 0700."""
+    env = os.environ if environ is None else environ
+    raw = env.get("HERMES_HOME_MODE", "").strip()
+    if not raw:
+        return DEFAULT_MODE
+    try:
+        mode = int(raw, 8)
+    except ValueError:
+        raise HomeError(f"HERMES_HOME_MODE must be an octal mode such as 0700, got {raw!r}") from None
+    if not 0 <= mode <= 0o7777:
+        raise HomeError(f"HERMES_HOME_MODE must be an octal mode such as 0700, got {raw!r}")
+    return mode
+
+
+@dataclass(frozen=True)
+class HomeLayout:
+    """Every path of a home, in one place. Nothing is created until ``ensure_*`` is called."""
+
+    root: Path
+
+    @property
+    def config_file(self) -> Path:
+        return self.root / "config.yaml"
+
+    @property
+    def managed_marker(self) -> Path:
+        return self.root / MANAGED_MARKER
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.root / "cache"
+
+    @property
+    def scratch_dir(self) -> Path:
+        return self.cache_dir / "scratch"
+
+    @property
+    def quarantine_dir(self) -> Path:
+        return self.cache_dir / "scratch-quarantine"
+
+    @property
+    def last_prune_stamp(self) -> Path:
+        return self.scratch_dir / ".last_prune"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def prune_log(self) -> Path:
+        return self.logs_dir / "scratch-prune.log"
+
+    @property
+    def kanban_logs_dir(self) -> Path:
+        return self.logs_dir / "kanban"
+
+    @property
+    def processes_dir(self) -> Path:
+        return self.root / "processes"
+
+    @property
+    def kanban_db(self) -> Path:
+        return self.root / "kanban.db"
+
+    @property
+    def is_managed(self) -> bool:
+        return self.managed_marker.exists()
+
+    # -- creation -------------------------------------------------------------------
+
+    def ensure_dir(self, path: Path, environ: dict[str, str] | None = None) -> Path:
+        """Create ``path`` (and its parents up to the root) with the home's policy.
+
+        Existing directories of ours get their mode fixed unless the home is managed;
+        directories outside the home are created but never chmod-ed.
+        """
+        mode = home_mode(environ)
+        managed = self.is_managed
+        chain: list[Path] = []
+        p = path
+        while True:
+            chain.append(p)
+            if p == self.root or p.parent == p:
+                break
+            p = p.parent
+        inside = chain[-1] == self.root
+        for d in reversed(chain):
+            try:
+                d.mkdir(mode=mode, exist_ok=True)
+            except FileExistsError:
+                raise HomeError(f"{d} exists and is not a directory") from None
+            except OSError as exc:
+                raise HomeError(f"cannot create {d}: {exc.strerror or exc}") from None
+            if inside and not managed and not (d == self.root and d.is_symlink()):
+                try:
+                    if (os.stat(d).st_mode & 0o7777) != mode:
+                        os.chmod(d, mode)
+                except OSError as exc:
+                    raise HomeError(f"cannot set mode {mode:o} on {d}: {exc.strerror or exc}") from None
+        return path
+
+    def ensure(self, environ: dict[str, str] | None = None) -> HomeLayout:
+        """Create the root of the home (sub-folders are created by whoever needs them)."""
+        self.ensure_dir(self.root, environ)
+        return self
+
+
+def home_from(cli_home: str | os.PathLike[str] | None = None) -> HomeLayout:
+    return HomeLayout(resolve_home(cli_home))

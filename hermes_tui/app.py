@@ -1,0 +1,214 @@
+"""The full-screen console: four panes over one home, a command bar, a Footer.
+
+The app only observes and asks: every operation is an engine call (the same ones the
+CLI makes), run in a worker thread when it may block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import partial
+from pathlib import Path
+
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Container
+from textual.screen import Screen
+from textual.widgets import Footer, Static, Tab, Tabs
+
+from engine.config import Settings
+from engine.home import HomeLayout
+from hermes_tui import __version__
+from hermes_tui.keymap import help_rows, pane_classes
+from widgets.command_bar import CommandBar
+from widgets.help_screen import HelpScreen
+from widgets.pane import Pane
+
+# Below this size one pane is shown at a time (the tabs say which).
+WIDE_MIN_WIDTH = 120
+WIDE_MIN_HEIGHT = 36
+
+
+def _home_label(path: Path) -> str:
+    home = str(Path.home())
+    text = str(path)
+    if text == home or text.startswith(home + "/"):
+        return "~" + text[len(home) :]
+    return text
+
+
+class HermesApp(App[int]):
+    CSS_PATH = "app.tcss"
+    TITLE = "hermes-tui"
+    BINDINGS = [
+        Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("question_mark", "help", "Help", id="app.help"),
+        Binding("1", "focus_pane('board')", "Board", show=False, id="app.pane.board"),
+        Binding("2", "focus_pane('processes')", "Processes", show=False, id="app.pane.processes"),
+        Binding("3", "focus_pane('scratch')", "Scratch", show=False, id="app.pane.scratch"),
+        Binding("4", "focus_pane('prune-log')", "Prune log", show=False, id="app.pane.prune_log"),
+        Binding("z", "zoom", "Zoom", id="app.zoom"),
+        Binding("colon", "focus_command_bar", "Command", id="app.command"),
+    ]
+
+    def __init__(
+        self,
+        home: HomeLayout,
+        settings: Settings,
+        *,
+        demo: bool = False,
+        home_label: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.home = home
+        self.settings = settings
+        self.demo = demo
+        self.home_label = home_label or _home_label(home.root)
+        self._statuses: dict[str, str] = {}
+        self._active_pane = "board"
+        if settings.ui.theme:
+            try:
+                self.theme = settings.ui.theme
+            except Exception:  # an unknown theme name: keep the default, say so once mounted
+                self._bad_theme = settings.ui.theme
+        if settings.keys:
+            self.set_keymap(dict(settings.keys))
+
+    # -- layout -------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="header")
+        yield Tabs(*(Tab(f"{cls.NUMBER} {cls.TITLE}", id=f"tab-{cls.PANE_ID}") for cls in pane_classes()),
+                   id="pane-tabs")
+        with Container(id="panes"):
+            for cls in pane_classes():
+                yield cls(home=self.home, settings=self.settings) if _takes_context(cls) else cls()
+        yield CommandBar()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._apply_size(self.size.width, self.size.height)
+        self._update_header()
+        self.action_focus_pane(self._active_pane)
+        bad = getattr(self, "_bad_theme", None)
+        if bad:
+            self.notify(f"ui.theme {bad!r} is not a known theme; using the default", severity="warning")
+
+    def on_resize(self, event) -> None:
+        self._apply_size(event.size.width, event.size.height)
+
+    def _apply_size(self, width: int, height: int) -> None:
+        narrow = width < WIDE_MIN_WIDTH or height < WIDE_MIN_HEIGHT
+        self.screen.set_class(narrow, "-narrow")
+
+    @property
+    def narrow(self) -> bool:
+        return self.screen.has_class("-narrow")
+
+    # -- header and status ----------------------------------------------------------------
+
+    def on_pane_status_changed(self, message: Pane.StatusChanged) -> None:
+        self._statuses[message.pane_id] = message.text
+        self._update_header()
+
+    def _update_header(self) -> None:
+        from rich.text import Text
+
+        text = Text()
+        text.append(" hermes-tui ", style="bold reverse")
+        text.append(f" {__version__}  ", style="dim")
+        if self.demo:
+            text.append("DEMO ", style="bold yellow")
+        text.append("home ", style="dim")
+        text.append(self.home_label, style="bold")
+        for cls in pane_classes():
+            status = self._statuses.get(cls.PANE_ID)
+            if status:
+                text.append("  ·  ", style="dim")
+                text.append(f"{cls.TITLE.lower()}: ", style="dim")
+                text.append(status)
+        try:
+            self.query_one("#header", Static).update(text)
+        except Exception:
+            pass
+
+    # -- panes, focus, zoom -----------------------------------------------------------------
+
+    def pane(self, pane_id: str) -> Pane:
+        return self.query_one(f"#{pane_id}", Pane)
+
+    @property
+    def active_pane(self) -> Pane:
+        return self.pane(self._active_pane)
+
+    def _set_active(self, pane_id: str) -> None:
+        self._active_pane = pane_id
+        for p in self.query(Pane):
+            p.set_class(p.id == pane_id, "-active")
+        tabs = self.query_one("#pane-tabs", Tabs)
+        if tabs.active != f"tab-{pane_id}":
+            tabs.active = f"tab-{pane_id}"
+
+    def on_descendant_focus(self, event) -> None:
+        node = event.widget
+        while node is not None and not isinstance(node, Pane):
+            node = node.parent
+        if isinstance(node, Pane) and node.id != self._active_pane:
+            self._set_active(node.id)
+
+    def on_tabs_tab_activated(self, event: Tabs.TabActivated) -> None:
+        pane_id = (event.tab.id or "").removeprefix("tab-")
+        if pane_id and pane_id != self._active_pane:
+            self.action_focus_pane(pane_id)
+
+    def action_focus_pane(self, pane_id: str) -> None:
+        self._set_active(pane_id)
+        pane = self.pane(pane_id)
+        target = pane.focus_target
+        (target or pane).focus()
+
+    def action_zoom(self) -> None:
+        panes = self.query_one("#panes")
+        panes.toggle_class("-zoomed")
+        self.active_pane.set_class(panes.has_class("-zoomed"), "-zoomed")
+
+    @property
+    def zoomed(self) -> bool:
+        return self.query_one("#panes").has_class("-zoomed")
+
+    def action_focus_command_bar(self) -> None:
+        self.query_one(CommandBar).focus()
+
+    # -- help and palette -----------------------------------------------------------------
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(help_rows(self), title=f"hermes-tui {__version__}: every key"))
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Every action of every pane, so nothing is reachable only by a key."""
+        seen: set[str] = set()
+        for row in help_rows(self):
+            if row.binding_id in seen or row.action is None:
+                continue
+            seen.add(row.binding_id)
+            yield SystemCommand(
+                f"{row.section}: {row.description}",
+                f"key {row.keys}  ·  id {row.binding_id}",
+                partial(self._run_palette_action, row.action, row.namespace),
+            )
+        yield from super().get_system_commands(screen)
+
+    async def _run_palette_action(self, action: str, namespace: str | None) -> None:
+        if namespace and namespace != "app":
+            pane = self.pane(namespace)
+            self.action_focus_pane(namespace)
+            await self.run_action(action, pane)
+        else:
+            await self.run_action(action)
+
+
+def _takes_context(cls: type) -> bool:
+    import inspect
+
+    params = inspect.signature(cls.__init__).parameters
+    return "home" in params and "settings" in params

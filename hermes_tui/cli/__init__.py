@@ -1,0 +1,81 @@
+"""The ``hermes-tui`` command line.
+
+With no subcommand it opens the full-screen app (the only path that imports Textual);
+every subcommand works headless. Subcommands live in one module each under this
+package and register themselves through ``register(subparsers)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from hermes_tui import __version__
+from hermes_tui.cli.common import EXIT_FAILED, EXIT_USAGE, CliError, Context
+
+# Modules under hermes_tui.cli that add a subcommand, in --help order.
+COMMAND_MODULES = ("doctor",)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # exit 2 with one line, as argparse does, plus a hint
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="hermes-tui",
+        description="A terminal console for an agent workspace: the kanban board, background "
+        "processes, scratch entries and the prune log. With no command, opens the full-screen app.",
+        epilog="Home: --home DIR, else $HERMES_HOME, else ~/.hermes. Exit codes: 0 ok, 1 failed, 2 usage/config.",
+    )
+    parser.add_argument("--version", action="version", version=f"hermes-tui {__version__}")
+    parser.add_argument("--home", metavar="DIR", help="the home directory (default: $HERMES_HOME or ~/.hermes)")
+    parser.add_argument("--demo", action="store_true", help="open the app on a freshly built demo home (temp dir)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"hermes_tui.cli.{name}").register(sub)
+    return parser
+
+
+def _open_app(ctx: Context) -> int:
+    from hermes_tui.launch import launch_app
+
+    return launch_app(ctx)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    ctx = Context(args)
+    try:
+        if args.command is None:
+            return _open_app(ctx)
+        if args.demo:
+            raise CliError("--demo opens the app; it cannot be combined with a command", EXIT_USAGE)
+        return args.func(ctx)
+    except CliError as exc:
+        print(f"hermes-tui: {exc.message}", file=sys.stderr)
+        return exc.code
+    except KeyboardInterrupt:
+        print("hermes-tui: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # typed engine errors: one line, no traceback
+        from engine.config import ConfigError
+        from engine.home import HomeError
+
+        if isinstance(exc, ConfigError):
+            print(f"hermes-tui: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        if isinstance(exc, HomeError):
+            print(f"hermes-tui: home: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        if isinstance(exc, BrokenPipeError):
+            return EXIT_FAILED
+        raise
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""What every CLI subcommand shares: the resolved home, the settings, errors, output.
+
+Exit codes (the CLI contract): 0 success, 1 a failed operation, 2 bad usage or config.
+Subcommand modules import engine modules lazily inside their handlers so that
+``hermes-tui --help`` stays fast and never imports Textual.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.config import Settings, load_config
+from engine.home import HomeLayout, resolve_home
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """A failure to report as one line (no traceback) with an exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_FAILED):
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+@dataclass
+class Context:
+    """Resolved lazily: a command that never needs the config never reads it."""
+
+    args: argparse.Namespace
+    _home: HomeLayout | None = field(default=None, repr=False)
+    _settings: Settings | None = field(default=None, repr=False)
+
+    @property
+    def home(self) -> HomeLayout:
+        if self._home is None:
+            self._home = HomeLayout(resolve_home(getattr(self.args, "home", None)))
+        return self._home
+
+    @property
+    def settings(self) -> Settings:
+        """The home's settings; a bad config raises ConfigError (exit 2 in main)."""
+        if self._settings is None:
+            self._settings = load_config(self.home.config_file)
+        return self._settings
+
+    @property
+    def json(self) -> bool:
+        return bool(getattr(self.args, "json", False))
+
+
+def print_json(obj: Any) -> None:
+    """One JSON document on stdout."""
+    sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def add_json_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON document on stdout")

@@ -1,0 +1,49 @@
+"""The demo home: a fresh temporary home filled by real engine operations.
+
+Each part of the product adds its own builder (real processes, real aged
+directories, a real board); nothing here is canned text.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from engine.home import HomeLayout
+
+DEMO_CONFIG = """\
+# The demo home's config: every key not listed here has its default (docs/config.md).
+ui:
+  refresh_seconds: 1
+"""
+
+# Builders run in order on the new home: (name, function(home)).
+BUILDERS: list[tuple[str, Callable[[HomeLayout], None]]] = []
+
+
+def build_demo_home(root: Path | None = None) -> HomeLayout:
+    if root is None:
+        root = Path(tempfile.mkdtemp(prefix="hermes-demo-"))
+    home = HomeLayout(Path(root)).ensure()
+    if not home.config_file.exists():
+        home.config_file.write_text(DEMO_CONFIG, encoding="utf-8")
+    for _name, build in BUILDERS:
+        build(home)
+    return home
+
+
+# Cleanups run when the demo app exits: (name, function(home)).
+CLEANUPS: list[tuple[str, Callable[[HomeLayout], None]]] = []
+
+
+def cleanup_demo_home(home: HomeLayout) -> None:
+    """Stop what the demo started and remove its temporary home."""
+    for _name, clean in CLEANUPS:
+        try:
+            clean(home)
+        except Exception:
+            pass
+    if home.root.name.startswith("hermes-demo-"):
+        shutil.rmtree(home.root, ignore_errors=True)

@@ -1,0 +1,90 @@
+"""Every key binding of the app in one list: for the help screen, the command palette
+and for validating ``keys:`` in config.yaml (an unknown id is an error with its line)."""
+
+from __future__ import annotations
+
+from engine.config import ConfigError, Settings
+
+
+def pane_classes() -> list[type]:
+    from widgets.board_pane import BoardPane
+    from widgets.processes_pane import ProcessesPane
+    from widgets.prune_log_pane import PruneLogPane
+    from widgets.scratch_pane import ScratchPane
+
+    return [BoardPane, ProcessesPane, ScratchPane, PruneLogPane]
+
+
+def binding_sources() -> list[tuple[str, str, type]]:
+    """(section title, action namespace, class) for every class whose BINDINGS we own."""
+    from hermes_tui.app import HermesApp
+    from widgets.command_bar import CommandBar
+    from widgets.confirm import ConfirmModal
+    from widgets.help_screen import HelpScreen
+
+    sources: list[tuple[str, str, type]] = [("Everywhere", "app", HermesApp)]
+    for cls in pane_classes():
+        sources.append((f"{cls.NUMBER} {cls.TITLE}", cls.PANE_ID, cls))
+        for extra in getattr(cls, "EXTRA_BINDING_CLASSES", ()):
+            sources.append((f"{cls.NUMBER} {cls.TITLE}", cls.PANE_ID, extra))
+    sources.append(("Command bar", "command-bar", CommandBar))
+    sources.append(("Confirm dialogs", "modal", ConfirmModal))
+    sources.append(("Help", "modal", HelpScreen))
+    return sources
+
+
+def _own_bindings(cls: type):
+    from textual.binding import Binding
+
+    for item in cls.__dict__.get("BINDINGS", []):
+        if isinstance(item, Binding):
+            yield item
+
+
+def known_binding_ids() -> list[str]:
+    ids: list[str] = []
+    for _section, _ns, cls in binding_sources():
+        for b in _own_bindings(cls):
+            if b.id and b.id not in ids:
+                ids.append(b.id)
+    return ids
+
+
+def validate_keys(settings: Settings) -> None:
+    """Raise ConfigError (file:line) for a ``keys:`` entry that names no binding."""
+    if not settings.keys:
+        return
+    known = known_binding_ids()
+    for bid in settings.keys:
+        if bid not in known:
+            raise ConfigError(
+                settings.source or "config.yaml",
+                settings.key_lines.get(bid),
+                f"unknown key '{bid}' in 'keys' (known: {', '.join(known)})",
+            )
+
+
+def help_rows(app) -> list:
+    """Rows for the help screen and the palette, with the keys currently in effect."""
+    from widgets.help_screen import HelpRow
+
+    keymap = getattr(app, "_keymap", {}) or {}
+    rows: list[HelpRow] = []
+    for section, namespace, cls in binding_sources():
+        for b in _own_bindings(cls):
+            keys = keymap.get(b.id, b.key) if b.id else b.key
+            shown = ", ".join(_display_key(app, k.strip()) for k in keys.split(","))
+            if b.key_display and b.id not in keymap:
+                shown = b.key_display
+            action = b.action if namespace not in ("modal", "command-bar") else None
+            rows.append(HelpRow(section, shown, b.description or b.action, b.id or "", action, namespace))
+    return rows
+
+
+def _display_key(app, key: str) -> str:
+    try:
+        from textual.binding import Binding
+
+        return app.get_key_display(Binding(key, "noop"))
+    except Exception:
+        return key

@@ -1,0 +1,42 @@
+"""Opening the full-screen app (the only place the CLI imports Textual)."""
+
+from __future__ import annotations
+
+import sys
+
+from engine.config import load_config
+from hermes_tui.cli.common import EXIT_USAGE, CliError, Context
+
+
+def launch_app(ctx: Context) -> int:
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise CliError(
+            "the app needs a terminal; for scripts use a command such as 'hermes-tui doctor' (see --help)",
+            EXIT_USAGE,
+        )
+    demo = bool(ctx.args.demo)
+    if demo:
+        if ctx.args.home:
+            raise CliError("--demo builds its own home; drop --home", EXIT_USAGE)
+        from hermes_tui.demo import build_demo_home
+
+        home = build_demo_home()
+        print(f"hermes-tui: demo home at {home.root}", file=sys.stderr)
+    else:
+        home = ctx.home
+    settings = load_config(home.config_file)
+
+    from hermes_tui.app import HermesApp
+    from hermes_tui.keymap import validate_keys
+
+    validate_keys(settings)
+    home.ensure()
+    app = HermesApp(home, settings, demo=demo)
+    try:
+        app.run()
+    finally:
+        if demo:
+            from hermes_tui.demo import cleanup_demo_home
+
+            cleanup_demo_home(home)
+    return app.return_code or 0

@@ -1,0 +1,79 @@
+"""The frame every pane of the console shares: a bordered, focusable container with
+a numbered title, a subtitle for live state, and an honest empty state."""
+
+from __future__ import annotations
+
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import Static
+
+
+class Pane(Vertical, can_focus=True):
+    """A pane of the main screen. Subclasses set PANE_ID, TITLE and compose their body.
+
+    Focusing the pane itself forwards focus to its main widget (``focus_target``), so
+    number keys land somewhere useful and the Footer shows that widget's keys.
+    """
+
+    PANE_ID = "pane"
+    TITLE = "Pane"
+    NUMBER = 0
+
+    DEFAULT_CSS = """
+    Pane {
+        border: round $panel-lighten-2;
+        border-title-color: $text-muted;
+        border-title-style: bold;
+        border-subtitle-color: $text-muted;
+        height: 1fr;
+        width: 1fr;
+        padding: 0 1;
+    }
+    Pane.-active {
+        border: round $accent;
+        border-title-color: $accent;
+    }
+    Pane .empty-state {
+        color: $text-muted;
+        padding: 1 1;
+        width: 1fr;
+        height: auto;
+    }
+    """
+
+    class StatusChanged(Message):
+        """A pane's one-line status for the header (e.g. '3 running')."""
+
+        def __init__(self, pane_id: str, text: str) -> None:
+            super().__init__()
+            self.pane_id = pane_id
+            self.text = text
+
+    def __init__(self, *children, **kwargs) -> None:
+        kwargs.setdefault("id", self.PANE_ID)
+        super().__init__(*children, **kwargs)
+        self.border_title = f"{self.NUMBER} {self.TITLE}" if self.NUMBER else self.TITLE
+
+    @property
+    def focus_target(self):
+        """The widget that should hold focus when this pane is chosen (None: the pane)."""
+        for child in self.query("*"):
+            if child.focusable and child is not self:
+                return child
+        return None
+
+    def on_focus(self) -> None:
+        target = self.focus_target
+        if target is not None:
+            target.focus()
+
+    def set_status(self, text: str) -> None:
+        self.border_subtitle = text
+        self.post_message(self.StatusChanged(self.PANE_ID, text))
+
+
+class EmptyState(Static):
+    """A short, honest sentence about why a pane has nothing to show."""
+
+    def __init__(self, text: str, **kwargs) -> None:
+        super().__init__(text, classes="empty-state", **kwargs)
