@@ -309,7 +309,7 @@ def _unknown(reader: _Reader, key_node: yaml.Node, key: str, where: str, known: 
 
 def _read_profiles(reader: _Reader, node: yaml.Node) -> Mapping[str, ProfileSettings]:
     profiles: dict[str, ProfileSettings] = {}
-    for name, _key_node, value_node in reader.mapping_items(node, "kanban.profiles"):
+    for name, name_node, value_node in reader.mapping_items(node, "kanban.profiles"):
         where = f"kanban.profiles.{name}"
         if isinstance(value_node, yaml.ScalarNode) and isinstance(reader.value(value_node), str):
             # Short form: "name: some command"
@@ -330,7 +330,7 @@ def _read_profiles(reader: _Reader, node: yaml.Node) -> Mapping[str, ProfileSett
             else:
                 values[key] = reader.check(_PROFILE_KEYS[key], vnode, f"{where}.{key}")
         if "command" not in values:
-            raise reader.fail(value_node, f"{where} needs a 'command'")
+            raise reader.fail(name_node, f"{where} needs a 'command'")
         profiles[name] = ProfileSettings(name=name, **values)
     return MappingProxyType(profiles)
 

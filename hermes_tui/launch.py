@@ -8,16 +8,20 @@ from engine.config import load_config
 from hermes_tui.cli.common import EXIT_USAGE, CliError, Context
 
 
-def launch_app(ctx: Context) -> int:
+def _need_terminal() -> None:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise CliError(
             "the app needs a terminal; for scripts use a command such as 'hermes-tui doctor' (see --help)",
             EXIT_USAGE,
         )
+
+
+def launch_app(ctx: Context) -> int:
     demo = bool(ctx.args.demo)
     if demo:
         if ctx.args.home:
             raise CliError("--demo builds its own home; drop --home", EXIT_USAGE)
+        _need_terminal()
         from hermes_tui.demo import build_demo_home
 
         home = build_demo_home()
@@ -31,6 +35,8 @@ def launch_app(ctx: Context) -> int:
 
     validate_keys(settings)
     home.ensure()
+    if not demo:
+        _need_terminal()
     app = HermesApp(home, settings, demo=demo)
     try:
         app.run()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from hermes_tui import __version__
@@ -74,7 +75,12 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_USAGE
         if isinstance(exc, BrokenPipeError):
             return EXIT_FAILED
-        raise
+        if os.environ.get("HERMES_DEBUG"):
+            raise
+        # A bug, not bad input: still one line, with a way to get the details.
+        print(f"hermes-tui: internal error: {type(exc).__name__}: {exc} "
+              "(run with HERMES_DEBUG=1 for the traceback)", file=sys.stderr)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":  # pragma: no cover

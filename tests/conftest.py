@@ -1,0 +1,74 @@
+"""Fixtures shared by every test module: a fresh home per test, and cleanup of the
+child processes a test starts (so no test leaves a process behind)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.config import Settings
+from engine.home import HomeLayout
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> HomeLayout:
+    """A fresh, created home in a temp dir."""
+    return HomeLayout(tmp_path / "home").ensure()
+
+
+@pytest.fixture
+def settings() -> Settings:
+    return Settings()
+
+
+@pytest.fixture
+def children():
+    """Start real child processes in their own session; every one is killed (group and
+    all) and reaped at the end of the test, whatever the test did."""
+    started: list[subprocess.Popen] = []
+
+    def start(argv, **kwargs) -> subprocess.Popen:
+        kwargs.setdefault("start_new_session", True)
+        kwargs.setdefault("stdin", subprocess.DEVNULL)
+        kwargs.setdefault("stdout", subprocess.DEVNULL)
+        kwargs.setdefault("stderr", subprocess.DEVNULL)
+        proc = subprocess.Popen(argv, **kwargs)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60, cwd=None,
+            input: str | None = None) -> subprocess.CompletedProcess:
+    """Run the real ``hermes-tui`` CLI in a subprocess (python -m hermes_tui)."""
+    full_env = dict(os.environ)
+    full_env.pop("HERMES_HOME", None)
+    if env:
+        full_env.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "hermes_tui", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+        cwd=cwd,
+        input=input,
+        stdin=None if input is not None else subprocess.DEVNULL,
+    )

@@ -1,0 +1,113 @@
+"""The CLI skeleton and doctor, through the real command in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.conftest import REPO, run_cli
+
+
+def _imports_after(argv: list[str], home) -> set[str]:
+    code = (
+        "import sys\n"
+        "from hermes_tui.cli import main\n"
+        "try:\n"
+        f"    main({argv!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "sys.stderr.write(repr(sorted(m for m in sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                         env={**os.environ, "HERMES_HOME": str(home)})
+    return set(eval(out.stderr.strip().splitlines()[-1]))
+
+
+def test_help_does_not_import_textual(tmp_path):
+    mods = _imports_after(["--help"], tmp_path)
+    assert "hermes_tui.cli" in mods
+    assert not {m for m in mods if m == "textual" or m.startswith("textual.")}
+    assert "widgets" not in mods
+
+
+def test_doctor_does_not_import_textual(tmp_path):
+    mods = _imports_after(["doctor"], tmp_path)
+    assert "engine.doctor" in mods
+    assert not {m for m in mods if m == "textual" or m.startswith("textual.")}
+
+
+def test_help_and_version():
+    result = run_cli("--help")
+    assert result.returncode == 0
+    assert "doctor" in result.stdout and "--home" in result.stdout and "--demo" in result.stdout
+    version = run_cli("--version")
+    assert version.returncode == 0 and version.stdout.startswith("hermes-tui ")
+
+
+def test_unknown_command_is_usage_error():
+    result = run_cli("frobnicate")
+    assert result.returncode == 2
+    assert "invalid choice" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_app_without_terminal_refuses_cleanly(tmp_path):
+    result = run_cli("--home", str(tmp_path / "h"))
+    assert result.returncode == 2
+    assert "needs a terminal" in result.stderr
+
+
+def test_doctor_json_reports_the_home(tmp_path):
+    home = tmp_path / "h"
+    scratch = home / "cache" / "scratch" / "entry"
+    scratch.mkdir(parents=True)
+    (scratch / "f").write_bytes(b"x" * 5000)
+    result = run_cli("--home", str(home), "doctor", "--json", env={"TMPDIR": "/var/tmp"})
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["home"] == str(home)
+    assert data["config_ok"] is True and data["config_error"] is None
+    assert data["scratch_bytes"] >= 5000
+    assert data["tmpdir_user_set"] is True and data["tmpdir"] == "/var/tmp"
+    assert data["pidfd_available"] is True
+    assert data["large_cache_dirs"] == []
+
+
+def test_doctor_tells_our_tmpdir_from_the_users(tmp_path):
+    home = tmp_path / "h"
+    ours = str(home / "cache" / "scratch")
+    result = run_cli("--home", str(home), "doctor", "--json", env={"TMPDIR": ours, "HERMES_SCRATCH_DIR": ours})
+    assert json.loads(result.stdout)["tmpdir_user_set"] is False
+    text = run_cli("--home", str(home), "doctor", env={"TMPDIR": "/elsewhere"}).stdout
+    assert "TMPDIR      set by you to /elsewhere" in text
+
+
+def test_doctor_flags_big_unpruned_cache_folders(tmp_path):
+    """A sparse 1.5 GiB file: real size reporting without writing 1.5 GiB."""
+    home = tmp_path / "h"
+    big = home / "cache" / "models"
+    big.mkdir(parents=True)
+    with open(big / "weights.bin", "wb") as fh:
+        fh.truncate(1536 * 1024 * 1024)
+    pruned = home / "cache" / "scratch"
+    pruned.mkdir()
+    with open(pruned / "huge", "wb") as fh:
+        fh.truncate(2 * 1024**3)
+    data = json.loads(run_cli("--home", str(home), "doctor", "--json").stdout)
+    assert [d["path"] for d in data["large_cache_dirs"]] == [str(big)]
+    assert "no pruner covers it" in run_cli("--home", str(home), "doctor").stdout
+
+
+def test_doctor_creates_nothing(tmp_path):
+    home = tmp_path / "never"
+    result = run_cli("--home", str(home), "doctor")
+    assert result.returncode == 0
+    assert "not created yet" in result.stdout
+    assert not home.exists()
+
+
+def test_home_mode_error_is_one_line(tmp_path):
+    result = run_cli("--home", str(tmp_path / "h"), env={"HERMES_HOME_MODE": "rwx"})
+    assert result.returncode == 2
+    assert result.stderr.strip() == "hermes-tui: home: HERMES_HOME_MODE must be an octal mode such as 0700, got 'rwx'"
