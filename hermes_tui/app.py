@@ -43,12 +43,12 @@ class HermesApp(App[int]):
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("question_mark", "help", "Help", id="app.help"),
-        Binding("1", "focus_pane('board')", "Board", show=False, id="app.pane.board"),
-        Binding("2", "focus_pane('processes')", "Processes", show=False, id="app.pane.processes"),
-        Binding("3", "focus_pane('scratch')", "Scratch", show=False, id="app.pane.scratch"),
-        Binding("4", "focus_pane('prune-log')", "Prune log", show=False, id="app.pane.prune_log"),
-        Binding("z", "zoom", "Zoom", id="app.zoom"),
-        Binding("colon", "focus_command_bar", "Command", id="app.command"),
+        Binding("1", "focus_pane('board')", "Go to the board", show=False, id="app.pane.board"),
+        Binding("2", "focus_pane('processes')", "Go to processes", show=False, id="app.pane.processes"),
+        Binding("3", "focus_pane('scratch')", "Go to scratch entries", show=False, id="app.pane.scratch"),
+        Binding("4", "focus_pane('prune-log')", "Go to the prune log", show=False, id="app.pane.prune_log"),
+        Binding("z", "zoom", "Zoom", tooltip="Zoom the focused pane (again to restore)", id="app.zoom"),
+        Binding("colon", "focus_command_bar", "Command", tooltip="Type a command to run", id="app.command"),
     ]
 
     def __init__(
@@ -168,9 +168,7 @@ class HermesApp(App[int]):
         (target or pane).focus()
 
     def action_zoom(self) -> None:
-        panes = self.query_one("#panes")
-        panes.toggle_class("-zoomed")
-        self.active_pane.set_class(panes.has_class("-zoomed"), "-zoomed")
+        self.query_one("#panes").toggle_class("-zoomed")
 
     @property
     def zoomed(self) -> bool:

@@ -78,6 +78,9 @@ def help_rows(app) -> list:
                 shown = b.key_display
             action = b.action if namespace not in ("modal", "command-bar") else None
             rows.append(HelpRow(section, shown, b.description or b.action, b.id or "", action, namespace))
+        if namespace == "app":
+            palette = _display_key(app, getattr(app, "COMMAND_PALETTE_BINDING", "ctrl+p"))
+            rows.append(HelpRow(section, palette, "Command palette: every action by name", "", None, namespace))
     return rows
 
 

@@ -1,0 +1,169 @@
+"""The app shell driven through Pilot: pane focus keys, zoom, help, palette, narrow
+layout, remapped keys and quitting; SVG snapshots at both sizes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import MappingProxyType
+
+import pytest
+from textual.command import CommandPalette
+from textual.widgets import Tabs
+
+from engine.config import Settings
+from engine.home import HomeLayout
+from hermes_tui.app import HermesApp
+from hermes_tui.keymap import known_binding_ids
+from widgets.help_screen import HelpScreen
+from widgets.pane import Pane
+
+WIDE = (160, 48)
+NARROW = (80, 24)
+
+
+def make_app(home: HomeLayout, **settings_changes) -> HermesApp:
+    settings = replace(Settings(), **settings_changes) if settings_changes else Settings()
+    return HermesApp(home, settings, home_label="~/.hermes")
+
+
+def displayed_panes(app: HermesApp) -> list[str]:
+    return [p.id for p in app.query(Pane) if p.display and p.region.area > 0]
+
+
+async def test_all_four_panes_visible_when_wide(home):
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.pause()
+        assert displayed_panes(app) == ["board", "processes", "scratch", "prune-log"]
+        assert not app.narrow
+        assert not app.query_one("#pane-tabs", Tabs).display
+
+
+async def test_number_keys_focus_panes(home):
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        for key, pane_id in (("2", "processes"), ("3", "scratch"), ("4", "prune-log"), ("1", "board")):
+            await pilot.press(key)
+            await pilot.pause()
+            assert app.active_pane.id == pane_id
+            assert app.active_pane.has_class("-active")
+            focused = app.focused
+            assert focused is not None
+            assert focused is app.active_pane or app.active_pane in focused.ancestors
+            assert sum(p.has_class("-active") for p in app.query(Pane)) == 1
+
+
+async def test_zoom_shows_only_the_focused_pane_and_toggles_back(home):
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.press("3")
+        await pilot.press("z")
+        await pilot.pause()
+        assert app.zoomed
+        assert displayed_panes(app) == ["scratch"]
+        assert app.pane("scratch").region.width == WIDE[0]
+        await pilot.press("2")  # switching pane while zoomed keeps the zoom
+        await pilot.pause()
+        assert displayed_panes(app) == ["processes"]
+        await pilot.press("z")
+        await pilot.pause()
+        assert not app.zoomed
+        assert len(displayed_panes(app)) == 4
+
+
+async def test_narrow_terminal_shows_one_pane_with_tabs(home):
+    app = make_app(home)
+    async with app.run_test(size=NARROW) as pilot:
+        await pilot.pause()
+        assert app.narrow
+        assert app.query_one("#pane-tabs", Tabs).display
+        assert displayed_panes(app) == ["board"]
+        await pilot.press("4")
+        await pilot.pause()
+        assert displayed_panes(app) == ["prune-log"]
+        assert app.query_one("#pane-tabs", Tabs).active == "tab-prune-log"
+
+
+async def test_resizing_switches_between_layouts(home):
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.resize_terminal(100, 30)
+        await pilot.pause()
+        assert app.narrow and len(displayed_panes(app)) == 1
+        await pilot.resize_terminal(120, 36)  # exactly the threshold: wide
+        await pilot.pause()
+        assert not app.narrow and len(displayed_panes(app)) == 4
+
+
+async def test_help_screen_lists_every_binding(home):
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        shown = {row.binding_id for row in app.screen._rows}
+        assert set(known_binding_ids()) <= shown
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_palette_offers_every_action(home):
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for needed in ("Everywhere: Zoom", "Everywhere: Help", "Everywhere: Go to the prune log"):
+            assert needed in titles
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.press(*"zoom")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.zoomed
+
+
+async def test_keys_in_config_remap_bindings(home):
+    app = make_app(home, keys=MappingProxyType({"app.zoom": "x", "app.pane.scratch": "s"}))
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.press("s")
+        await pilot.press("x")
+        await pilot.pause()
+        assert app.active_pane.id == "scratch" and app.zoomed
+        await pilot.press("z")  # the old key no longer zooms
+        await pilot.pause()
+        assert app.zoomed
+
+
+async def test_colon_focuses_the_command_bar_and_q_types_there(home):
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.press("colon")
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.is_running
+        assert app.focused.id == "command-bar" and app.focused.value == "q"
+
+
+async def test_q_quits(home):
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code in (0, None)
+    assert not app.is_running
+
+
+async def test_header_names_the_home(home):
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.pause()
+        header = str(app.query_one("#header").render())
+        assert "~/.hermes" in header and "hermes-tui" in header
+
+
+@pytest.mark.parametrize("size", [WIDE, NARROW], ids=["160x48", "80x24"])
+def test_shell_snapshot(snap_compare, tmp_path, size):
+    home = HomeLayout(tmp_path / "home").ensure()
+    assert snap_compare(make_app(home), terminal_size=size)
