@@ -1,0 +1,278 @@
+"""One process session on disk, and how its status is derived.
+
+``<home>/processes/<id>/`` holds:
+
+- ``meta.json``   what was started (command, cwd, pid, fingerprint, owner, notify, watch),
+                  written atomically by the spawner (rewritten atomically on yield);
+- ``output.log``  stdout+stderr of the command, mode 0600, raw bytes;
+- ``exit``        ``"<code>\\n"`` written by the supervising wrapper when the command ends
+                  (its mtime is the end time). The trailing newline is the commit mark: a
+                  record without it is still being written and counts as absent;
+- ``killed.json`` written by :meth:`ProcessRegistry.kill` after a verified terminate;
+- ``notified``    created (O_EXCL) by whoever delivered the completion, so it shows once.
+
+Status is derived, never guessed: an exit record -> ``exited`` (or ``killed`` with a
+kill record); no record and the verified process alive -> ``running``; no record and the
+process gone -> ``lost`` (no exit code is invented).
+"""
+
+from __future__ import annotations
+
+import os
+import signal as signal_mod
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from engine import identity
+from engine.fsutil import read_json
+
+RUNNING = "running"
+EXITED = "exited"
+KILLED = "killed"
+LOST = "lost"
+STATUSES = (RUNNING, EXITED, KILLED, LOST)
+
+META_FILE = "meta.json"
+OUTPUT_FILE = "output.log"
+EXIT_FILE = "exit"
+KILLED_FILE = "killed.json"
+NOTIFIED_FILE = "notified"
+WATCH_STATE_FILE = "watch.json"
+
+ID_PREFIX = "proc_"
+ID_HEX_LEN = 12
+
+
+class ProcessLookupFailed(LookupError):
+    """An id or prefix that names no session, or more than one (``candidates``)."""
+
+    def __init__(self, message: str, candidates: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.candidates = candidates
+
+
+class SessionCorrupt(Exception):
+    """A session folder whose metadata cannot be read; listing skips it."""
+
+
+@dataclass(frozen=True)
+class ExitRecord:
+    code: int
+    ended_at: float
+
+    @property
+    def signal(self) -> str | None:
+        """The signal a shell reports as 128+N. Ambiguous with a plain ``exit 128+N``."""
+        return signal_from_code(self.code)
+
+
+def signal_from_code(code: int | None) -> str | None:
+    if code is None or code <= 128 or code > 128 + 64:
+        return None
+    try:
+        return signal_mod.Signals(code - 128).name
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class ProcessSession:
+    """A snapshot of one session. ``pid``/``fingerprint`` are the process-group leader
+    (the supervising wrapper); its group holds the command and its children."""
+
+    id: str
+    pid: int
+    fingerprint: str
+    command: str
+    cwd: str
+    owner: str
+    started_at: float
+    status: str
+    exit_code: int | None
+    signal: str | None
+    ended_at: float | None
+    output_path: Path
+    notify: bool
+    watch: tuple[str, ...]
+    background: bool = True
+    argv: tuple[str, ...] | None = None
+    dir: Path = field(default=Path("."), compare=False)
+
+    @property
+    def running(self) -> bool:
+        return self.status == RUNNING
+
+    @property
+    def finished(self) -> bool:
+        return self.status != RUNNING
+
+    @property
+    def short_id(self) -> str:
+        return self.id[len(ID_PREFIX) : len(ID_PREFIX) + 8] if self.id.startswith(ID_PREFIX) else self.id
+
+    def runtime(self, now: float | None = None) -> float:
+        end = self.ended_at if self.ended_at is not None else (now if now is not None else time.time())
+        return max(0.0, end - self.started_at)
+
+    def exit_text(self) -> str:
+        """'exit 0', 'SIGKILL', 'exit 143 (SIGTERM)', 'lost', 'running'."""
+        if self.status == RUNNING:
+            return "running"
+        if self.status == LOST:
+            return "lost (no exit record)"
+        if self.status == KILLED:
+            return f"killed ({self.signal})" if self.signal else "killed"
+        if self.signal:
+            return f"exit {self.exit_code} ({self.signal})"
+        return f"exit {self.exit_code}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "pid": self.pid,
+            "command": self.command,
+            "cwd": self.cwd,
+            "status": self.status,
+            "exit_code": self.exit_code,
+            "signal": self.signal,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+            "owner": self.owner,
+            "notify": self.notify,
+            "watch": list(self.watch),
+            "background": self.background,
+            "fingerprint": self.fingerprint,
+            "output_path": str(self.output_path),
+        }
+
+
+# --------------------------------------------------------------------------------------
+# Reading a session folder
+# --------------------------------------------------------------------------------------
+
+
+def read_exit_record(session_dir: Path) -> ExitRecord | None:
+    """The wrapper's record, or None while absent or half-written (no newline yet)."""
+    path = session_dir / EXIT_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        raw = os.read(fd, 64)
+        mtime = os.fstat(fd).st_mtime
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if not raw.endswith(b"\n"):
+        return None
+    try:
+        code = int(raw.strip())
+    except ValueError:
+        return None
+    return ExitRecord(code, mtime)
+
+
+def read_kill_record(session_dir: Path) -> dict[str, Any] | None:
+    try:
+        data = read_json(session_dir / KILLED_FILE)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def read_meta(session_dir: Path) -> dict[str, Any]:
+    try:
+        data = read_json(session_dir / META_FILE)
+    except FileNotFoundError:
+        raise SessionCorrupt(f"{session_dir.name}: no metadata (still being created, or not a session)") from None
+    except (OSError, ValueError) as exc:
+        raise SessionCorrupt(f"{session_dir.name}: unreadable metadata ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("pid"), int):
+        raise SessionCorrupt(f"{session_dir.name}: metadata without a pid")
+    return data
+
+
+def session_from_meta(session_dir: Path, meta: dict[str, Any]) -> ProcessSession:
+    """A session whose status is not derived yet (``running``); see :func:`derive`."""
+    argv = meta.get("argv")
+    return ProcessSession(
+        id=str(meta.get("id") or session_dir.name),
+        pid=int(meta["pid"]),
+        fingerprint=str(meta.get("fingerprint") or identity.UNVERIFIED),
+        command=str(meta.get("command", "")),
+        cwd=str(meta.get("cwd", "")),
+        owner=str(meta.get("owner", "")),
+        started_at=float(meta.get("started_at") or 0.0),
+        status=RUNNING,
+        exit_code=None,
+        signal=None,
+        ended_at=None,
+        output_path=session_dir / OUTPUT_FILE,
+        notify=bool(meta.get("notify", False)),
+        watch=tuple(str(w) for w in meta.get("watch") or ()),
+        background=bool(meta.get("background", True)),
+        argv=tuple(str(a) for a in argv) if isinstance(argv, list) else None,
+        dir=session_dir,
+    )
+
+
+def _leader_alive(session: ProcessSession) -> bool:
+    if identity.is_verifiable(session.fingerprint):
+        return identity.is_alive(session.pid, session.fingerprint)
+    # No fingerprint could be taken at spawn: we can only say the pid exists. Such a
+    # session is never signalled; it is reported running while the pid is there.
+    stat = identity.read_stat(session.pid)
+    return stat is not None and not stat.is_zombie
+
+
+def derive(base: ProcessSession) -> ProcessSession:
+    """Fill in status, exit code, signal and end time from what is on disk now."""
+    d = base.dir
+    record = read_exit_record(d)
+    kill = read_kill_record(d)
+    if record is None and kill is None:
+        if _leader_alive(base):
+            return replace(base, status=RUNNING)
+        # The wrapper may have written its record just before it exited: look again.
+        record = read_exit_record(d)
+        kill = read_kill_record(d)
+        if record is None and kill is None:
+            return replace(base, status=LOST)
+    if kill is not None and (record is None or record.signal is not None):
+        sig = kill.get("signal") if isinstance(kill.get("signal"), str) else None
+        ended = record.ended_at if record is not None else float(kill.get("at") or time.time())
+        return replace(
+            base,
+            status=KILLED,
+            exit_code=record.code if record is not None else None,
+            signal=sig,
+            ended_at=ended,
+        )
+    assert record is not None
+    return replace(base, status=EXITED, exit_code=record.code, signal=record.signal, ended_at=record.ended_at)
+
+
+def load_session(session_dir: Path) -> ProcessSession:
+    return derive(session_from_meta(session_dir, read_meta(session_dir)))
+
+
+def claim_notification(session_dir: Path) -> bool:
+    """Atomically claim the right to show this session's completion (True once, ever)."""
+    try:
+        fd = os.open(session_dir / NOTIFIED_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        return False
+    except OSError:
+        return False
+    os.write(fd, f"{time.time():.3f}\n".encode())
+    os.close(fd)
+    return True
+
+
+def notification_claimed(session_dir: Path) -> bool:
+    return (session_dir / NOTIFIED_FILE).exists()
