@@ -10,11 +10,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engine.config import Settings, load_config
-from engine.home import HomeLayout, resolve_home
+if TYPE_CHECKING:  # imported lazily at run time: --help must not pay for YAML and the engine
+    from engine.config import Settings
+    from engine.home import HomeLayout
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -30,17 +30,19 @@ class CliError(Exception):
         self.code = code
 
 
-@dataclass
 class Context:
     """Resolved lazily: a command that never needs the config never reads it."""
 
-    args: argparse.Namespace
-    _home: HomeLayout | None = field(default=None, repr=False)
-    _settings: Settings | None = field(default=None, repr=False)
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self._home: HomeLayout | None = None
+        self._settings: Settings | None = None
 
     @property
     def home(self) -> HomeLayout:
         if self._home is None:
+            from engine.home import HomeLayout, resolve_home
+
             self._home = HomeLayout(resolve_home(getattr(self.args, "home", None)))
         return self._home
 
@@ -48,6 +50,8 @@ class Context:
     def settings(self) -> Settings:
         """The home's settings; a bad config raises ConfigError (exit 2 in main)."""
         if self._settings is None:
+            from engine.config import load_config
+
             self._settings = load_config(self.home.config_file)
         return self._settings
 
