@@ -1,0 +1,604 @@
+"""The dispatch tick: look after the running cards, then start workers for ready ones.
+
+One tick, in this order (each phase sees what the previous one changed):
+
+0. copy new worker output into the card logs (by byte offset);
+1. reap terminal workers (a closed run whose verified worker still lives after the grace);
+2. stale claims (extend a live, heartbeating worker's claim; otherwise stop and reclaim);
+3. crashed workers (gone without a board call: classify the recorded exit);
+4. max runtime (stop and requeue, counted as a failure);
+5. promote todo cards whose parents are all finished;
+6. spawn ready cards by priority, within the caps, each held-back card with a reason.
+
+The whole tick holds a non-blocking ``flock`` on ``<db>.dispatch.lock``: a second
+dispatcher (another app, the CLI, a daemon) reports ``skipped_locked`` and writes
+nothing. Inside, every change is still a compare-and-set transaction, so even a
+dispatcher that ignored the lock could not claim a card twice.
+
+Blocking work (signals with their grace period, spawning, log copies) runs in threads;
+the tick itself is a coroutine over the board's aiosqlite connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine import identity
+from engine.config import ProfileSettings, Settings
+from engine.home import HomeLayout
+from engine.kanban import breaker
+from engine.kanban.models import (
+    DONE,
+    OUTCOME_COMPLETED,
+    OUTCOME_CRASHED,
+    OUTCOME_PROTOCOL_VIOLATION,
+    OUTCOME_RATE_LIMITED,
+    OUTCOME_RECLAIMED,
+    OUTCOME_SPAWN_FAILED,
+    OUTCOME_TIMED_OUT,
+    READY,
+    RUNNING,
+    TODO,
+    DispatchResult,
+    Skip,
+    SpawnedCard,
+    Task,
+)
+from engine.kanban.store import TASK_COLUMNS, Board, add_event, task_from_row
+from engine.kanban.transitions import CLEAR_WORKER, close_run
+from engine.kanban.workers import (
+    LaunchedWorker,
+    Spawner,
+    WorkerLaunch,
+    card_log_path,
+    claim_lock_here,
+    classify_exit,
+    copy_new_output,
+    hostname,
+    is_host_local,
+    last_words,
+    stop_worker,
+    with_last_words,
+    worker_env,
+    worker_state,
+)
+
+HEARTBEAT_STALE_SECONDS = 3600.0
+RECLAIM_DEFER_SECONDS = 120.0
+T_COLS = ", ".join("t." + c.strip() for c in TASK_COLUMNS.split(","))
+
+# Skip reasons (the keys of the "held back" line).
+SKIPPED_UNASSIGNED = "skipped_unassigned"
+SKIPPED_NONSPAWNABLE = "skipped_nonspawnable"
+AT_CAPACITY = "at_capacity"
+PER_PROFILE_CAPPED = "per_profile_capped"
+RATE_LIMIT_COOLDOWN = "rate_limit_cooldown"
+
+
+def lock_path_for(db: Path) -> Path:
+    return db.with_name(db.name + ".dispatch.lock")
+
+
+@contextmanager
+def dispatch_lock(db: Path) -> Iterator[bool]:
+    """Yields True when this process holds the board's dispatch lock, False when
+    another dispatcher has it (never waits)."""
+    fd = os.open(lock_path_for(db), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def allowed_profiles(settings: Settings) -> frozenset[str]:
+    """Profiles this home may spawn: every configured one, narrowed by
+    ``kanban.dispatch_profiles`` when that key is present (empty = none: fail closed)."""
+    configured = set(settings.kanban.profiles)
+    wanted = settings.kanban.dispatch_profiles
+    if wanted is None:
+        return frozenset(configured)
+    return frozenset(configured & set(wanted))
+
+
+@dataclass
+class _Tally:
+    """The tick's findings while it runs; frozen into a DispatchResult at the end."""
+
+    spawned: list[SpawnedCard] = field(default_factory=list)
+    reclaimed: list[str] = field(default_factory=list)
+    extended: list[str] = field(default_factory=list)
+    deferred: list[str] = field(default_factory=list)
+    crashed: list[str] = field(default_factory=list)
+    rate_limited: list[str] = field(default_factory=list)
+    protocol_violations: list[str] = field(default_factory=list)
+    completed_on_exit: list[str] = field(default_factory=list)
+    timed_out: list[str] = field(default_factory=list)
+    reaped: list[str] = field(default_factory=list)
+    promoted: list[str] = field(default_factory=list)
+    auto_blocked: list[str] = field(default_factory=list)
+    auto_assigned: list[str] = field(default_factory=list)
+    skipped: list[Skip] = field(default_factory=list)
+    spawn_failed: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def result(self) -> DispatchResult:
+        return DispatchResult(
+            spawned=tuple(self.spawned), reclaimed=tuple(self.reclaimed), extended=tuple(self.extended),
+            deferred=tuple(self.deferred), crashed=tuple(self.crashed), rate_limited=tuple(self.rate_limited),
+            protocol_violations=tuple(self.protocol_violations),
+            completed_on_exit=tuple(self.completed_on_exit), timed_out=tuple(self.timed_out),
+            reaped_terminal_workers=tuple(self.reaped), promoted=tuple(self.promoted),
+            auto_blocked=tuple(self.auto_blocked), auto_assigned=tuple(self.auto_assigned),
+            skipped=tuple(self.skipped), spawn_failed=tuple(self.spawn_failed), warnings=tuple(self.warnings),
+        )
+
+
+@dataclass(frozen=True)
+class _Claimed:
+    task_id: str
+    run_id: int
+    profile: ProfileSettings
+    title: str
+    body: str
+
+
+class Dispatcher:
+    """Ticks one board for one home. Cheap to keep; each tick is independent."""
+
+    def __init__(self, board: Board, *, home: HomeLayout, settings: Settings, spawner: Spawner) -> None:
+        self.board = board
+        self.home = home
+        self.settings = settings
+        self.k = settings.kanban
+        self.spawner = spawner
+        self.grace = settings.processes.kill_grace_seconds
+
+    # -- the tick --------------------------------------------------------------------------
+
+    async def tick(self) -> DispatchResult:
+        with dispatch_lock(self.board.path) as held:
+            if not held:
+                return DispatchResult(skipped_locked=True)
+            tally = _Tally()
+            reap = getattr(self.spawner, "reap", None)
+            if reap is not None:
+                await asyncio.to_thread(reap)
+            await self._copy_output()
+            await self._reap_terminal_workers(tally)
+            await self._release_stale_claims(tally)
+            await self._detect_crashed(tally)
+            await self._enforce_max_runtime(tally)
+            await self._promote(tally)
+            await self._spawn(tally)
+            return tally.result()
+
+    # -- 0. output ---------------------------------------------------------------------------
+
+    def _log_of(self, task_id: str) -> Path:
+        return card_log_path(self.home.kanban_logs_dir, task_id)
+
+    async def _copy_output(self, run_ids: tuple[int, ...] | None = None) -> None:
+        """Copy new bytes of each live run's output (open runs, and closed runs whose
+        worker may still be printing) into its card log."""
+        if run_ids is None:
+            rows = await self.board.fetch(
+                "SELECT id, task_id, output_path, log_offset FROM task_runs "
+                "WHERE output_path IS NOT NULL AND (ended_at IS NULL OR worker_pid IS NOT NULL)")
+        else:
+            rows = await self.board.fetch(
+                f"SELECT id, task_id, output_path, log_offset FROM task_runs WHERE output_path IS NOT NULL "
+                f"AND id IN ({','.join('?' * len(run_ids))})", run_ids)
+        if not rows:
+            return
+
+        def copy_all() -> list[tuple[int, int]]:
+            self.home.ensure_dir(self.home.kanban_logs_dir)
+            moved = []
+            for run_id, task_id, src, offset in rows:
+                new = copy_new_output(src, self._log_of(task_id), int(offset))
+                if new != offset:
+                    moved.append((new, run_id))
+            return moved
+
+        moved = await asyncio.to_thread(copy_all)
+        if moved:
+            async with self.board.transaction() as conn:
+                await conn.executemany("UPDATE task_runs SET log_offset = ? WHERE id = ?", moved)
+
+    # -- 1. terminal workers -------------------------------------------------------------------
+
+    async def _reap_terminal_workers(self, tally: _Tally) -> None:
+        now = self.board.now()
+        rows = await self.board.fetch(
+            "SELECT id, task_id, worker_pid, worker_started_at, claim_lock FROM task_runs "
+            "WHERE ended_at IS NOT NULL AND worker_pid IS NOT NULL AND ended_at <= ?",
+            (now - self.k.terminal_worker_grace_seconds,))
+        for run_id, task_id, pid, fp, lock in rows:
+            if not is_host_local(lock) or pid == os.getpid():
+                continue
+            state = worker_state(pid, fp)
+            if state == "unverified_alive":
+                continue  # never signalled; looked at again once it is gone
+            stop = None
+            if state == "alive":
+                stop = await asyncio.to_thread(stop_worker, pid, fp, lock, self.grace)
+                if not stop.stopped:
+                    tally.warnings.append(f"{task_id}: terminal worker pid {pid} survived; will retry")
+                    continue
+            await self._copy_output((run_id,))
+            async with self.board.transaction() as conn:
+                cur = await conn.execute(
+                    "UPDATE task_runs SET worker_pid = NULL, worker_started_at = NULL "
+                    "WHERE id = ? AND worker_pid IS ? AND worker_started_at IS ?", (run_id, pid, fp))
+                if cur.rowcount == 1 and stop is not None and stop.attempted:
+                    await add_event(conn, task_id, "terminal_worker_reaped",
+                                    {"pid": pid, "worker_started_at": fp, **stop.to_json()}, now, run_id)
+            if stop is not None and stop.attempted:
+                tally.reaped.append(task_id)
+
+    # -- 2. stale claims ---------------------------------------------------------------------------
+
+    async def _running(self, where: str = "", params: tuple = ()) -> list[tuple[Task, tuple]]:
+        """Running cards with their open run's (started_at, process_id, output_path, profile)."""
+        rows = await self.board.fetch(
+            f"SELECT {T_COLS}, r.started_at, r.process_id, r.output_path, r.profile FROM tasks t "
+            f"LEFT JOIN task_runs r ON r.id = t.current_run_id WHERE t.status = '{RUNNING}' {where} "
+            "ORDER BY t.id", params)
+        return [(task_from_row(r[:20]), tuple(r[20:])) for r in rows]
+
+    async def _release_stale_claims(self, tally: _Tally) -> None:
+        now = self.board.now()
+        for task, (run_started, *_rest) in await self._running(
+                "AND t.claim_expires IS NOT NULL AND t.claim_expires < ?", (now,)):
+            local = is_host_local(task.claim_lock)
+            state = worker_state(task.worker_pid, task.worker_started_at) if local else "foreign"
+            last_beat = task.last_heartbeat_at or run_started or task.started_at or now
+            beat_fresh = now - last_beat <= HEARTBEAT_STALE_SECONDS
+            if state == "alive" and beat_fresh:
+                await self._extend(task, now, tally)
+                continue
+            if state == "unverified_alive":
+                await self._defer(task, now, "unverified_worker_alive", tally)
+                continue
+            stop = None
+            if state == "alive":
+                stop = await asyncio.to_thread(stop_worker, task.worker_pid, task.worker_started_at,
+                                               task.claim_lock, self.grace)
+                if stop.survived:
+                    await self._defer(task, now, "ttl_expired_worker_alive", tally)
+                    continue
+            error = f"stale_lock={task.claim_lock}"
+            payload = {
+                "stale_lock": task.claim_lock, "worker_pid": task.worker_pid,
+                "claim_expires": task.claim_expires, "last_heartbeat_at": task.last_heartbeat_at,
+                "now": now, "host_local": local, "heartbeat_stale": not beat_fresh, "retry_status": READY,
+                **({"termination": stop.to_json()} if stop else {}),
+            }
+            if await self._requeue_failed(task, now, outcome=OUTCOME_RECLAIMED, event="reclaimed", error=error,
+                                          payload=payload, tally=tally):
+                tally.reclaimed.append(task.id)
+
+    async def _extend(self, task: Task, now: float, tally: _Tally) -> None:
+        new_expiry = now + self.k.claim_ttl_seconds
+        async with self.board.transaction() as conn:
+            cur = await conn.execute(
+                "UPDATE tasks SET claim_expires = ? WHERE id = ? AND status = ? AND claim_lock IS ? "
+                "AND current_run_id IS ?", (new_expiry, task.id, RUNNING, task.claim_lock, task.current_run_id))
+            if cur.rowcount != 1:
+                return
+            await add_event(conn, task.id, "claim_extended", {
+                "reason": "pid_alive", "worker_pid": task.worker_pid, "claim_lock": task.claim_lock,
+                "claim_expires_was": task.claim_expires, "claim_expires_now": new_expiry,
+                "last_heartbeat_at": task.last_heartbeat_at}, now, task.current_run_id)
+        tally.extended.append(task.id)
+
+    async def _defer(self, task: Task, now: float, reason: str, tally: _Tally) -> None:
+        async with self.board.transaction() as conn:
+            cur = await conn.execute(
+                "UPDATE tasks SET claim_expires = ? WHERE id = ? AND status = ? AND claim_lock IS ? "
+                "AND current_run_id IS ?",
+                (now + RECLAIM_DEFER_SECONDS, task.id, RUNNING, task.claim_lock, task.current_run_id))
+            if cur.rowcount == 1:
+                await add_event(conn, task.id, "reclaim_deferred", {"reason": reason, "worker_pid": task.worker_pid},
+                                now, task.current_run_id)
+        tally.deferred.append(task.id)
+
+    async def _requeue(self, conn, task: Task, now: float, *, outcome: str, error: str | None,
+                       summary: str | None = None, to_status: str = READY, extra_sets: str = "",
+                       extra_params: tuple = ()) -> bool:
+        """CAS a running card off its run (inside a transaction). False: it moved on."""
+        cur = await conn.execute(
+            f"UPDATE tasks SET {CLEAR_WORKER}, status = ?{extra_sets} WHERE id = ? AND status = ? "
+            "AND claim_lock IS ? AND current_run_id IS ? AND worker_pid IS ?",
+            (to_status, *extra_params, task.id, RUNNING, task.claim_lock, task.current_run_id, task.worker_pid))
+        if cur.rowcount != 1:
+            return False
+        await close_run(conn, task.current_run_id, outcome, now, error=error, summary=summary)
+        return True
+
+    async def _requeue_failed(self, task: Task, now: float, *, outcome: str, event: str, error: str,
+                              payload: dict, tally: _Tally) -> bool:
+        """Requeue, record the event, count the failure (blocking at the limit): one transaction."""
+        async with self.board.transaction() as conn:
+            if not await self._requeue(conn, task, now, outcome=outcome, error=error):
+                return False
+            await add_event(conn, task.id, event, {"error": error, **payload}, now, task.current_run_id)
+            verdict = await breaker.record_failure(conn, task, error=error, outcome=outcome,
+                                                   failure_limit=self.k.failure_limit, now=now,
+                                                   run_id=task.current_run_id, retry_status=READY)
+        if verdict.gave_up:
+            tally.auto_blocked.append(task.id)
+        return True
+
+    # -- 3. crashed workers ----------------------------------------------------------------------
+
+    async def _detect_crashed(self, tally: _Tally) -> None:
+        now = self.board.now()
+        for task, (run_started, process_id, _output, profile_name) in await self._running():
+            if not is_host_local(task.claim_lock):
+                continue
+            started = run_started or task.started_at or now
+            if now - started < self.k.crash_grace_seconds:
+                continue
+            if worker_state(task.worker_pid, task.worker_started_at) in ("alive", "unverified_alive"):
+                continue
+            exit_ = await asyncio.to_thread(self.spawner.exit_of, process_id, task.worker_pid)
+            profile = self.k.profiles.get(profile_name or task.assignee or "")
+            verdict = classify_exit(task.worker_pid, exit_, bool(profile and profile.complete_on_exit))
+            if task.current_run_id is not None:
+                await self._copy_output((task.current_run_id,))
+            await self._settle_exit(task, now, verdict, exit_, tally)
+
+    async def _settle_exit(self, task: Task, now: float, verdict, exit_, tally: _Tally) -> None:
+        run_id = task.current_run_id
+        exit_info = {"pid": task.worker_pid, "exit_code": exit_.code if exit_ else None,
+                     "signal": exit_.signal if exit_ else None}
+        if verdict.outcome == OUTCOME_COMPLETED:
+            async with self.board.transaction() as conn:
+                ok = await self._requeue(
+                    conn, task, now, outcome=OUTCOME_COMPLETED, error=None, summary=verdict.error, to_status=DONE,
+                    extra_sets=", completed_at = ?, result = ?, consecutive_failures = 0, last_failure_error = NULL",
+                    extra_params=(now, verdict.error))
+                if ok:
+                    await add_event(conn, task.id, "completed", {"by": "exit", **exit_info}, now, run_id)
+            if ok:
+                tally.completed_on_exit.append(task.id)
+            return
+        if verdict.outcome == OUTCOME_RATE_LIMITED:
+            async with self.board.transaction() as conn:
+                ok = await self._requeue(conn, task, now, outcome=OUTCOME_RATE_LIMITED, error=verdict.error,
+                                         extra_sets=", last_failure_error = ?", extra_params=(verdict.error,))
+                if ok:
+                    await add_event(conn, task.id, "rate_limited", {
+                        "error": verdict.error, "cooldown_seconds": self.k.rate_limit_cooldown_seconds,
+                        **exit_info}, now, run_id)
+            if ok:
+                tally.rate_limited.append(task.id)
+            return
+        words = await asyncio.to_thread(last_words, self._log_of(task.id))
+        error = with_last_words(verdict.error, words)
+        payload = {"error": error, "worker_output": words, **exit_info}
+        if verdict.outcome == OUTCOME_PROTOCOL_VIOLATION:
+            async with self.board.transaction() as conn:
+                ok = await self._requeue(conn, task, now, outcome=OUTCOME_PROTOCOL_VIOLATION, error=error)
+                if ok:
+                    await add_event(conn, task.id, "protocol_violation", payload, now, run_id)
+                    pv = await breaker.record_protocol_violation(conn, task, error=error, now=now, run_id=run_id,
+                                                                 retry_status=READY)
+            if ok:
+                tally.protocol_violations.append(task.id)
+                if pv.gave_up:
+                    tally.auto_blocked.append(task.id)
+            return
+        if await self._requeue_failed(task, now, outcome=OUTCOME_CRASHED, event="crashed", error=error,
+                                      payload=payload, tally=tally):
+            tally.crashed.append(task.id)
+
+    # -- 4. max runtime ----------------------------------------------------------------------------
+
+    async def _enforce_max_runtime(self, tally: _Tally) -> None:
+        now = self.board.now()
+        for task, (run_started, *_rest) in await self._running(
+                "AND t.max_runtime_seconds IS NOT NULL AND r.started_at + t.max_runtime_seconds < ?", (now,)):
+            if not is_host_local(task.claim_lock):
+                continue
+            state = worker_state(task.worker_pid, task.worker_started_at)
+            if state == "unverified_alive":
+                tally.warnings.append(f"{task.id}: over its max runtime, but its worker pid {task.worker_pid} "
+                                      "was never verified, so it is not signalled")
+                continue
+            stop = None
+            if state == "alive":
+                stop = await asyncio.to_thread(stop_worker, task.worker_pid, task.worker_started_at,
+                                               task.claim_lock, self.grace)
+                if stop.survived:
+                    tally.warnings.append(f"{task.id}: worker pid {task.worker_pid} survived SIGKILL; card held")
+                    continue
+            elapsed = now - (run_started or now)
+            limit = task.max_runtime_seconds
+            error = f"timed_out: elapsed {elapsed:.0f}s > limit {limit:g}s"
+            if task.current_run_id is not None:
+                await self._copy_output((task.current_run_id,))
+            payload = {"pid": task.worker_pid, "elapsed_seconds": round(elapsed, 3), "limit_seconds": limit,
+                       "sigkill": bool(stop and any(s == "SIGKILL" for _p, s in stop.signals)),
+                       "retry_status": READY, **({"termination": stop.to_json()} if stop else {})}
+            if await self._requeue_failed(task, now, outcome=OUTCOME_TIMED_OUT, event="timed_out", error=error,
+                                          payload=payload, tally=tally):
+                tally.timed_out.append(task.id)
+
+    # -- 5. promotion ------------------------------------------------------------------------------
+
+    async def _promote(self, tally: _Tally) -> None:
+        rows = await self.board.fetch(
+            f"SELECT t.id FROM tasks t WHERE t.status = '{TODO}' AND NOT EXISTS ("
+            "SELECT 1 FROM task_links l JOIN tasks p ON p.id = l.parent_id "
+            "WHERE l.child_id = t.id AND p.status NOT IN ('done', 'archived'))")
+        if not rows:
+            return
+        now = self.board.now()
+        async with self.board.transaction() as conn:
+            for (task_id,) in rows:
+                cur = await conn.execute("UPDATE tasks SET status = ? WHERE id = ? AND status = ?",
+                                         (READY, task_id, TODO))
+                if cur.rowcount == 1:
+                    await add_event(conn, task_id, "promoted", {"reason": "parents_done"}, now)
+                    tally.promoted.append(task_id)
+
+    # -- 6. spawning -------------------------------------------------------------------------------
+
+    async def _spawn(self, tally: _Tally) -> None:
+        now = self.board.now()
+        allowed = allowed_profiles(self.settings)
+        default = self.k.default_assignee if self.k.default_assignee in allowed else None
+        host = hostname() + ":"
+        running = await self.board.fetch(
+            f"SELECT assignee, count(*) FROM tasks WHERE status = '{RUNNING}' AND substr(claim_lock, 1, ?) = ? "
+            "GROUP BY assignee", (len(host), host))
+        per_profile = {r[0]: int(r[1]) for r in running}
+        budget = self.k.max_in_progress - sum(per_profile.values())
+        ready = await self.board.fetch(
+            "SELECT t.id, t.assignee, t.title, t.body, r.outcome, r.ended_at FROM tasks t "
+            "LEFT JOIN task_runs r ON r.id = (SELECT max(id) FROM task_runs WHERE task_id = t.id "
+            "AND ended_at IS NOT NULL) "
+            f"WHERE t.status = '{READY}' AND t.claim_lock IS NULL ORDER BY t.priority DESC, t.created_at, t.id")
+        chosen: list[tuple[str, str, str, str, bool]] = []  # id, profile, title, body, newly assigned
+        nonspawnable: list[tuple[str, str]] = []
+        for task_id, assignee, title, body, last_outcome, last_ended in ready:
+            newly = False
+            if not assignee:
+                if default is None:
+                    tally.skipped.append(Skip(task_id, SKIPPED_UNASSIGNED))
+                    continue
+                assignee, newly = default, True
+            if assignee not in allowed:
+                tally.skipped.append(Skip(task_id, SKIPPED_NONSPAWNABLE))
+                nonspawnable.append((task_id, assignee))
+                continue
+            if (last_outcome == OUTCOME_RATE_LIMITED and last_ended is not None
+                    and now - last_ended < self.k.rate_limit_cooldown_seconds):
+                tally.skipped.append(Skip(task_id, RATE_LIMIT_COOLDOWN))
+                continue
+            if budget <= 0:
+                tally.skipped.append(Skip(task_id, AT_CAPACITY))
+                continue
+            cap = self.k.profiles[assignee].max_in_progress
+            if cap is not None and per_profile.get(assignee, 0) >= cap:
+                tally.skipped.append(Skip(task_id, PER_PROFILE_CAPPED))
+                continue
+            budget -= 1
+            per_profile[assignee] = per_profile.get(assignee, 0) + 1
+            chosen.append((task_id, assignee, title, body, newly))
+        await self._note_nonspawnable(nonspawnable, now)
+        claimed = await self._claim(chosen, now, tally)
+        if claimed:
+            launched = await asyncio.gather(*(self._launch(c) for c in claimed))
+            await self._record_launches(list(zip(claimed, launched, strict=True)), tally)
+
+    async def _note_nonspawnable(self, cards: list[tuple[str, str]], now: float) -> None:
+        """One ``skipped_nonspawnable`` event per card and assignee, not one per tick."""
+        if not cards:
+            return
+        fresh = []
+        for task_id, assignee in cards:
+            rows = await self.board.fetch(
+                "SELECT kind, payload FROM task_events WHERE task_id = ? ORDER BY id DESC LIMIT 1", (task_id,))
+            if rows and rows[0][0] == "skipped_nonspawnable" and f'"{assignee}"' in rows[0][1]:
+                continue
+            fresh.append((task_id, assignee))
+        if fresh:
+            async with self.board.transaction() as conn:
+                for task_id, assignee in fresh:
+                    await add_event(conn, task_id, "skipped_nonspawnable", {"assignee": assignee}, now)
+
+    async def _claim(self, chosen: list[tuple[str, str, str, str, bool]], now: float,
+                     tally: _Tally) -> list[_Claimed]:
+        """Claim every chosen card in one transaction (CAS on ready + no lock)."""
+        if not chosen:
+            return []
+        lock = claim_lock_here()
+        expires = now + self.k.claim_ttl_seconds
+        claimed: list[_Claimed] = []
+        async with self.board.transaction() as conn:
+            for task_id, profile, title, body, newly in chosen:
+                cur = await conn.execute(
+                    "UPDATE tasks SET status = ?, assignee = ?, claim_lock = ?, claim_expires = ?, "
+                    "started_at = COALESCE(started_at, ?), last_heartbeat_at = NULL "
+                    "WHERE id = ? AND status = ? AND claim_lock IS NULL",
+                    (RUNNING, profile, lock, expires, now, task_id, READY))
+                if cur.rowcount != 1:
+                    continue  # another dispatcher (or a person) got there first
+                cur = await conn.execute(
+                    "INSERT INTO task_runs (task_id, profile, status, claim_lock, claim_expires, started_at) "
+                    "VALUES (?, ?, 'running', ?, ?, ?)", (task_id, profile, lock, expires, now))
+                run_id = cur.lastrowid
+                await conn.execute("UPDATE tasks SET current_run_id = ? WHERE id = ?", (run_id, task_id))
+                if newly:
+                    await add_event(conn, task_id, "assigned",
+                                    {"assignee": profile, "source": "kanban.default_assignee"}, now)
+                    tally.auto_assigned.append(task_id)
+                await add_event(conn, task_id, "claimed", {"claim_lock": lock, "profile": profile}, now, run_id)
+                claimed.append(_Claimed(task_id, run_id, self.k.profiles[profile], title, body))
+        return claimed
+
+    async def _launch(self, c: _Claimed) -> LaunchedWorker | Exception:
+        def go() -> LaunchedWorker:
+            cwd = self.home.scratch_dir / f"kanban-{c.task_id}"
+            self.home.ensure_dir(cwd)
+            self.home.ensure_dir(self.home.kanban_logs_dir)
+            env = worker_env(home=self.home.root, db=self.board.path, task_id=c.task_id, run_id=c.run_id,
+                             profile=c.profile.name, title=c.title, body=c.body, extra=c.profile.env)
+            return self.spawner.launch(WorkerLaunch(c.task_id, c.run_id, c.profile.name, c.profile.command, env,
+                                                    cwd, self._log_of(c.task_id)))
+
+        try:
+            return await asyncio.to_thread(go)
+        except Exception as exc:  # a failed spawn is recorded on the card, not raised
+            return exc
+
+    async def _record_launches(self, results: list[tuple[_Claimed, LaunchedWorker | Exception]],
+                               tally: _Tally) -> None:
+        now = self.board.now()
+        failed: list[tuple[_Claimed, str]] = []
+        async with self.board.transaction() as conn:
+            for c, launched in results:
+                if isinstance(launched, Exception):
+                    failed.append((c, f"spawn_failed: {launched}"))
+                    continue
+                fp = launched.fingerprint or identity.UNVERIFIED
+                await conn.execute(
+                    "UPDATE task_runs SET worker_pid = ?, worker_started_at = ?, process_id = ?, output_path = ? "
+                    "WHERE id = ?", (launched.pid, fp, launched.process_id, launched.output_path, c.run_id))
+                # The worker may already have ended its run (a very fast worker): then only
+                # the run row keeps the evidence.
+                await conn.execute(
+                    "UPDATE tasks SET worker_pid = ?, worker_started_at = ? WHERE id = ? AND current_run_id = ?",
+                    (launched.pid, fp, c.task_id, c.run_id))
+                await add_event(conn, c.task_id, "spawned", {
+                    "pid": launched.pid, "worker_started_at": fp, "process_id": launched.process_id,
+                    "profile": c.profile.name}, now, c.run_id)
+                tally.spawned.append(SpawnedCard(c.task_id, c.profile.name, launched.pid, launched.process_id))
+        for c, error in failed:
+            task = await self.board.get_task(c.task_id)
+            if task.current_run_id != c.run_id:
+                continue
+            if await self._requeue_failed(task, now, outcome=OUTCOME_SPAWN_FAILED, event="spawn_failed",
+                                          error=error, payload={"profile": c.profile.name}, tally=tally):
+                tally.spawn_failed.append(c.task_id)
+
+
+async def dispatch_once(board: Board, *, home: HomeLayout, settings: Settings, spawner: Spawner) -> DispatchResult:
+    return await Dispatcher(board, home=home, settings=settings, spawner=spawner).tick()

@@ -1,0 +1,229 @@
+"""The board's records as frozen dataclasses: what crosses from the store to the CLI,
+the dispatcher and the pane. Rows are turned into these once, in the store."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# Statuses, in board (column) order. ``archived`` is shown only behind a toggle.
+TODO = "todo"
+READY = "ready"
+RUNNING = "running"
+REVIEW = "review"
+BLOCKED = "blocked"
+DONE = "done"
+ARCHIVED = "archived"
+STATUSES = (TODO, READY, RUNNING, REVIEW, BLOCKED, DONE, ARCHIVED)
+# A parent in one of these no longer holds its children back.
+FINISHED = (DONE, ARCHIVED)
+
+# Run outcomes (task_runs.outcome); an open run has outcome NULL.
+OUTCOME_COMPLETED = "completed"
+OUTCOME_BLOCKED = "blocked"
+OUTCOME_REVIEW = "review"
+OUTCOME_CRASHED = "crashed"
+OUTCOME_PROTOCOL_VIOLATION = "protocol_violation"
+OUTCOME_RATE_LIMITED = "rate_limited"
+OUTCOME_TIMED_OUT = "timed_out"
+OUTCOME_RECLAIMED = "reclaimed"
+OUTCOME_SPAWN_FAILED = "spawn_failed"
+OUTCOME_ARCHIVED = "archived"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One card. ``worker_started_at`` is the worker's identity fingerprint."""
+
+    id: str
+    title: str
+    body: str
+    assignee: str | None
+    status: str
+    priority: int
+    created_at: float
+    started_at: float | None = None
+    completed_at: float | None = None
+    claim_lock: str | None = None
+    claim_expires: float | None = None
+    worker_pid: int | None = None
+    worker_started_at: str | None = None
+    consecutive_failures: int = 0
+    max_retries: int | None = None
+    max_runtime_seconds: float | None = None
+    last_failure_error: str | None = None
+    last_heartbeat_at: float | None = None
+    current_run_id: int | None = None
+    result: str | None = None
+    # Filled only by queries that ask for them (the board view); not columns.
+    parent_ids: tuple[str, ...] = ()
+    process_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["parent_ids"] = list(self.parent_ids)
+        return data
+
+
+@dataclass(frozen=True)
+class Run:
+    """One attempt at a card. A closed run keeps pid, fingerprint and lock as evidence
+    for the terminal-worker reaper until that evidence is cleared."""
+
+    id: int
+    task_id: str
+    profile: str | None
+    status: str  # "running" while open, "ended" once closed
+    claim_lock: str | None
+    worker_pid: int | None
+    worker_started_at: str | None
+    process_id: str | None
+    output_path: str | None
+    log_offset: int
+    started_at: float
+    ended_at: float | None
+    outcome: str | None
+    error: str | None
+    summary: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Event:
+    id: int
+    task_id: str
+    run_id: int | None
+    kind: str
+    payload: dict[str, Any]
+    created_at: float
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def dump_payload(payload: dict[str, Any] | None) -> str:
+    return json.dumps(payload or {}, sort_keys=True, default=str)
+
+
+def load_payload(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {"raw": text}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+@dataclass(frozen=True)
+class NewTask:
+    """What creating a card needs (one or many at once)."""
+
+    title: str
+    body: str = ""
+    assignee: str | None = None
+    parents: tuple[str, ...] = ()
+    priority: int = 0
+    max_retries: int | None = None
+    max_runtime_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class TaskDetails:
+    """A card with its runs and events (``show``, the details modal)."""
+
+    task: Task
+    parents: tuple[str, ...]
+    children: tuple[str, ...]
+    runs: tuple[Run, ...]
+    events: tuple[Event, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.task.to_json()
+        data["parent_ids"] = list(self.parents)
+        data["child_ids"] = list(self.children)
+        data["runs"] = [r.to_json() for r in self.runs]
+        data["events"] = [e.to_json() for e in self.events]
+        return data
+
+
+@dataclass(frozen=True)
+class SpawnedCard:
+    task_id: str
+    assignee: str
+    pid: int | None
+    process_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Skip:
+    task_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class DispatchResult:
+    """What one tick did, and why it did not do more."""
+
+    spawned: tuple[SpawnedCard, ...] = ()
+    reclaimed: tuple[str, ...] = ()
+    extended: tuple[str, ...] = ()
+    deferred: tuple[str, ...] = ()
+    crashed: tuple[str, ...] = ()
+    rate_limited: tuple[str, ...] = ()
+    protocol_violations: tuple[str, ...] = ()
+    completed_on_exit: tuple[str, ...] = ()
+    timed_out: tuple[str, ...] = ()
+    reaped_terminal_workers: tuple[str, ...] = ()
+    promoted: tuple[str, ...] = ()
+    auto_blocked: tuple[str, ...] = ()
+    auto_assigned: tuple[str, ...] = ()
+    skipped: tuple[Skip, ...] = ()
+    skipped_locked: bool = False
+    spawn_failed: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def held_back(self) -> str:
+        """``Last tick held back: key=N, ...`` when nothing spawned for a reason, else ""."""
+        return describe_held_back(self)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "spawned": [asdict(s) for s in self.spawned],
+            "reclaimed": list(self.reclaimed),
+            "extended": list(self.extended),
+            "deferred": list(self.deferred),
+            "crashed": list(self.crashed),
+            "rate_limited": list(self.rate_limited),
+            "protocol_violations": list(self.protocol_violations),
+            "completed_on_exit": list(self.completed_on_exit),
+            "timed_out": list(self.timed_out),
+            "reaped_terminal_workers": list(self.reaped_terminal_workers),
+            "promoted": list(self.promoted),
+            "auto_blocked": list(self.auto_blocked),
+            "auto_assigned": list(self.auto_assigned),
+            "spawn_failed": list(self.spawn_failed),
+            "skipped": [asdict(s) for s in self.skipped],
+            "skipped_locked": self.skipped_locked,
+            "held_back": self.held_back,
+            "warnings": list(self.warnings),
+        }
+
+
+def describe_held_back(result: DispatchResult) -> str:
+    """Why nothing spawned, as one sorted ``key=N`` line (empty when something spawned
+    or nothing was waiting)."""
+    if result.spawned:
+        return ""
+    counts: dict[str, int] = {}
+    for skip in result.skipped:
+        counts[skip.reason] = counts.get(skip.reason, 0) + 1
+    if result.skipped_locked:
+        counts["skipped_locked"] = counts.get("skipped_locked", 0) + 1
+    if not counts:
+        return ""
+    return "Last tick held back: " + ", ".join(f"{k}={counts[k]}" for k in sorted(counts))

@@ -1,0 +1,373 @@
+"""The board file: an SQLite database opened through aiosqlite.
+
+Why these choices:
+- WAL + ``synchronous=FULL``: readers (the pane, ``list``) never wait for a writer, and a
+  committed transition survives a power cut.
+- Every write is ``BEGIN IMMEDIATE`` (take the write lock up front, so two dispatchers
+  serialise instead of deadlocking on a lock upgrade) plus compare-and-set UPDATEs
+  whose losers see ``rowcount == 0``.
+- The file is ours only if its ``application_id`` says so. A file that is not SQLite,
+  that SQLite cannot read, that belongs to something else, or that was written by a
+  newer hermes-tui is refused with one line; it is never recreated or overwritten.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from engine.kanban.models import Event, Run, Task, TaskDetails, load_payload
+
+APPLICATION_ID = 0x484B4E42  # "HKNB": hermes kanban board
+SQLITE_MAGIC = b"SQLite format 3\x00"
+BUSY_TIMEOUT_SECONDS = 30.0
+
+Clock = Callable[[], float]
+
+
+class StoreError(Exception):
+    """The board cannot be used (corrupt, foreign, newer schema, unreadable): one line."""
+
+
+class UnknownTask(StoreError):
+    """No card with that id (or the prefix names none or several)."""
+
+
+# --------------------------------------------------------------------------------------
+# Schema and migrations (PRAGMA user_version = index of the last applied step)
+# --------------------------------------------------------------------------------------
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE tasks (
+            id TEXT PRIMARY KEY,
+            title TEXT NOT NULL,
+            body TEXT NOT NULL DEFAULT '',
+            assignee TEXT,
+            status TEXT NOT NULL,
+            priority INTEGER NOT NULL DEFAULT 0,
+            created_at REAL NOT NULL,
+            started_at REAL,
+            completed_at REAL,
+            claim_lock TEXT,
+            claim_expires REAL,
+            worker_pid INTEGER,
+            worker_started_at TEXT,
+            consecutive_failures INTEGER NOT NULL DEFAULT 0,
+            max_retries INTEGER,
+            max_runtime_seconds REAL,
+            last_failure_error TEXT,
+            last_heartbeat_at REAL,
+            current_run_id INTEGER,
+            result TEXT
+        )""",
+        "CREATE INDEX tasks_by_status ON tasks(status, priority DESC, created_at)",
+        """CREATE TABLE task_runs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            task_id TEXT NOT NULL,
+            profile TEXT,
+            status TEXT NOT NULL,
+            claim_lock TEXT,
+            claim_expires REAL,
+            worker_pid INTEGER,
+            worker_started_at TEXT,
+            process_id TEXT,
+            output_path TEXT,
+            log_offset INTEGER NOT NULL DEFAULT 0,
+            started_at REAL NOT NULL,
+            ended_at REAL,
+            outcome TEXT,
+            error TEXT,
+            summary TEXT
+        )""",
+        "CREATE INDEX runs_by_task ON task_runs(task_id, id)",
+        "CREATE INDEX runs_with_evidence ON task_runs(ended_at) "
+        "WHERE ended_at IS NOT NULL AND worker_pid IS NOT NULL",
+        """CREATE TABLE task_events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            task_id TEXT NOT NULL,
+            run_id INTEGER,
+            kind TEXT NOT NULL,
+            payload TEXT NOT NULL DEFAULT '{}',
+            created_at REAL NOT NULL
+        )""",
+        "CREATE INDEX events_by_task ON task_events(task_id, id)",
+        """CREATE TABLE task_links (
+            parent_id TEXT NOT NULL,
+            child_id TEXT NOT NULL,
+            PRIMARY KEY (parent_id, child_id)
+        )""",
+        "CREATE INDEX links_by_child ON task_links(child_id)",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+TASK_COLUMNS = (
+    "id, title, body, assignee, status, priority, created_at, started_at, completed_at, "
+    "claim_lock, claim_expires, worker_pid, worker_started_at, consecutive_failures, "
+    "max_retries, max_runtime_seconds, last_failure_error, last_heartbeat_at, current_run_id, result"
+)
+RUN_COLUMNS = (
+    "id, task_id, profile, status, claim_lock, worker_pid, worker_started_at, process_id, "
+    "output_path, log_offset, started_at, ended_at, outcome, error, summary"
+)
+EVENT_COLUMNS = "id, task_id, run_id, kind, payload, created_at"
+
+
+def task_from_row(row: Sequence[Any], parent_ids: tuple[str, ...] = (), process_id: str | None = None) -> Task:
+    return Task(*row, parent_ids=parent_ids, process_id=process_id)
+
+
+def run_from_row(row: Sequence[Any]) -> Run:
+    return Run(*row)
+
+
+def event_from_row(row: Sequence[Any]) -> Event:
+    return Event(row[0], row[1], row[2], row[3], load_payload(row[4]), row[5])
+
+
+def _check_header(path: Path) -> None:
+    """Refuse a non-empty file that is not SQLite before SQLite gets a chance to touch it."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(SQLITE_MAGIC))
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StoreError(f"cannot read the board {path}: {exc.strerror or exc}") from None
+    if head and head != SQLITE_MAGIC:
+        raise StoreError(f"{path} is not an SQLite database; refusing to use or overwrite it")
+
+
+def _create_file(path: Path) -> None:
+    """Create the board file 0600 (SQLite would use the umask)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    except FileNotFoundError:
+        raise StoreError(f"cannot create the board {path}: its folder does not exist") from None
+    except OSError as exc:
+        raise StoreError(f"cannot create the board {path}: {exc.strerror or exc}") from None
+    os.close(fd)
+
+
+class Board:
+    """One open board. Writes go through :meth:`transaction`; an asyncio lock keeps two
+    coroutines of one process from interleaving their transactions on the connection."""
+
+    def __init__(self, conn: aiosqlite.Connection, path: Path, clock: Clock) -> None:
+        self.conn = conn
+        self.path = path
+        self.clock = clock
+        self._tx_lock = asyncio.Lock()
+
+    # -- opening ----------------------------------------------------------------------
+
+    @classmethod
+    async def open(cls, path: Path | str, *, clock: Clock = time.time, create: bool = True) -> Board:
+        path = Path(path)
+        _check_header(path)
+        if not path.exists():
+            if not create:
+                raise StoreError(f"no board at {path}")
+            _create_file(path)
+        try:
+            conn = await aiosqlite.connect(str(path), timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the board {path}: {exc}") from None
+        board = cls(conn, path, clock)
+        try:
+            await board._configure()
+            await board._check_and_migrate()
+        except sqlite3.DatabaseError as exc:
+            await conn.close()
+            raise StoreError(f"{path} is not a readable kanban board (corrupt?): {exc}; "
+                             "refusing to use or overwrite it") from None
+        except BaseException:
+            await conn.close()
+            raise
+        return board
+
+    async def _configure(self) -> None:
+        c = self.conn
+        await c.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+        await c.execute("PRAGMA journal_mode = WAL")
+        await c.execute("PRAGMA synchronous = FULL")
+        await c.execute("PRAGMA foreign_keys = ON")
+        await c.execute("PRAGMA wal_autocheckpoint = 1000")
+
+    async def _pragma(self, name: str) -> int:
+        rows = await self.conn.execute_fetchall(f"PRAGMA {name}")
+        return int(rows[0][0]) if rows else 0
+
+    async def _check_and_migrate(self) -> None:
+        app_id = await self._pragma("application_id")
+        version = await self._pragma("user_version")
+        if app_id == APPLICATION_ID and version == SCHEMA_VERSION:
+            return
+        self._refuse_unless_ours(app_id, version, await self._table_count())
+        await self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Re-read under the write lock: another process may have initialised it.
+            app_id = await self._pragma("application_id")
+            version = await self._pragma("user_version")
+            self._refuse_unless_ours(app_id, version, await self._table_count())
+            if app_id == 0:
+                await self.conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            for step in range(version, SCHEMA_VERSION):
+                for statement in MIGRATIONS[step]:
+                    await self.conn.execute(statement)
+            await self.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            await self.conn.execute("COMMIT")
+        except BaseException:
+            await self.conn.execute("ROLLBACK")
+            raise
+
+    async def _table_count(self) -> int:
+        rows = await self.conn.execute_fetchall("SELECT count(*) FROM sqlite_master")
+        return int(rows[0][0])
+
+    def _refuse_unless_ours(self, app_id: int, version: int, objects: int) -> None:
+        if app_id == 0 and objects == 0:
+            return  # a fresh, empty file: ours to initialise
+        if app_id != APPLICATION_ID:
+            raise StoreError(f"{self.path} is an SQLite database of another program "
+                             "(not a hermes-tui board); refusing to use or overwrite it")
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"{self.path} was written by a newer hermes-tui (schema {version}, "
+                             f"this one knows {SCHEMA_VERSION}); refusing to use it")
+
+    async def close(self) -> None:
+        await self.conn.close()
+
+    async def __aenter__(self) -> Board:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- transactions -------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on any exception)."""
+        async with self._tx_lock:
+            await self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                await self.conn.execute("ROLLBACK")
+                raise
+            await self.conn.execute("COMMIT")
+
+    def now(self) -> float:
+        return float(self.clock())
+
+    # -- reads ----------------------------------------------------------------------------
+
+    async def fetch(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        return list(await self.conn.execute_fetchall(sql, tuple(params)))
+
+    async def resolve_id(self, id_or_prefix: str) -> str:
+        """A full id, or a unique prefix of one (``t_1a2`` or ``1a2``)."""
+        raw = (id_or_prefix or "").strip()
+        if not raw:
+            raise UnknownTask("a card id is needed")
+        rows = await self.fetch("SELECT id FROM tasks WHERE id = ?", (raw,))
+        if rows:
+            return rows[0][0]
+        prefix = raw if raw.startswith("t_") else "t_" + raw
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = await self.fetch("SELECT id FROM tasks WHERE id LIKE ? ESCAPE '\\' LIMIT 2", (escaped + "%",))
+        if not rows:
+            raise UnknownTask(f"no card {raw!r} on this board")
+        if len(rows) > 1:
+            raise UnknownTask(f"{raw!r} matches several cards; give more of the id")
+        return rows[0][0]
+
+    async def get_task(self, task_id: str) -> Task:
+        rows = await self.fetch(f"SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?", (task_id,))
+        if not rows:
+            raise UnknownTask(f"no card {task_id!r} on this board")
+        return task_from_row(rows[0])
+
+    async def list_tasks(self, statuses: Sequence[str] | None = None) -> list[Task]:
+        """Cards (with parents and the open run's process id) in board order."""
+        where = ""
+        params: list[Any] = []
+        if statuses:
+            where = f"WHERE t.status IN ({','.join('?' * len(statuses))})"
+            params.extend(statuses)
+        rows = await self.fetch(
+            f"SELECT {', '.join('t.' + c.strip() for c in TASK_COLUMNS.split(','))}, "
+            "(SELECT group_concat(parent_id) FROM task_links WHERE child_id = t.id), "
+            "(SELECT process_id FROM task_runs WHERE id = t.current_run_id) "
+            f"FROM tasks t {where} ORDER BY t.priority DESC, t.created_at, t.id",
+            params,
+        )
+        out = []
+        for row in rows:
+            parents = tuple(sorted(row[20].split(","))) if row[20] else ()
+            out.append(task_from_row(row[:20], parents, row[21]))
+        return out
+
+    async def runs_of(self, task_id: str) -> list[Run]:
+        rows = await self.fetch(f"SELECT {RUN_COLUMNS} FROM task_runs WHERE task_id = ? ORDER BY id", (task_id,))
+        return [run_from_row(r) for r in rows]
+
+    async def get_run(self, run_id: int) -> Run | None:
+        rows = await self.fetch(f"SELECT {RUN_COLUMNS} FROM task_runs WHERE id = ?", (run_id,))
+        return run_from_row(rows[0]) if rows else None
+
+    async def events(self, task_id: str | None = None, after_id: int = 0, limit: int | None = None) -> list[Event]:
+        """Events in order; ``limit`` keeps the newest ``limit`` of them."""
+        where = "WHERE id > ?"
+        params: list[Any] = [after_id]
+        if task_id is not None:
+            where += " AND task_id = ?"
+            params.append(task_id)
+        if limit is not None:
+            rows = await self.fetch(
+                f"SELECT * FROM (SELECT {EVENT_COLUMNS} FROM task_events {where} ORDER BY id DESC LIMIT ?) "
+                "ORDER BY id", [*params, limit])
+        else:
+            rows = await self.fetch(f"SELECT {EVENT_COLUMNS} FROM task_events {where} ORDER BY id", params)
+        return [event_from_row(r) for r in rows]
+
+    async def details(self, task_id: str, event_limit: int | None = None) -> TaskDetails:
+        task = await self.get_task(task_id)
+        parents = await self.fetch("SELECT parent_id FROM task_links WHERE child_id = ? ORDER BY parent_id",
+                                   (task_id,))
+        children = await self.fetch("SELECT child_id FROM task_links WHERE parent_id = ? ORDER BY child_id",
+                                    (task_id,))
+        return TaskDetails(
+            task=task,
+            parents=tuple(r[0] for r in parents),
+            children=tuple(r[0] for r in children),
+            runs=tuple(await self.runs_of(task_id)),
+            events=tuple(await self.events(task_id, limit=event_limit)),
+        )
+
+    async def counts(self) -> dict[str, int]:
+        rows = await self.fetch("SELECT status, count(*) FROM tasks GROUP BY status")
+        return {r[0]: int(r[1]) for r in rows}
+
+
+async def add_event(conn: aiosqlite.Connection, task_id: str, kind: str, payload: dict[str, Any] | None,
+                    now: float, run_id: int | None = None) -> None:
+    """Append one event (inside the caller's transaction)."""
+    from engine.kanban.models import dump_payload
+
+    await conn.execute(
+        "INSERT INTO task_events (task_id, run_id, kind, payload, created_at) VALUES (?, ?, ?, ?, ?)",
+        (task_id, run_id, kind, dump_payload(payload), now),
+    )

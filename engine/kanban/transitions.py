@@ -1,0 +1,369 @@
+"""Every state change a person or a worker makes to a card.
+
+Each function is ONE transaction whose UPDATE is a compare-and-set on what was read
+(``WHERE status = ? AND claim_lock IS ?`` or, for a worker, ``current_run_id = ?``), so
+a change that raced with a dispatcher or another window fails with one clear line
+instead of overwriting. Signals to a worker (reclaim, archive) happen outside the
+transaction and only through :func:`engine.kanban.workers.stop_worker`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import aiosqlite
+
+from engine.kanban.models import (
+    ARCHIVED,
+    BLOCKED,
+    DONE,
+    FINISHED,
+    OUTCOME_ARCHIVED,
+    OUTCOME_BLOCKED,
+    OUTCOME_COMPLETED,
+    OUTCOME_RECLAIMED,
+    OUTCOME_REVIEW,
+    READY,
+    REVIEW,
+    RUNNING,
+    TODO,
+    NewTask,
+    Task,
+)
+from engine.kanban.store import Board, StoreError, add_event
+from engine.kanban.workers import StopReport, stop_worker
+
+# The moves a person may make, from -> allowed targets (the dispatcher owns
+# ready -> running and the requeues out of running).
+MOVES: dict[str, tuple[str, ...]] = {
+    TODO: (READY,),
+    READY: (REVIEW, BLOCKED, DONE),
+    RUNNING: (REVIEW, BLOCKED, DONE),
+    REVIEW: (READY, DONE),
+    BLOCKED: (READY, DONE),
+    DONE: (),
+    ARCHIVED: (),
+}
+# Clears the worker of a card leaving ``running`` (pid and fingerprint always together).
+CLEAR_WORKER = ("claim_lock = NULL, claim_expires = NULL, worker_pid = NULL, worker_started_at = NULL, "
+                "current_run_id = NULL, last_heartbeat_at = NULL")
+
+IdFactory = Callable[[], str]
+
+
+class TransitionRefused(StoreError):
+    """The change is not allowed now (wrong status, not the worker's run, lost a race)."""
+
+
+def new_task_id() -> str:
+    return "t_" + secrets.token_hex(4)
+
+
+@dataclass(frozen=True)
+class TransitionResult:
+    task_id: str
+    from_status: str
+    to_status: str
+    stop: StopReport | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "id": self.task_id,
+            "from_status": self.from_status,
+            "status": self.to_status,
+            "worker": self.stop.to_json() if self.stop else None,
+        }
+
+
+@dataclass(frozen=True)
+class WorkerCall:
+    """Who is calling: a worker (its task and run from its environment) or a person."""
+
+    task_id: str | None = None
+    run_id: int | None = None
+
+    @property
+    def is_worker(self) -> bool:
+        return self.task_id is not None or self.run_id is not None
+
+
+# --------------------------------------------------------------------------------------
+# Creating
+# --------------------------------------------------------------------------------------
+
+
+async def _open_parents(conn: aiosqlite.Connection, parent_ids: Sequence[str]) -> dict[str, str]:
+    """parent id -> status, for all given ids (chunked IN queries)."""
+    found: dict[str, str] = {}
+    ids = list(dict.fromkeys(parent_ids))
+    for i in range(0, len(ids), 500):
+        chunk = ids[i : i + 500]
+        rows = await conn.execute_fetchall(
+            f"SELECT id, status FROM tasks WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+        found.update({r[0]: r[1] for r in rows})
+    return found
+
+
+async def create_tasks(board: Board, new: Sequence[NewTask], *, id_factory: IdFactory = new_task_id,
+                       actor: str = "cli") -> list[Task]:
+    """Create cards in one transaction: ``ready``, or ``todo`` while a parent is open."""
+    for item in new:
+        if not item.title.strip():
+            raise TransitionRefused("a card needs a title")
+    now = board.now()
+    async with board.transaction() as conn:
+        statuses = await _open_parents(conn, [p for item in new for p in item.parents])
+        tasks: list[Task] = []
+        links: list[tuple[str, str]] = []
+        used: set[str] = set()
+        for item in new:
+            missing = [p for p in item.parents if p not in statuses]
+            if missing:
+                raise TransitionRefused(f"no parent card {missing[0]!r} on this board")
+            status = TODO if any(statuses[p] not in FINISHED for p in item.parents) else READY
+            task_id = id_factory()
+            while task_id in used:
+                task_id = id_factory()
+            used.add(task_id)
+            tasks.append(Task(id=task_id, title=item.title.strip(), body=item.body, assignee=item.assignee or None,
+                              status=status, priority=item.priority, created_at=now,
+                              max_retries=item.max_retries, max_runtime_seconds=item.max_runtime_seconds,
+                              parent_ids=tuple(item.parents)))
+            links.extend((p, task_id) for p in dict.fromkeys(item.parents))
+        try:
+            await conn.executemany(
+                "INSERT INTO tasks (id, title, body, assignee, status, priority, created_at, max_retries, "
+                "max_runtime_seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(t.id, t.title, t.body, t.assignee, t.status, t.priority, t.created_at, t.max_retries,
+                  t.max_runtime_seconds) for t in tasks],
+            )
+        except aiosqlite.IntegrityError:
+            raise TransitionRefused("a card id collided with an existing one; try again") from None
+        if links:
+            await conn.executemany("INSERT OR IGNORE INTO task_links (parent_id, child_id) VALUES (?, ?)", links)
+        from engine.kanban.models import dump_payload
+
+        await conn.executemany(
+            "INSERT INTO task_events (task_id, run_id, kind, payload, created_at) VALUES (?, NULL, 'created', ?, ?)",
+            [(t.id, dump_payload({"status": t.status, "assignee": t.assignee, "by": actor}), now) for t in tasks],
+        )
+    return tasks
+
+
+async def create_task(board: Board, new: NewTask, **kwargs) -> Task:
+    return (await create_tasks(board, [new], **kwargs))[0]
+
+
+# --------------------------------------------------------------------------------------
+# Helpers shared by the transitions and the dispatcher
+# --------------------------------------------------------------------------------------
+
+
+async def close_run(conn: aiosqlite.Connection, run_id: int | None, outcome: str, now: float, *,
+                    error: str | None = None, summary: str | None = None) -> None:
+    """End a run. Pid, fingerprint and lock stay on the row as evidence for the
+    terminal-worker reaper; only the claim's expiry goes."""
+    if run_id is None:
+        return
+    await conn.execute(
+        "UPDATE task_runs SET status = 'ended', ended_at = ?, outcome = ?, error = ?, summary = ?, "
+        "claim_expires = NULL WHERE id = ? AND ended_at IS NULL",
+        (now, outcome, error, summary, run_id),
+    )
+
+
+async def has_open_parent(conn: aiosqlite.Connection, task_id: str) -> bool:
+    rows = await conn.execute_fetchall(
+        "SELECT 1 FROM task_links l JOIN tasks p ON p.id = l.parent_id "
+        f"WHERE l.child_id = ? AND p.status NOT IN ('{DONE}', '{ARCHIVED}') LIMIT 1", (task_id,))
+    return bool(rows)
+
+
+def _check_worker_call(task: Task, call: WorkerCall, verb: str) -> None:
+    """A worker may only act on its own card's current run."""
+    if not call.is_worker:
+        return
+    if call.task_id is not None and call.task_id != task.id:
+        raise TransitionRefused(f"refused: this worker works card {call.task_id}, not {task.id}")
+    if call.run_id is None:
+        raise TransitionRefused(f"refused: {verb} from a worker needs its run id (HERMES_KANBAN_RUN_ID)")
+    if task.status != RUNNING or task.current_run_id != call.run_id:
+        now_ = f"run {task.current_run_id}" if task.current_run_id else "no open run"
+        raise TransitionRefused(
+            f"refused: run {call.run_id} is not the current run of {task.id} (card is {task.status}, {now_})")
+
+
+async def _cas_update(conn: aiosqlite.Connection, task: Task, assignments: str, params: Sequence,
+                      call: WorkerCall) -> None:
+    """UPDATE tasks SET <assignments> only if the card is still as we read it."""
+    if call.is_worker:
+        cur = await conn.execute(
+            f"UPDATE tasks SET {assignments} WHERE id = ? AND status = ? AND current_run_id IS ?",
+            (*params, task.id, RUNNING, call.run_id))
+    else:
+        cur = await conn.execute(
+            f"UPDATE tasks SET {assignments} WHERE id = ? AND status = ? AND claim_lock IS ? "
+            "AND current_run_id IS ?",
+            (*params, task.id, task.status, task.claim_lock, task.current_run_id))
+    if cur.rowcount != 1:
+        raise TransitionRefused(f"{task.id} changed while this was being done; look again and retry")
+
+
+# --------------------------------------------------------------------------------------
+# Ending a run or moving a card
+# --------------------------------------------------------------------------------------
+
+
+async def _finish(board: Board, task_id: str, *, to_status: str, from_allowed: tuple[str, ...], outcome: str,
+                  event: str, text: str | None, text_key: str, call: WorkerCall, verb: str) -> TransitionResult:
+    task = await board.get_task(task_id)
+    _check_worker_call(task, call, verb)
+    if task.status not in from_allowed:
+        raise TransitionRefused(f"cannot {verb} {task.id}: it is {task.status} "
+                                f"(allowed from {', '.join(from_allowed)})")
+    now = board.now()
+    sets = [CLEAR_WORKER, "status = ?"]
+    params: list = [to_status]
+    if to_status == DONE:
+        sets.append("completed_at = ?, result = ?, consecutive_failures = 0, last_failure_error = NULL")
+        params.extend([now, text])
+    async with board.transaction() as conn:
+        await _cas_update(conn, task, ", ".join(sets), params, call)
+        await close_run(conn, task.current_run_id, outcome, now, summary=text)
+        await add_event(conn, task.id, event, {text_key: text, "by": "worker" if call.is_worker else "operator",
+                                                "from_status": task.status}, now, task.current_run_id)
+    return TransitionResult(task.id, task.status, to_status)
+
+
+async def complete(board: Board, task_id: str, summary: str | None = None,
+                   call: WorkerCall = WorkerCall()) -> TransitionResult:
+    return await _finish(board, task_id, to_status=DONE, from_allowed=(RUNNING, READY, BLOCKED, REVIEW),
+                         outcome=OUTCOME_COMPLETED, event="completed", text=summary, text_key="summary",
+                         call=call, verb="complete")
+
+
+async def block(board: Board, task_id: str, reason: str | None = None,
+                call: WorkerCall = WorkerCall()) -> TransitionResult:
+    return await _finish(board, task_id, to_status=BLOCKED, from_allowed=(RUNNING, READY),
+                         outcome=OUTCOME_BLOCKED, event="blocked", text=reason, text_key="reason",
+                         call=call, verb="block")
+
+
+async def review(board: Board, task_id: str, summary: str | None = None,
+                 call: WorkerCall = WorkerCall()) -> TransitionResult:
+    return await _finish(board, task_id, to_status=REVIEW, from_allowed=(RUNNING, READY),
+                         outcome=OUTCOME_REVIEW, event="review_requested", text=summary, text_key="summary",
+                         call=call, verb="send to review")
+
+
+async def heartbeat(board: Board, task_id: str, call: WorkerCall, claim_ttl: float) -> TransitionResult:
+    """A worker says it is alive: extends its claim by the TTL."""
+    task = await board.get_task(task_id)
+    if not call.is_worker:
+        raise TransitionRefused("refused: heartbeat is a worker call (HERMES_KANBAN_TASK and "
+                                "HERMES_KANBAN_RUN_ID are not set)")
+    _check_worker_call(task, call, "heartbeat")
+    now = board.now()
+    async with board.transaction() as conn:
+        await _cas_update(conn, task, "last_heartbeat_at = ?, claim_expires = ?", (now, now + claim_ttl), call)
+        await conn.execute("UPDATE task_runs SET claim_expires = ? WHERE id = ?", (now + claim_ttl, call.run_id))
+    return TransitionResult(task.id, task.status, task.status)
+
+
+async def unblock(board: Board, task_id: str) -> TransitionResult:
+    """blocked -> ready (todo while a parent is open); the failure counter starts again."""
+    task = await board.get_task(task_id)
+    if task.status != BLOCKED:
+        raise TransitionRefused(f"cannot unblock {task.id}: it is {task.status}, not blocked")
+    now = board.now()
+    async with board.transaction() as conn:
+        to_status = TODO if await has_open_parent(conn, task.id) else READY
+        await _cas_update(conn, task, "status = ?, consecutive_failures = 0", (to_status,), WorkerCall())
+        await add_event(conn, task.id, "unblocked", {"status": to_status,
+                                                     "failures_were": task.consecutive_failures}, now)
+    return TransitionResult(task.id, task.status, to_status)
+
+
+async def reopen(board: Board, task_id: str) -> TransitionResult:
+    """review -> ready (changes requested); todo -> ready once its parents are finished."""
+    task = await board.get_task(task_id)
+    if task.status not in (REVIEW, TODO):
+        raise TransitionRefused(f"cannot move {task.id} to ready: it is {task.status}")
+    now = board.now()
+    async with board.transaction() as conn:
+        if await has_open_parent(conn, task.id):
+            raise TransitionRefused(f"cannot move {task.id} to ready: a parent card is not done yet")
+        await _cas_update(conn, task, "status = ?", (READY,), WorkerCall())
+        await add_event(conn, task.id, "reopened", {"from_status": task.status}, now)
+    return TransitionResult(task.id, task.status, READY)
+
+
+async def _stop(task: Task, grace: float) -> StopReport:
+    return await asyncio.to_thread(stop_worker, task.worker_pid, task.worker_started_at, task.claim_lock, grace)
+
+
+async def reclaim(board: Board, task_id: str, *, reason: str = "", grace: float = 2.0) -> TransitionResult:
+    """An operator takes a running card back: stop its worker (verified, host-local),
+    requeue it to ready, and reset its failure counter."""
+    task = await board.get_task(task_id)
+    if task.status != RUNNING:
+        raise TransitionRefused(f"cannot reclaim {task.id}: it is {task.status}, not running")
+    stop = await _stop(task, grace)
+    if stop.survived and stop.attempted:
+        raise TransitionRefused(f"cannot reclaim {task.id}: worker pid {task.worker_pid} survived SIGKILL "
+                                f"(pids {', '.join(map(str, stop.survivors))}); the card stays running")
+    now = board.now()
+    error = f"manual_reclaim: {reason}" if reason else "manual_reclaim"
+    async with board.transaction() as conn:
+        await _cas_update(conn, task, f"{CLEAR_WORKER}, status = ?, consecutive_failures = 0", (READY,),
+                          WorkerCall())
+        await close_run(conn, task.current_run_id, OUTCOME_RECLAIMED, now, error=error)
+        await add_event(conn, task.id, "reclaimed", {
+            "manual": True, "reason": reason, "prev_lock": task.claim_lock, "retry_status": READY,
+            **stop.to_json()}, now, task.current_run_id)
+    return TransitionResult(task.id, task.status, READY, stop)
+
+
+async def archive(board: Board, task_id: str, *, grace: float = 2.0) -> TransitionResult:
+    """Any card -> archived. A running card's host-local verified worker is terminated
+    after the commit (the card is already out of every dispatcher's hands)."""
+    task = await board.get_task(task_id)
+    if task.status == ARCHIVED:
+        raise TransitionRefused(f"{task.id} is already archived")
+    now = board.now()
+    async with board.transaction() as conn:
+        await _cas_update(conn, task, f"{CLEAR_WORKER}, status = ?", (ARCHIVED,), WorkerCall())
+        await close_run(conn, task.current_run_id, OUTCOME_ARCHIVED, now)
+        await add_event(conn, task.id, "archived", {"from_status": task.status}, now, task.current_run_id)
+    stop = None
+    if task.status == RUNNING and task.worker_pid:
+        stop = await _stop(task, grace)
+        async with board.transaction() as conn:
+            if stop.stopped and task.current_run_id is not None:
+                await conn.execute(
+                    "UPDATE task_runs SET worker_pid = NULL, worker_started_at = NULL WHERE id = ?",
+                    (task.current_run_id,))
+            await add_event(conn, task.id, "archive_worker_termination", stop.to_json(), board.now(),
+                            task.current_run_id)
+    return TransitionResult(task.id, task.status, ARCHIVED, stop)
+
+
+async def move(board: Board, task_id: str, to_status: str, *, reason: str | None = None) -> TransitionResult:
+    """An operator's move between columns, within :data:`MOVES`."""
+    task = await board.get_task(task_id)
+    allowed = MOVES.get(task.status, ())
+    if to_status not in allowed:
+        raise TransitionRefused(f"cannot move {task.id} from {task.status} to {to_status} "
+                                f"(allowed: {', '.join(allowed) or 'none'})")
+    if to_status == DONE:
+        return await complete(board, task.id, reason)
+    if to_status == BLOCKED:
+        return await block(board, task.id, reason)
+    if to_status == REVIEW:
+        return await review(board, task.id, reason)
+    if task.status == BLOCKED:
+        return await unblock(board, task.id)
+    return await reopen(board, task.id)

@@ -1,0 +1,321 @@
+"""Workers: how a card's worker is launched, stopped, and judged when it exits.
+
+The dispatcher talks to a :class:`Spawner` (the default one starts a process session
+through the process registry; the benchmark uses one that starts nothing). Everything
+else here is pure policy shared by the dispatcher and the operator commands:
+
+- claim locks are ``host:pid``; only a lock that starts with this host's name is
+  "host-local", and only host-local workers are ever checked or signalled;
+- stopping a worker goes through :mod:`engine.identity` (fingerprint-verified, pidfd);
+  an unverified fingerprint is never signalled; a survivor is reported, never hidden;
+- an exit is classified from the recorded exit (never invented);
+- the worker's last words are the tail of its card log.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from engine import identity
+
+RATE_LIMIT_EXIT_CODE = 75  # EX_TEMPFAIL: "try again later", not the worker's fault
+LAST_WORDS_BYTES = 4000
+LAST_WORDS_CHARS = 400
+LOG_ROTATE_BYTES = 2 * 1024 * 1024
+COPY_CHUNK_BYTES = 1024 * 1024
+
+
+# --------------------------------------------------------------------------------------
+# Claims and host locality
+# --------------------------------------------------------------------------------------
+
+
+def hostname() -> str:
+    return socket.gethostname() or "localhost"
+
+
+def claim_lock_here() -> str:
+    """The claim lock this process writes: ``host:pid``."""
+    return f"{hostname()}:{os.getpid()}"
+
+
+def is_host_local(lock: str | None) -> bool:
+    return bool(lock) and lock.startswith(hostname() + ":")
+
+
+# --------------------------------------------------------------------------------------
+# Stopping a worker
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StopReport:
+    """What stopping a worker did. ``stopped`` means: no process of ours is left there."""
+
+    pid: int | None
+    host_local: bool
+    attempted: bool = False  # a signal was sent
+    stopped: bool = False
+    refused: str = ""  # why nothing was signalled although something may be alive
+    pid_recycled: bool = False
+    signals: tuple[tuple[int, str], ...] = ()
+    survivors: tuple[int, ...] = ()
+
+    @property
+    def survived(self) -> bool:
+        """A host-local worker may still be running: hold the card, never spawn beside it."""
+        return self.host_local and not self.stopped
+
+    def to_json(self) -> dict:
+        return {
+            "pid": self.pid,
+            "host_local": self.host_local,
+            "termination_attempted": self.attempted,
+            "terminated": self.stopped,
+            "refused": self.refused,
+            "pid_recycled": self.pid_recycled,
+            "signals": [{"pid": p, "signal": s} for p, s in self.signals],
+            "survivors": list(self.survivors),
+        }
+
+
+def worker_state(pid: int | None, fp: str | None) -> str:
+    """``alive`` (verified), ``unverified_alive`` (a pid we may never signal still
+    exists), ``recycled`` (the pid is someone else now), or ``gone``."""
+    if not pid:
+        return "gone"
+    if not identity.is_verifiable(fp):
+        stat = identity.read_stat(pid)
+        return "gone" if stat is None or stat.is_zombie else "unverified_alive"
+    if identity.is_alive(pid, fp):
+        return "alive"
+    stat = identity.read_stat(pid)
+    if stat is not None and not stat.is_zombie and identity.fingerprint_of(stat) != fp:
+        return "recycled"
+    return "gone"
+
+
+def stop_worker(pid: int | None, fp: str | None, lock: str | None, grace: float) -> StopReport:
+    """TERM, grace, KILL a host-local worker whose identity is verified. Blocking (up to
+    ``grace`` + 1 s): call it from a thread."""
+    local = is_host_local(lock)
+    if not pid:
+        return StopReport(pid, local, stopped=True)
+    if not local:
+        return StopReport(pid, False, refused="the worker runs on another host")
+    state = worker_state(pid, fp)
+    if state == "gone":
+        return StopReport(pid, True, stopped=True)
+    if state == "recycled":
+        return StopReport(pid, True, stopped=True, pid_recycled=True)
+    if state == "unverified_alive":
+        return StopReport(pid, True, refused="its identity was never verified, so it is never signalled")
+    report = identity.terminate(pid, fp, grace)
+    if report.refused:
+        # It died or changed between our check and the signal: nothing of ours is left.
+        gone = report.outcome in (identity.SignalOutcome.GONE, identity.SignalOutcome.PID_RECYCLED)
+        return StopReport(pid, True, stopped=gone, refused="" if gone else report.detail,
+                          pid_recycled=report.outcome is identity.SignalOutcome.PID_RECYCLED)
+    return StopReport(pid, True, attempted=True, stopped=not report.survivors,
+                      signals=tuple(report.signals), survivors=tuple(report.survivors))
+
+
+# --------------------------------------------------------------------------------------
+# Launching
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WorkerLaunch:
+    """Everything a spawner needs to start one card's worker."""
+
+    task_id: str
+    run_id: int
+    profile: str
+    command: str
+    env: Mapping[str, str]
+    cwd: Path
+    log_path: Path
+
+
+@dataclass(frozen=True)
+class LaunchedWorker:
+    pid: int | None
+    fingerprint: str
+    process_id: str | None = None
+    output_path: str | None = None
+
+
+@dataclass(frozen=True)
+class WorkerExit:
+    """A recorded exit: a code, or the signal that killed it."""
+
+    code: int | None = None
+    signal: str | None = None  # a name such as "SIGKILL"
+
+
+class Spawner(Protocol):
+    def launch(self, launch: WorkerLaunch) -> LaunchedWorker:
+        """Start the worker (raise on failure). Called from a thread."""
+
+    def exit_of(self, process_id: str | None, pid: int | None) -> WorkerExit | None:
+        """The recorded exit of a finished worker, or None when nothing was recorded."""
+
+
+@dataclass
+class NullSpawner:
+    """Starts nothing (benchmarks, dry runs): records what it was asked to launch."""
+
+    launched: list[WorkerLaunch] = field(default_factory=list)
+
+    def launch(self, launch: WorkerLaunch) -> LaunchedWorker:
+        self.launched.append(launch)
+        return LaunchedWorker(pid=None, fingerprint=identity.UNVERIFIED)
+
+    def exit_of(self, process_id: str | None, pid: int | None) -> WorkerExit | None:
+        return None
+
+
+def worker_env(*, home: Path, db: Path, task_id: str, run_id: int, profile: str, title: str, body: str,
+               extra: Mapping[str, str]) -> dict[str, str]:
+    """The variables a worker gets on top of the spawner's environment: the profile's
+    own ``env`` first, then the card's (which a profile cannot override)."""
+    env = dict(extra)
+    env.update({
+        "HERMES_HOME": str(home),
+        "HERMES_KANBAN_TASK": task_id,
+        "HERMES_KANBAN_DB": str(db),
+        "HERMES_KANBAN_RUN_ID": str(run_id),
+        "HERMES_KANBAN_TITLE": title,
+        "HERMES_KANBAN_BODY": body,
+        "HERMES_PROFILE": profile,
+    })
+    return env
+
+
+# --------------------------------------------------------------------------------------
+# Judging an exit
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExitVerdict:
+    """How a worker that ended its run without a board call is judged."""
+
+    outcome: str  # crashed | protocol_violation | rate_limited | completed
+    error: str
+    counts_as_failure: bool
+
+
+def classify_exit(pid: int | None, exit_: WorkerExit | None, complete_on_exit: bool) -> ExitVerdict:
+    shown = pid if pid else "?"
+    if exit_ is None or (exit_.code is None and exit_.signal is None):
+        if not pid:
+            return ExitVerdict("crashed", "no worker process was recorded for this run", True)
+        return ExitVerdict("crashed", f"pid {shown} not alive (no exit recorded)", True)
+    if exit_.signal is not None:
+        return ExitVerdict("crashed", f"pid {shown} killed by signal {exit_.signal}", True)
+    if exit_.code == 0:
+        if complete_on_exit:
+            return ExitVerdict("completed", f"pid {shown} exited with code 0", False)
+        return ExitVerdict("protocol_violation",
+                           f"protocol_violation: pid {shown} exited with code 0 without "
+                           "calling complete, block or review", False)
+    if exit_.code == RATE_LIMIT_EXIT_CODE:
+        return ExitVerdict("rate_limited", f"rate-limited: pid {shown} exited with code 75", False)
+    return ExitVerdict("crashed", f"pid {shown} exited with code {exit_.code}", True)
+
+
+# --------------------------------------------------------------------------------------
+# The card log: copied from the process output by byte offset, rotated, read for last words
+# --------------------------------------------------------------------------------------
+
+
+def card_log_path(logs_dir: Path, task_id: str) -> Path:
+    return logs_dir / f"{task_id}.log"
+
+
+def _append(dest: Path, data: bytes, limit: int) -> None:
+    """Append to ``dest``, first rotating it to ``dest.1`` if it would pass ``limit``."""
+    try:
+        size = dest.stat().st_size
+    except FileNotFoundError:
+        size = 0
+    if size > 0 and size + len(data) > limit:
+        os.replace(dest, dest.with_name(dest.name + ".1"))
+    fd = os.open(dest, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
+def copy_new_output(src: str | Path | None, dest: Path, offset: int, limit: int = LOG_ROTATE_BYTES) -> int:
+    """Append the bytes of ``src`` after ``offset`` to ``dest``; return the new offset.
+
+    A source that shrank (truncated, replaced) is read again from 0. ``dest`` is rotated
+    to ``dest.1`` (one backup) before it would grow past ``limit``. Errors leave the
+    offset where it was: the next call tries again.
+    """
+    if not src:
+        return offset
+    try:
+        fh = open(src, "rb")  # noqa: SIM115 - an open failure is not an error here
+    except OSError:
+        return offset
+    with fh:
+        try:
+            size = os.fstat(fh.fileno()).st_size
+        except OSError:
+            return offset
+        if size < offset:
+            offset = 0
+        if size == offset:
+            return offset
+        fh.seek(offset)
+        while offset < size:
+            chunk = fh.read(min(COPY_CHUNK_BYTES, size - offset))
+            if not chunk:
+                break
+            try:
+                _append(dest, chunk, limit)
+            except OSError:
+                return offset
+            offset += len(chunk)
+    return offset
+
+
+def read_tail(path: Path, nbytes: int) -> bytes:
+    """The last ``nbytes`` of a file, without its partial first line; b"" on any error."""
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            start = max(0, size - nbytes)
+            fh.seek(start)
+            data = fh.read(nbytes)
+    except OSError:
+        return b""
+    if start > 0:
+        cut = data.find(b"\n")
+        data = data[cut + 1 :] if cut >= 0 else b""
+    return data
+
+
+def last_words(log_path: Path) -> str:
+    """The worker's last output: blank lines dropped, lines joined by spaces, the last
+    400 characters. "" when there is none."""
+    data = read_tail(log_path, LAST_WORDS_BYTES).decode("utf-8", errors="replace")
+    lines = [line.strip() for line in data.splitlines()]
+    text = " ".join(line for line in lines if line)
+    return text[-LAST_WORDS_CHARS:]
+
+
+def with_last_words(error: str, words: str) -> str:
+    return f"{error} Worker's last output: {words!r}" if words else error
