@@ -92,6 +92,16 @@ class OutputFollower:
             parts.append(self._decoder.decode(data))
         return OutputChunk("".join(parts), reset, self.offset)
 
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes read but held back as the start of an unfinished character."""
+        return len(self._decoder.getstate()[0])
+
+    @property
+    def delivered_offset(self) -> int:
+        """The offset up to which every byte has been turned into text."""
+        return self.offset - self.pending_bytes
+
     def flush(self) -> str:
         """At the very end: a dangling partial character becomes U+FFFD."""
         return self._decoder.decode(b"", final=True)

@@ -1,0 +1,373 @@
+"""Background processes from the command line: ``run``, ``ps`` and ``proc poll|log|wait|kill``.
+
+All of them go through :class:`engine.processes.ProcessRegistry`, the same engine the
+app uses; nothing here decides anything about processes on its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from hermes_tui.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+    Context,
+    add_json_flag,
+    print_json,
+)
+
+POLL_PREVIEW_CHARS = 1000
+DEFAULT_LOG_TAIL = 200
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    run = sub.add_parser(
+        "run",
+        help="run a command in its own session (foreground: Ctrl+Z backgrounds it, Ctrl+C stops it)",
+        description="Run CMD with its output in <home>/processes/<id>/output.log. In the foreground the "
+        "output streams live and the exit code is the command's (128+N for signal N); Ctrl+C terminates "
+        "the command (exit 130); Ctrl+Z moves it to the background without signalling it and prints its "
+        "id. One argument is run by the shell (processes.shell); several are run as an argv.",
+    )
+    run.add_argument("--bg", action="store_true", help="start in the background and print the id")
+    run.add_argument("--notify", action="store_true", help="notify when it completes (background only)")
+    run.add_argument("--watch", action="append", default=[], metavar="TEXT",
+                     help="notify when an output line contains TEXT (repeatable; background only)")
+    run.add_argument("--cwd", metavar="DIR", help="working directory (default: the current one)")
+    add_json_flag(run)
+    run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARG...]")
+    run.set_defaults(func=cmd_run)
+
+    ps = sub.add_parser("ps", help="list process sessions (running; --all adds finished ones)",
+                        description="List process sessions of the home, oldest first.")
+    ps.add_argument("--all", action="store_true", help="include finished sessions")
+    add_json_flag(ps)
+    ps.set_defaults(func=cmd_ps)
+
+    proc = sub.add_parser("proc", help="poll, read, wait for or kill one process session",
+                          description="ID is a session id or a unique prefix (at least 4 hex characters "
+                          "after proc_; the bare hex works too).")
+    psub = proc.add_subparsers(dest="proc_command", metavar="ACTION", parser_class=sub._parser_class)
+    psub.required = True
+
+    poll = psub.add_parser("poll", help="status and the last output of a session")
+    poll.add_argument("id", metavar="ID")
+    add_json_flag(poll)
+    poll.set_defaults(func=cmd_poll)
+
+    log = psub.add_parser("log", help="the output of a session (redacted unless --raw)")
+    log.add_argument("id", metavar="ID")
+    log.add_argument("--tail", type=_non_negative_int, metavar="N",
+                     help=f"only the last N lines (default: all with --json, else {DEFAULT_LOG_TAIL})")
+    log.add_argument("--raw", action="store_true", help="print the bytes as stored, without masking secrets")
+    add_json_flag(log)
+    log.set_defaults(func=cmd_log)
+
+    wait = psub.add_parser("wait", help="wait until a session ends (exit 1 on timeout)")
+    wait.add_argument("id", metavar="ID")
+    wait.add_argument("--timeout", type=_positive_float, metavar="S", help="give up after S seconds")
+    add_json_flag(wait)
+    wait.set_defaults(func=cmd_wait)
+
+    kill = psub.add_parser("kill", help="terminate a session's process group (TERM, grace, KILL)")
+    kill.add_argument("id", metavar="ID")
+    kill.add_argument("--grace", type=_non_negative_float, metavar="S",
+                      help="seconds between TERM and KILL (default: processes.kill_grace_seconds)")
+    add_json_flag(kill)
+    kill.set_defaults(func=cmd_kill)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text!r}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return value
+
+
+# --------------------------------------------------------------------------------------
+
+
+def _registry(ctx: Context):
+    from engine.processes import ProcessRegistry
+
+    return ProcessRegistry(ctx.home, ctx.settings)
+
+
+def _lookup(reg, id_or_prefix: str):
+    from engine.processes import ProcessLookupFailed
+
+    try:
+        return reg.get(id_or_prefix)
+    except ProcessLookupFailed as exc:
+        raise CliError(exc.message, EXIT_FAILED) from None
+
+
+def _session_json(s, now: float | None = None) -> dict:
+    data = s.to_json()
+    data["runtime_seconds"] = round(s.runtime(now), 3)
+    return data
+
+
+# -- run --------------------------------------------------------------------------------
+
+
+def cmd_run(ctx: Context) -> int:
+    from engine.processes import SpawnFailed
+
+    args = ctx.args
+    cmd = list(args.cmd)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        raise CliError("run needs a command: hermes-tui run [--bg] -- CMD [ARG...]", EXIT_USAGE)
+    if (args.notify or args.watch) and not args.bg:
+        raise CliError("--notify and --watch apply to background runs: add --bg "
+                       "(a foreground run yielded with Ctrl+Z notifies on completion by itself)", EXIT_USAGE)
+    if any(not w for w in args.watch):
+        raise CliError("--watch needs a non-empty TEXT", EXIT_USAGE)
+    command = cmd[0] if len(cmd) == 1 else cmd
+    reg = _registry(ctx)
+    try:
+        s = reg.spawn(command, cwd=args.cwd, owner="cli", notify=args.notify, watch=tuple(args.watch),
+                      background=args.bg)
+    except SpawnFailed as exc:
+        raise CliError(str(exc), EXIT_FAILED) from None
+    if args.bg:
+        if ctx.json:
+            print_json({"id": s.id, "pid": s.pid})
+        else:
+            print(s.id)
+        return EXIT_OK
+    return _run_foreground(ctx, reg, s)
+
+
+def _run_foreground(ctx: Context, reg, s) -> int:
+    import signal
+    import threading
+
+    from engine.processes.foreground import ForegroundRun
+
+    yield_requested = threading.Event()
+    out = sys.stderr if ctx.json else sys.stdout
+
+    def write(text: str) -> None:
+        try:
+            out.write(text)
+            out.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+
+    def on_tstp(_signum, _frame) -> None:
+        yield_requested.set()
+
+    previous = signal.signal(signal.SIGTSTP, on_tstp) if hasattr(signal, "SIGTSTP") else None
+    try:
+        outcome = ForegroundRun(reg, s).stream(write, yield_requested.is_set)
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl+C must not cut the kill short
+        report = reg.kill(s.id)
+        if report.survivors:
+            print(f"hermes-tui: interrupted; {s.id} still has survivors: "
+                  f"{', '.join(map(str, report.survivors))}", file=sys.stderr)
+        else:
+            print(f"hermes-tui: interrupted; {s.id} {report.status}", file=sys.stderr)
+        if ctx.json:
+            print_json({"id": s.id, "pid": s.pid, "status": report.status, "exit_code": None,
+                        "signal": "SIGINT", "yielded": False})
+        return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTSTP, previous)
+    final = outcome.session
+    if outcome.yielded:
+        print(f"\nhermes-tui: moved to background as {final.id} (pid {final.pid}); it keeps running. "
+              f"Follow it with: hermes-tui proc log {final.id}", file=sys.stderr)
+        if ctx.json:
+            print_json({"id": final.id, "pid": final.pid, "status": final.status, "exit_code": None,
+                        "signal": None, "yielded": True})
+        return EXIT_OK
+    if ctx.json:
+        print_json({"id": final.id, "pid": final.pid, "status": final.status, "exit_code": final.exit_code,
+                    "signal": final.signal, "yielded": False})
+    return _exit_code_of(final)
+
+
+def _exit_code_of(s) -> int:
+    import signal as signal_mod
+
+    if s.exit_code is not None:
+        return s.exit_code if 0 <= s.exit_code <= 255 else EXIT_FAILED
+    if s.signal:
+        try:
+            return 128 + signal_mod.Signals[s.signal].value
+        except KeyError:
+            return EXIT_FAILED
+    return EXIT_FAILED  # lost: no exit code is invented
+
+
+# -- ps ---------------------------------------------------------------------------------
+
+
+def cmd_ps(ctx: Context) -> int:
+    from engine.fsutil import human_duration
+    from engine.processes.redact import maybe_redact
+
+    reg = _registry(ctx)
+    sessions = reg.list(include_finished=ctx.args.all)
+    now = time.time()
+    if ctx.json:
+        print_json([_session_json(s, now) for s in sessions])
+        return EXIT_OK
+    if not sessions:
+        print("no running process sessions" + ("" if ctx.args.all else " (--all shows finished ones)"))
+        return EXIT_OK
+    redact = ctx.settings.processes.redact
+    rows = [("ID", "STATUS", "PID", "RUNTIME", "EXIT", "OWNER", "COMMAND")]
+    for s in sessions:
+        exit_text = "" if s.running else (s.signal or "") if s.exit_code is None else str(s.exit_code)
+        if s.status == "lost":
+            exit_text = "?"
+        rows.append((s.id, s.status, str(s.pid), human_duration(s.runtime(now)), exit_text, s.owner,
+                     maybe_redact(" ".join(s.command.split()), redact)[:80]))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
+    return EXIT_OK
+
+
+# -- proc poll / log / wait / kill ------------------------------------------------------
+
+
+def _preview(s, redact: bool, chars: int = POLL_PREVIEW_CHARS) -> tuple[str, int]:
+    from engine.processes.follower import read_tail
+    from engine.processes.redact import maybe_redact, strip_ansi
+
+    text, size = read_tail(s.output_path, chars * 4)
+    return maybe_redact(strip_ansi(text), redact)[-chars:], size
+
+
+def _mark_seen(s) -> None:
+    """The user saw this ending: the app will not toast it again."""
+    if s.finished:
+        from engine.processes.session import claim_notification
+
+        claim_notification(s.dir)
+
+
+def cmd_poll(ctx: Context) -> int:
+    reg = _registry(ctx)
+    s = _lookup(reg, ctx.args.id)
+    preview, size = _preview(s, ctx.settings.processes.redact)
+    _mark_seen(s)
+    if ctx.json:
+        data = _session_json(s)
+        data.update(output_preview=preview, total_bytes=size)
+        print_json(data)
+        return EXIT_OK
+    from engine.fsutil import human_bytes, human_duration
+
+    print(f"{s.id}  {s.exit_text()}  pid {s.pid}  {human_duration(s.runtime())}  "
+          f"{human_bytes(size)} of output  owner {s.owner}")
+    print(f"command: {s.command}")
+    if preview:
+        print("--- last output ---")
+        print(preview, end="" if preview.endswith("\n") else "\n")
+    return EXIT_OK
+
+
+def cmd_log(ctx: Context) -> int:
+    from engine.processes.redact import maybe_redact
+
+    reg = _registry(ctx)
+    s = _lookup(reg, ctx.args.id)
+    try:
+        with open(s.output_path, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        data = b""
+    except OSError as exc:
+        raise CliError(f"cannot read {s.output_path}: {exc.strerror or exc}") from None
+    total = len(data)
+    tail = ctx.args.tail if ctx.args.tail is not None else (None if ctx.json else DEFAULT_LOG_TAIL)
+    if ctx.args.raw and not ctx.json:
+        if tail is not None:
+            data = b"".join(data.splitlines(keepends=True)[-tail:]) if tail else b""
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return EXIT_OK
+    text = data.decode("utf-8", errors="replace")
+    if tail is not None:
+        text = "".join(text.splitlines(keepends=True)[-tail:]) if tail else ""
+    text = maybe_redact(text, ctx.settings.processes.redact and not ctx.args.raw)
+    if ctx.json:
+        print_json({"id": s.id, "output": text, "total_bytes": total})
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    return EXIT_OK
+
+
+def cmd_wait(ctx: Context) -> int:
+    reg = _registry(ctx)
+    s = _lookup(reg, ctx.args.id)
+    try:
+        s = reg.wait(s.id, ctx.args.timeout)
+    except KeyboardInterrupt:
+        raise CliError(f"stopped waiting; {s.id} keeps running", 130) from None
+    if ctx.json:
+        data = _session_json(s)
+        data["timed_out"] = s.running
+        print_json(data)
+    if s.running:
+        if not ctx.json:
+            print(f"hermes-tui: {s.id} is still running after {ctx.args.timeout:g}s (not an error in "
+                  "itself: wait again, or proc kill it)", file=sys.stderr)
+        return EXIT_FAILED
+    _mark_seen(s)
+    if not ctx.json:
+        print(f"{s.id} {s.exit_text()}")
+    return EXIT_OK
+
+
+def cmd_kill(ctx: Context) -> int:
+    reg = _registry(ctx)
+    s = _lookup(reg, ctx.args.id)
+    report = reg.kill(s.id, ctx.args.grace)
+    if ctx.json:
+        print_json(report.to_json())
+    else:
+        sent = ", ".join(f"{sig} {pid}" for pid, sig in report.signals) or "no signal sent"
+        line = f"{report.id} {report.outcome}: {sent}"
+        if report.detail:
+            line += f" ({report.detail})"
+        if report.survivors:
+            line += f"; still alive: {', '.join(map(str, report.survivors))}"
+        print(line, file=sys.stdout if report.ok else sys.stderr)
+    return EXIT_OK if report.ok else EXIT_FAILED
