@@ -1,0 +1,256 @@
+"""The prune's audit log, ``<home>/logs/scratch-prune.log``: writing and reading.
+
+Record shapes are shared with Hermes (a real home's log must read the same), so
+they are spelled once here. Every path and name goes through ``%r``: a newline in a
+name is written as ``\\n`` and a non-UTF-8 byte as ``\\udcff``, so one record is
+always one line and a crafted name cannot forge a record.
+
+The handler is opened per pass and closed at its end (no handle held between
+passes); it rotates at 5 MB keeping 3 files, writes with ``errors=backslashreplace``
+(a lone surrogate must not drop the record), and a rollover that finds the file
+already renamed by a concurrent pass of the same home writes to the new file.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import logging.handlers
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_BYTES = 5 * 1024 * 1024
+BACKUP_COUNT = 3
+PREFIX = "scratch prune: "
+DASH = "\u2014"
+
+_module_logger = logging.getLogger(__name__)
+
+
+class _ConcurrentSafeRotatingHandler(logging.handlers.RotatingFileHandler):
+    def doRollover(self) -> None:  # noqa: N802 (logging's name)
+        try:
+            super().doRollover()
+        except FileNotFoundError:
+            # A concurrent pass renamed the file first: it is rotated already. The
+            # stream is closed; emit() reopens the (new) base file for this record.
+            if self.stream is not None:
+                self.stream.close()
+                self.stream = None  # type: ignore[assignment]
+
+
+class AuditLog:
+    """One pass's writer. Use as a context manager; records are INFO lines."""
+
+    def __init__(self, log_file: Path | None, max_bytes: int = MAX_BYTES, backup_count: int = BACKUP_COUNT):
+        self.log_file = log_file
+        self.lines_written = 0
+        self._logger = logging.Logger("engine.scratch.prune", logging.INFO)  # unregistered, no parent
+        self._logger.propagate = False
+        self._handler: logging.Handler | None = None
+        if log_file is not None:
+            handler = _ConcurrentSafeRotatingHandler(
+                os.fspath(log_file), maxBytes=max_bytes, backupCount=backup_count,
+                encoding="utf-8", errors="backslashreplace", delay=True,
+            )
+            handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+            self._handler = handler
+        else:
+            self._handler = logging.NullHandler()
+        self._logger.addHandler(self._handler)
+
+    def __enter__(self) -> AuditLog:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._handler is not None:
+            self._logger.removeHandler(self._handler)
+            self._handler.close()
+            self._handler = None
+
+    def _write(self, fmt: str, *args) -> None:
+        self._logger.info(PREFIX + fmt, *args)
+        self.lines_written += 1
+
+    # -- the reference's shapes ------------------------------------------------------
+
+    def removed(self, path: str, size: int) -> None:
+        self._write("removed %r (%d bytes)", os.fspath(path), size)
+
+    def sent_term(self, pid: int, name: str, cwd: str) -> None:
+        self._write("sent TERM pid=%d name=%r cwd=%r", pid, name, os.fspath(cwd))
+
+    def sent_kill(self, pid: int) -> None:
+        self._write("sent KILL pid=%d (still running after TERM)", pid)
+
+    def could_not_remove(self, path: str, exc: object) -> None:
+        self._write("could not remove %r: %s", os.fspath(path), exc)
+
+    def could_not_fully_remove(self, path: str) -> None:
+        self._write("could not fully remove %r", os.fspath(path))
+
+    def could_not_confirm(self, path: str) -> None:
+        self._write("could not confirm removal of %r", os.fspath(path))
+
+    def rescued(self, path: str) -> None:
+        self._write("rescued %r " + DASH + " touched since selection, kept", os.fspath(path))
+
+    def kept_rescan_failed(self, path: str) -> None:
+        self._write("kept %r " + DASH + " activity re-scan failed, left untouched", os.fspath(path))
+
+    def vanished(self, path: str) -> None:
+        self._write("entry %r vanished since selection", os.fspath(path))
+
+    # -- ours ---------------------------------------------------------------------------
+
+    def kept(self, path: str, reason: str) -> None:
+        self._write("kept %r " + DASH + " %s", os.fspath(path), reason)
+
+    def quarantined(self, path: str, target: str, size: int) -> None:
+        self._write("quarantined %r -> %r (%d bytes)", os.fspath(path), os.fspath(target), size)
+
+    def could_not_quarantine(self, path: str, exc: object) -> None:
+        self._write("could not quarantine %r: %s", os.fspath(path), exc)
+
+    def restored(self, source: str, target: str, why: str) -> None:
+        self._write("restored %r -> %r " + DASH + " %s", os.fspath(source), os.fspath(target), why)
+
+    def signal_failed(self, pid: int, name: str, detail: str) -> None:
+        self._write("could not signal pid=%d name=%r: %s", pid, name, detail)
+
+    def survivor(self, pid: int) -> None:
+        self._write("pid=%d still running after KILL", pid)
+
+    def process_check_failed(self, why: str) -> None:
+        self._write("process check failed, nothing deleted this pass: %s", why)
+
+    def pass_failed(self, why: str) -> None:
+        self._write("pass failed: %s", why)
+
+    def skipped_busy(self) -> None:
+        self._write("skipped " + DASH + " another prune of this home is running")
+
+    def worktree_prune_failed(self, repo: str, why: str) -> None:
+        self._write("could not prune worktrees of %r: %s", os.fspath(repo), why)
+
+
+def open_audit(log_file: Path, ensure_dir=None) -> AuditLog:
+    """An AuditLog on ``log_file``; if its folder cannot be made, warn and log nowhere
+    but the module logger (the pass itself still runs)."""
+    try:
+        if ensure_dir is not None:
+            ensure_dir(log_file.parent)
+        else:
+            log_file.parent.mkdir(parents=True, exist_ok=True)
+    except Exception as exc:
+        _module_logger.warning("scratch prune: cannot create %s: %s", log_file.parent, exc)
+        return AuditLog(None)
+    return AuditLog(log_file)
+
+
+# --------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------
+
+_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (.*)$")
+_QUOTED = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*\"""")
+
+# (message start, action) in match order; the action is what the pane colours by.
+_ACTIONS = (
+    ("removed ", "removed"),
+    ("quarantined ", "quarantined"),
+    ("restored ", "restored"),
+    ("sent TERM", "TERM"),
+    ("sent KILL", "KILL"),
+    ("could not ", "error"),
+    ("pid=", "error"),
+    ("rescued ", "rescued"),
+    ("kept ", "kept"),
+    ("entry ", "vanished"),
+    ("process check failed", "failed"),
+    ("pass failed", "failed"),
+    ("skipped", "skipped"),
+)
+
+ACTIONS = ("removed", "quarantined", "restored", "TERM", "KILL", "error", "rescued", "kept",
+           "vanished", "failed", "skipped", "other")
+
+
+@dataclass(frozen=True)
+class PruneRecord:
+    """One parsed line. ``path`` is the repr's inner text (escapes kept, so it is
+    safe to show); ``detail`` is the message without the path."""
+
+    time: str
+    action: str
+    path: str
+    detail: str
+    raw: str
+
+
+def parse_record(line: str) -> PruneRecord:
+    line = line.rstrip("\n")
+    m = _LINE.match(line)
+    if not m:
+        return PruneRecord("", "other", "", line, line)
+    when, msg = m.group(1), m.group(2)
+    if msg.startswith(PREFIX):
+        msg = msg[len(PREFIX):]
+    action = "other"
+    for start, name in _ACTIONS:
+        if msg.startswith(start):
+            action = name
+            break
+    path = ""
+    detail = msg
+    q = _QUOTED.search(msg)
+    if action in ("TERM",):
+        q = None
+        cm = re.search(r"cwd=(" + _QUOTED.pattern + r")", msg)
+        if cm:
+            path = cm.group(1)[1:-1]
+            detail = msg[: cm.start()].rstrip()
+    if q is not None:
+        path = q.group(0)[1:-1]
+        detail = (msg[: q.start()] + msg[q.end():]).replace("  ", " ").strip()
+    return PruneRecord(when, action, path, detail, line)
+
+
+def decode_path(shown: str) -> str:
+    """The real path behind a record's escaped path text."""
+    try:
+        return ast.literal_eval("'" + shown.replace("'", "\\'") + "'")
+    except (ValueError, SyntaxError):
+        return shown
+
+
+def log_files(log_file: Path) -> list[Path]:
+    """The log and its rotated files, oldest first (``.3``, ``.2``, ``.1``, base)."""
+    files = [Path(f"{log_file}.{i}") for i in range(BACKUP_COUNT, 0, -1)]
+    files.append(Path(log_file))
+    return [f for f in files if f.exists()]
+
+
+def iter_lines(data: bytes) -> Iterator[str]:
+    for raw in data.splitlines():
+        yield raw.decode("utf-8", errors="backslashreplace")
+
+
+def read_records(log_file: Path, limit: int | None = None) -> list[PruneRecord]:
+    """Every record of the log and its rotations, oldest first (the last ``limit``)."""
+    records: list[PruneRecord] = []
+    for f in log_files(log_file):
+        try:
+            data = f.read_bytes()
+        except OSError:
+            continue
+        records.extend(parse_record(line) for line in iter_lines(data) if line.strip())
+    if limit is not None and len(records) > limit:
+        records = records[-limit:]
+    return records

@@ -1,0 +1,143 @@
+"""The scratch entries as they are now: activity, keep reason, processes inside.
+
+One survey feeds both the listing (``hermes-tui scratch``, the Scratch pane) and the
+prune plan, so the two can never disagree about why an entry stays.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+from engine.fsutil import tree_size
+from engine.scratch.activity import Activity, scan_many
+from engine.scratch.keep import static_keep_reason
+from engine.scratch.ownership import JudgedProcess, judge, resolve_owners
+from engine.scratch.procscan import ProcScanError, scan_processes
+from engine.scratch.quarantine import QuarantinedEntry, list_quarantine
+from engine.scratch.target import SKIP_NAMES, PruneOptions, PruneTarget
+
+STATES = ("active", "idle", "kept", "unknown")
+
+
+class SurveyError(Exception):
+    """The scratch folder itself cannot be listed."""
+
+
+@dataclass(frozen=True)
+class EntryReport:
+    name: str
+    path: str
+    activity: Activity
+    state: str  # active | idle | kept | unknown
+    idle_seconds: float | None
+    size_bytes: int | None
+    kept_reason: str | None
+    processes: tuple[JudgedProcess, ...]
+
+    @property
+    def pids(self) -> list[int]:
+        return [j.proc.pid for j in self.processes]
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "path": self.path,
+            "state": self.state,
+            "idle_seconds": self.idle_seconds,
+            "size_bytes": self.size_bytes,
+            "kept_reason": self.kept_reason,
+            "pids": self.pids,
+        }
+
+
+@dataclass(frozen=True)
+class Survey:
+    target: PruneTarget
+    now: float
+    cutoff: float
+    idle_hours: float
+    entries: tuple[EntryReport, ...]
+    processes: tuple[JudgedProcess, ...]  # every judged process (scratch and quarantine)
+    process_error: str | None  # the process check failed: nothing may be deleted
+    quarantine: tuple[QuarantinedEntry, ...]
+
+
+def list_entry_paths(target: PruneTarget) -> list[tuple[str, str]]:
+    """(name, path) of the top-level entries, sorted by name; the stamp is not one."""
+    root = os.fspath(target.scratch_dir)
+    try:
+        names = os.listdir(root)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise SurveyError(f"cannot list {root}: {exc.strerror or exc}") from None
+    return [(n, os.path.join(root, n)) for n in sorted(names) if n not in SKIP_NAMES]
+
+
+def _activity_reason(act: Activity) -> str | None:
+    if act.failed:
+        return f"activity scan failed ({act.error}), left untouched"
+    return None
+
+
+def survey_scratch(
+    target: PruneTarget,
+    options: PruneOptions,
+    *,
+    now: float | None = None,
+    with_sizes: bool = False,
+) -> Survey:
+    """Scan every entry (in parallel processes when there are many), the keep rules
+    and /proc. ``with_sizes`` also measures entries the activity walk did not finish
+    (active ones), for listings; the prune does not need it."""
+    now = time.time() if now is None else now
+    cutoff = now - options.idle_hours * 3600.0
+    named = list_entry_paths(target)
+    activities = scan_many([p for _n, p in named], cutoff)
+    process_error = None
+    judged: list[JudgedProcess] = []
+    try:
+        snapshot = scan_processes([os.fspath(target.scratch_dir), os.fspath(target.quarantine_dir)])
+        judged = judge(snapshot, target, resolve_owners(options))
+    except ProcScanError as exc:
+        process_error = str(exc)
+    except Exception as exc:  # a process check that raises: nothing is deleted this pass
+        process_error = f"{type(exc).__name__}: {exc}"
+    by_entry: dict[str, list[JudgedProcess]] = {}
+    for j in judged:
+        if j.area == "scratch" and j.entry is not None:
+            by_entry.setdefault(j.entry, []).append(j)
+    reports = []
+    for (name, path), act in zip(named, activities, strict=True):
+        procs = tuple(by_entry.get(name, ()))
+        keeper = next((j for j in procs if j.keeps), None)
+        rule = static_keep_reason(path) or (keeper.keep_reason() if keeper else None)
+        if rule is None and act.idle and process_error:
+            rule = f"process check failed ({process_error}), nothing is deleted"
+        if rule is not None:
+            state, reason = "kept", rule
+        elif act.failed:
+            state, reason = "unknown", _activity_reason(act)
+        elif act.touched:
+            state, reason = "active", None
+        else:
+            state, reason = "idle", None
+        idle_s = None
+        if not act.failed and act.newest_mtime is not None:
+            idle_s = max(0.0, now - act.newest_mtime)
+        size = act.size_bytes
+        if size is None and with_sizes:
+            size = tree_size(path)
+        reports.append(EntryReport(name, path, act, state, idle_s, size, reason, procs))
+    return Survey(
+        target=target,
+        now=now,
+        cutoff=cutoff,
+        idle_hours=options.idle_hours,
+        entries=tuple(reports),
+        processes=tuple(judged),
+        process_error=process_error,
+        quarantine=tuple(list_quarantine(target.quarantine_dir)),
+    )

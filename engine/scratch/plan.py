@@ -1,0 +1,122 @@
+"""The prune plan: what a pass would do, computed without changing anything.
+
+A dry run *is* the plan. The approval modal and ``prune`` on a terminal show it;
+executing it re-validates every candidate right before it goes (see execute.py).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from engine.fsutil import tree_size
+from engine.scratch.entries import Survey, survey_scratch
+from engine.scratch.ownership import victims
+from engine.scratch.target import PruneOptions, PruneTarget
+
+
+@dataclass(frozen=True)
+class Candidate:
+    name: str
+    path: str
+    idle_seconds: float | None
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class KeptEntry:
+    name: str
+    path: str
+    state: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class PlannedSignal:
+    pid: int
+    fingerprint: str
+    name: str
+    cwd: str
+    why: str
+    signal: str = "SIGTERM"  # then SIGKILL after the grace period if still running
+
+
+@dataclass(frozen=True)
+class ExpiringEntry:
+    """A quarantined entry whose hours are over: deleted by the pass unless written to."""
+
+    path: str
+    name: str
+    quarantined_at: float
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class PrunePlan:
+    scratch_dir: str
+    created_at: float
+    idle_hours: float
+    cutoff: float
+    quarantine_hours: float
+    candidates: tuple[Candidate, ...]
+    kept: tuple[KeptEntry, ...]
+    signals: tuple[PlannedSignal, ...]
+    expiring: tuple[ExpiringEntry, ...]
+    process_error: str | None
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(c.size_bytes for c in self.candidates)
+
+    @property
+    def quarantines(self) -> bool:
+        return self.quarantine_hours > 0
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.candidates or self.signals or self.expiring)
+
+
+def _kept_reason(report) -> str:
+    if report.kept_reason:
+        return report.kept_reason
+    if report.state == "active":
+        return "active: written to within the idle window"
+    return report.state
+
+
+def plan_from_survey(survey: Survey, options: PruneOptions) -> PrunePlan:
+    candidates = []
+    kept = []
+    for e in survey.entries:
+        if e.state == "idle":
+            candidates.append(Candidate(e.name, e.path, e.idle_seconds, e.size_bytes or 0))
+        else:
+            kept.append(KeptEntry(e.name, e.path, e.state, _kept_reason(e)))
+    signals = []
+    if survey.process_error is None:
+        doomed = {c.name for c in candidates}
+        for j, why in victims(survey.processes, doomed):
+            p = j.proc
+            signals.append(PlannedSignal(p.pid, p.fingerprint, p.name, p.cwd, why))
+    expiring = []
+    for q in survey.quarantine:  # with quarantine_hours 0, leftovers expire at once
+        if q.expires_at(options.quarantine_hours) <= survey.now:
+            expiring.append(ExpiringEntry(q.path, q.name, q.quarantined_at, tree_size(q.path)))
+    return PrunePlan(
+        scratch_dir=str(survey.target.scratch_dir),
+        created_at=survey.now,
+        idle_hours=survey.idle_hours,
+        cutoff=survey.cutoff,
+        quarantine_hours=options.quarantine_hours,
+        candidates=tuple(candidates) if survey.process_error is None else (),
+        kept=tuple(kept),
+        signals=tuple(signals),
+        expiring=tuple(expiring) if survey.process_error is None else (),
+        process_error=survey.process_error,
+    )
+
+
+def plan_prune(target: PruneTarget, options: PruneOptions, *, now: float | None = None) -> PrunePlan:
+    """Survey the scratch folder and say what a pass would do. Changes nothing."""
+    return plan_from_survey(survey_scratch(target, options, now=time.time() if now is None else now), options)
