@@ -1,0 +1,143 @@
+"""``hermes-tui prune [--dry-run | --yes] [--idle-hours H] [--json]``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from hermes_tui.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+    Context,
+    add_json_flag,
+    print_json,
+)
+
+
+def _hours(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive number of hours, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of hours, got {text!r}")
+    return value
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "prune",
+        help="prune idle scratch entries (shows the plan and asks; --dry-run / --yes for scripts)",
+        description="Prune scratch entries nobody wrote to within the idle window: stray processes "
+        "working inside get TERM (then KILL), entries go to quarantine (or are deleted when "
+        "scratch.quarantine_hours is 0), every step is logged to logs/scratch-prune.log. On a "
+        "terminal without a flag the plan is shown and you are asked (default No).",
+    )
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="show the plan and change nothing")
+    mode.add_argument("--yes", action="store_true", help="prune without asking")
+    p.add_argument("--idle-hours", type=_hours, metavar="H", help="idle window in hours (default scratch.idle_hours)")
+    add_json_flag(p)
+    p.set_defaults(func=run)
+
+
+def describe_plan(plan) -> list[str]:
+    """The plan as lines of text (shared with nothing else: the pane has its own view)."""
+    from engine.fsutil import human_bytes, human_duration
+    from hermes_tui.cli.scratch import _show_name
+
+    verb = f"to quarantine for {plan.quarantine_hours:g}h" if plan.quarantines else "to delete"
+    lines = [f"Idle window {plan.idle_hours:g}h. {len(plan.candidates)} entr"
+             f"{'y' if len(plan.candidates) == 1 else 'ies'} {verb}, {human_bytes(plan.total_bytes)}:"]
+    for c in plan.candidates:
+        lines.append(f"  - {_show_name(c.path)}  idle {human_duration(c.idle_seconds)}, {human_bytes(c.size_bytes)}")
+    if plan.signals:
+        lines.append("Processes to signal (SIGTERM, then SIGKILL if still running after the grace period):")
+        for s in plan.signals:
+            lines.append(f"  - pid {s.pid} ({_show_name(s.name)}) cwd {_show_name(s.cwd)}: {s.why}")
+    if plan.expiring:
+        lines.append("Quarantined entries whose hours are over (deleted unless written to since):")
+        for e in plan.expiring:
+            lines.append(f"  - {_show_name(e.path)}  {human_bytes(e.size_bytes)}")
+    if plan.kept:
+        lines.append("Staying:")
+        for k in plan.kept:
+            lines.append(f"  - {_show_name(k.path)}: {k.reason}")
+    if plan.process_error:
+        lines.append(f"The process check failed ({plan.process_error}): nothing is deleted.")
+    return lines
+
+
+def _summary(result) -> str:
+    from engine.fsutil import human_bytes
+
+    parts = [f"{result.removed_count} entr{'y' if result.removed_count == 1 else 'ies'} pruned "
+             f"({human_bytes(result.bytes_freed)})"]
+    if result.quarantined:
+        parts.append(f"{len(result.quarantined)} in quarantine")
+    sig = sum(1 for s in result.signalled if s.signal == "SIGTERM")
+    if sig:
+        parts.append(f"{sig} process(es) signalled")
+    if result.restored:
+        parts.append(f"{len(result.restored)} restored")
+    if result.expired:
+        parts.append(f"{len(result.expired)} expired from quarantine")
+    return ", ".join(parts)
+
+
+def run(ctx: Context) -> int:
+    from engine.scratch.entries import SurveyError
+    from engine.scratch.execute import PruneBusy, execute_plan, result_of_plan
+    from engine.scratch.plan import plan_prune
+    from engine.scratch.target import PruneOptions, PruneTarget
+
+    args = ctx.args
+    interactive = not (args.dry_run or args.yes)
+    if interactive and not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise CliError("prune needs --dry-run (show the plan) or --yes (prune) when not run on a terminal",
+                       EXIT_USAGE)
+    home = ctx.home
+    target = PruneTarget.of(home)
+    options = PruneOptions.from_settings(home, ctx.settings, idle_hours=args.idle_hours)
+    try:
+        plan = plan_prune(target, options)
+    except SurveyError as exc:
+        raise CliError(str(exc), EXIT_FAILED) from None
+    if args.dry_run:
+        result = result_of_plan(plan)
+        if ctx.json:
+            print_json(result.to_json())
+        else:
+            print("\n".join(describe_plan(plan)))
+            print("(dry run: nothing was changed)")
+        return EXIT_OK
+    if interactive:
+        out = sys.stderr if ctx.json else sys.stdout
+        print("\n".join(describe_plan(plan)), file=out)
+        if plan.is_empty:
+            print("Nothing to prune.", file=out)
+            if ctx.json:
+                print_json(result_of_plan(plan).to_json() | {"dry_run": False})
+            return EXIT_OK
+        out.write("Prune now? [y/N] ")
+        out.flush()
+        answer = sys.stdin.readline().strip().lower()
+        if answer not in ("y", "yes"):
+            print("Nothing was changed.", file=out)
+            return EXIT_OK
+    try:
+        result = execute_plan(target, plan, options)
+    except PruneBusy as exc:
+        raise CliError(str(exc), EXIT_FAILED) from None
+    if ctx.json:
+        print_json(result.to_json())
+    else:
+        print(_summary(result))
+        for f in result.failures:
+            print(f"  {f}")
+        if result.process_error:
+            print(f"  process check failed ({result.process_error}): nothing was deleted")
+        print(f"log: {home.prune_log}")
+    return EXIT_OK if result.ok else EXIT_FAILED
