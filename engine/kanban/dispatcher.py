@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -56,6 +57,7 @@ from engine.kanban.workers import (
     LaunchedWorker,
     Spawner,
     WorkerLaunch,
+    append_log_line,
     card_log_path,
     claim_lock_here,
     classify_exit,
@@ -559,6 +561,9 @@ class Dispatcher:
             cwd = self.home.scratch_dir / f"kanban-{c.task_id}"
             self.home.ensure_dir(cwd)
             self.home.ensure_dir(self.home.kanban_logs_dir)
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.board.now()))
+            append_log_line(self._log_of(c.task_id),
+                            f"=== run {c.run_id} · profile {c.profile.name} · {stamp} ===")
             env = worker_env(home=self.home.root, db=self.board.path, task_id=c.task_id, run_id=c.run_id,
                              profile=c.profile.name, title=c.title, body=c.body, extra=c.profile.env)
             return self.spawner.launch(WorkerLaunch(c.task_id, c.run_id, c.profile.name, c.profile.command, env,

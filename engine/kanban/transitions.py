@@ -219,6 +219,8 @@ async def _cas_update(conn: aiosqlite.Connection, task: Task, assignments: str, 
 
 async def _finish(board: Board, task_id: str, *, to_status: str, from_allowed: tuple[str, ...], outcome: str,
                   event: str, text: str | None, text_key: str, call: WorkerCall, verb: str) -> TransitionResult:
+    if call.task_id is not None and call.task_id != task_id:
+        raise TransitionRefused(f"refused: this worker works card {call.task_id}, not {task_id}")
     task = await board.get_task(task_id)
     _check_worker_call(task, call, verb)
     if task.status not in from_allowed:
@@ -261,6 +263,8 @@ async def review(board: Board, task_id: str, summary: str | None = None,
 
 async def heartbeat(board: Board, task_id: str, call: WorkerCall, claim_ttl: float) -> TransitionResult:
     """A worker says it is alive: extends its claim by the TTL."""
+    if call.task_id is not None and call.task_id != task_id:
+        raise TransitionRefused(f"refused: this worker works card {call.task_id}, not {task_id}")
     task = await board.get_task(task_id)
     if not call.is_worker:
         raise TransitionRefused("refused: heartbeat is a worker call (HERMES_KANBAN_TASK and "

@@ -292,6 +292,11 @@ def copy_new_output(src: str | Path | None, dest: Path, offset: int, limit: int 
     return offset
 
 
+def append_log_line(dest: Path, line: str, limit: int = LOG_ROTATE_BYTES) -> None:
+    """Write one line of our own (a run header) into a card log."""
+    _append(dest, (line.rstrip("\n") + "\n").encode("utf-8", errors="replace"), limit)
+
+
 def read_tail(path: Path, nbytes: int) -> bytes:
     """The last ``nbytes`` of a file, without its partial first line; b"" on any error."""
     try:

@@ -16,7 +16,7 @@ from hermes_tui import __version__
 from hermes_tui.cli.common import EXIT_FAILED, EXIT_USAGE, CliError, Context
 
 # Modules under hermes_tui.cli that add a subcommand, in --help order.
-COMMAND_MODULES = ("doctor", "proc", "scratch", "prune")
+COMMAND_MODULES = ("doctor", "proc", "scratch", "prune", "kanban")
 
 
 class _Parser(argparse.ArgumentParser):

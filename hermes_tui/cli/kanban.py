@@ -1,0 +1,478 @@
+"""``hermes-tui kanban ...``: the board from the command line, for people and workers.
+
+A worker (its environment carries HERMES_KANBAN_TASK and HERMES_KANBAN_RUN_ID) ends its
+run with ``complete|block|review ID`` and may ``heartbeat ID``; such a call for any card
+but its own current run is refused (exit 1, one line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+from hermes_tui.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+    Context,
+    add_json_flag,
+    print_json,
+)
+
+VERBS = ("create", "list", "show", "complete", "block", "review", "heartbeat", "reclaim", "unblock", "archive",
+         "dispatch", "daemon", "tail")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "kanban",
+        help="the kanban board: create and move cards, dispatch workers, follow events",
+        description="The kanban board of this home (or --db). Exit 0 ok, 1 failed/refused, 2 usage.",
+    )
+    p.add_argument("--db", metavar="PATH", help="the board file (default: $HERMES_KANBAN_DB, config kanban.db, "
+                   "<home>/kanban.db)")
+    p.set_defaults(func=_need_verb)
+    verbs = p.add_subparsers(dest="verb", metavar="VERB", parser_class=type(p))
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS, help="the board file")
+
+    def verb(name: str, help_: str, func, json_flag: bool = True) -> argparse.ArgumentParser:
+        vp = verbs.add_parser(name, help=help_, description=help_, parents=[common])
+        if json_flag:
+            add_json_flag(vp)
+        vp.set_defaults(func=func)
+        return vp
+
+    c = verb("create", "create a card (ready, or todo while a parent is not done)", run_create)
+    c.add_argument("title")
+    c.add_argument("--body", default="", help="the card's text (reaches the worker as HERMES_KANBAN_BODY)")
+    c.add_argument("--assignee", help="the worker profile (kanban.profiles) that works it")
+    c.add_argument("--parent", action="append", default=[], metavar="ID", help="a card this one waits for")
+    c.add_argument("--priority", type=int, default=0, help="higher is dispatched first (default 0)")
+    c.add_argument("--max-retries", type=_positive_int, help="failures before the card is blocked "
+                   "(wins over kanban.failure_limit)")
+    c.add_argument("--max-runtime", type=_positive_float, metavar="S", help="seconds a run may take")
+
+    lp = verb("list", "list cards", run_list)
+    lp.add_argument("--status", action="append", choices=_statuses(), help="only this status (repeatable)")
+    lp.add_argument("--all", action="store_true", help="include archived cards")
+
+    verb("show", "a card with its runs and events", run_show).add_argument("id")
+    for name, help_, text in (("complete", "finish a card (done)", "--summary"),
+                              ("block", "block a card (ready/running -> blocked)", "--reason"),
+                              ("review", "send a card to review", "--summary")):
+        vp = verb(name, help_, run_finish)
+        vp.add_argument("id")
+        vp.add_argument(text, dest="text", metavar="TEXT", help="recorded on the run and the event")
+    verb("heartbeat", "a worker says it is alive (extends its claim)", run_heartbeat).add_argument("id")
+    rp = verb("reclaim", "take a running card back: stop its worker, requeue it, reset its failures", run_reclaim)
+    rp.add_argument("id")
+    rp.add_argument("--reason", default="", help="why (recorded on the event)")
+    verb("unblock", "blocked -> ready (todo while a parent is open); resets its failures", run_unblock) \
+        .add_argument("id")
+    verb("archive", "archive a card (a running card's worker is stopped)", run_archive).add_argument("id")
+    verb("dispatch", "run one dispatch tick now", run_dispatch)
+    dp = verb("daemon", "tick until Ctrl+C", run_daemon, json_flag=False)
+    dp.add_argument("--interval", type=_positive_float, metavar="S",
+                    help="seconds between ticks (default kanban.dispatch_interval_seconds)")
+    tp = verb("tail", "print events as they come (all cards, or one), until Ctrl+C", run_tail, json_flag=False)
+    tp.add_argument("id", nargs="?")
+    tp.add_argument("--lines", type=int, default=10, metavar="N", help="earlier events to show first (default 10)")
+    tp.add_argument("--interval", type=_positive_float, default=0.5, metavar="S", help=argparse.SUPPRESS)
+
+
+def _statuses() -> tuple[str, ...]:
+    return ("todo", "ready", "running", "review", "blocked", "done", "archived")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def _need_verb(ctx: Context) -> int:
+    raise CliError(f"kanban needs a verb: {', '.join(VERBS)} (see hermes-tui kanban --help)", EXIT_USAGE)
+
+
+# --------------------------------------------------------------------------------------
+# Plumbing: open the board, run a coroutine, turn engine errors into one line
+# --------------------------------------------------------------------------------------
+
+
+def _run(ctx: Context, body) -> Any:
+    """Open the board, run ``body(board)``, close it. Engine refusals -> exit 1."""
+    import asyncio
+
+    from engine.kanban import board_path
+    from engine.kanban.store import Board, StoreError
+
+    path = board_path(ctx.home, ctx.settings, getattr(ctx.args, "db", None))
+    if path == ctx.home.kanban_db:
+        ctx.home.ensure()
+
+    async def go():
+        board = await Board.open(path)
+        try:
+            return await body(board)
+        finally:
+            await board.close()
+
+    try:
+        return asyncio.run(go())
+    except StoreError as exc:
+        raise CliError(str(exc), EXIT_FAILED) from None
+
+
+def _worker_call():
+    """The caller's identity from its environment (a worker), or a person."""
+    from engine.kanban.transitions import WorkerCall
+
+    task = os.environ.get("HERMES_KANBAN_TASK") or None
+    raw_run = os.environ.get("HERMES_KANBAN_RUN_ID") or None
+    run_id = None
+    if raw_run is not None:
+        try:
+            run_id = int(raw_run)
+        except ValueError:
+            raise CliError(f"HERMES_KANBAN_RUN_ID must be a run number, got {raw_run!r}", EXIT_USAGE) from None
+    return WorkerCall(task, run_id)
+
+
+def _ago(now: float, then: float | None) -> str:
+    from engine.fsutil import human_duration
+
+    return "-" if then is None else human_duration(now - then)
+
+
+def _when(ts: float | None) -> str:
+    return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+# --------------------------------------------------------------------------------------
+# Handlers
+# --------------------------------------------------------------------------------------
+
+
+def run_create(ctx: Context) -> int:
+    from engine.kanban.models import NewTask
+    from engine.kanban.transitions import create_task
+
+    a = ctx.args
+
+    async def body(board):
+        parents = tuple([await board.resolve_id(p) for p in a.parent])
+        return await create_task(board, NewTask(title=a.title, body=a.body, assignee=a.assignee, parents=parents,
+                                                priority=a.priority, max_retries=a.max_retries,
+                                                max_runtime_seconds=a.max_runtime))
+
+    task = _run(ctx, body)
+    if ctx.json:
+        print_json({"id": task.id, "status": task.status})
+    else:
+        print(f"Created {task.id}  ({task.status}, assignee={task.assignee or '-'})")
+    return EXIT_OK
+
+
+def run_list(ctx: Context) -> int:
+    from engine.kanban.models import STATUSES
+
+    a = ctx.args
+    statuses = a.status or [s for s in STATUSES if a.all or s != "archived"]
+
+    async def body(board):
+        return await board.list_tasks(statuses)
+
+    tasks = _run(ctx, body)
+    if ctx.json:
+        print_json({"tasks": [t.to_json() for t in tasks]})
+        return EXIT_OK
+    if not tasks:
+        print("No cards.")
+        return EXIT_OK
+    now = time.time()
+    order = {s: i for i, s in enumerate(STATUSES)}
+    for t in sorted(tasks, key=lambda t: order.get(t.status, 99)):
+        fails = f"  failures={t.consecutive_failures}" if t.consecutive_failures else ""
+        pid = f"  pid={t.worker_pid}" if t.worker_pid else ""
+        print(f"{t.id}  {t.status:<8}  {(t.assignee or '-'):<12}  {_ago(now, t.created_at):>7}  {t.title}{fails}{pid}")
+    return EXIT_OK
+
+
+def run_show(ctx: Context) -> int:
+    async def body(board):
+        return await board.details(await board.resolve_id(ctx.args.id))
+
+    details = _run(ctx, body)
+    if ctx.json:
+        print_json(details.to_json())
+        return EXIT_OK
+    t = details.task
+    lines = [
+        f"{t.id}  {t.title}",
+        f"  status      {t.status}",
+        f"  assignee    {t.assignee or '-'}",
+        f"  priority    {t.priority}",
+        f"  created     {_when(t.created_at)}",
+        f"  failures    {t.consecutive_failures}" + (f" (max_retries {t.max_retries})" if t.max_retries else ""),
+    ]
+    if t.worker_pid:
+        lines.append(f"  worker      pid {t.worker_pid}  claim {t.claim_lock}  expires {_when(t.claim_expires)}")
+    if t.max_runtime_seconds:
+        lines.append(f"  max runtime {t.max_runtime_seconds:g}s")
+    if details.parents:
+        lines.append(f"  parents     {', '.join(details.parents)}")
+    if details.children:
+        lines.append(f"  children    {', '.join(details.children)}")
+    if t.last_failure_error:
+        lines.append(f"  last error  {t.last_failure_error}")
+    if t.result:
+        lines.append(f"  result      {t.result}")
+    if t.body:
+        lines += ["", *("  " + line for line in t.body.splitlines())]
+    if details.runs:
+        lines += ["", "Runs:"]
+        for r in details.runs:
+            end = r.outcome or "open"
+            text = f"  #{r.id}  {r.profile or '-'}  {_when(r.started_at)}  {end}"
+            if r.worker_pid:
+                text += f"  pid {r.worker_pid}"
+            if r.error:
+                text += f"  {r.error}"
+            elif r.summary:
+                text += f"  {r.summary}"
+            lines.append(text)
+    if details.events:
+        lines += ["", "Events:"]
+        lines += [f"  {_when(e.created_at)}  {e.kind}  {_payload_text(e.payload)}" for e in details.events]
+    print("\n".join(lines))
+    return EXIT_OK
+
+
+def _payload_text(payload: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in sorted(payload.items()) if v not in (None, "", [], {}))
+
+
+_PAST = {"complete": "Completed", "block": "Blocked", "review": "Sent to review", "reclaim": "Reclaimed",
+         "unblock": "Unblocked", "archive": "Archived", "heartbeat": "Heartbeat recorded for"}
+
+
+def _report(ctx: Context, verb: str, result) -> int:
+    if ctx.json:
+        print_json(result.to_json())
+        return EXIT_OK
+    line = f"{_PAST[verb]} {result.task_id}"
+    if result.from_status != result.to_status:
+        line += f"  ({result.from_status} -> {result.to_status})"
+    stop = result.stop
+    if stop is not None and stop.pid:
+        if stop.attempted:
+            line += f"; worker pid {stop.pid} " + ("stopped" if stop.stopped else
+                                                   f"SURVIVED ({', '.join(map(str, stop.survivors))})")
+        elif stop.refused:
+            line += f"; worker pid {stop.pid} not signalled: {stop.refused}"
+        elif stop.pid_recycled:
+            line += f"; worker pid {stop.pid} now belongs to another process: not signalled"
+    print(line)
+    return EXIT_OK
+
+
+def run_finish(ctx: Context) -> int:
+    from engine.kanban import transitions as tr
+
+    verb = ctx.args.verb
+    func = {"complete": tr.complete, "block": tr.block, "review": tr.review}[verb]
+    call = _worker_call()
+
+    async def body(board):
+        task_id = ctx.args.id if call.is_worker else await board.resolve_id(ctx.args.id)
+        return await func(board, task_id, ctx.args.text, call=call)
+
+    return _report(ctx, verb, _run(ctx, body))
+
+
+def run_heartbeat(ctx: Context) -> int:
+    from engine.kanban.transitions import heartbeat
+
+    call = _worker_call()
+    ttl = ctx.settings.kanban.claim_ttl_seconds
+
+    async def body(board):
+        return await heartbeat(board, ctx.args.id, call, ttl)
+
+    return _report(ctx, "heartbeat", _run(ctx, body))
+
+
+def run_reclaim(ctx: Context) -> int:
+    from engine.kanban.transitions import reclaim
+
+    grace = ctx.settings.processes.kill_grace_seconds
+
+    async def body(board):
+        return await reclaim(board, await board.resolve_id(ctx.args.id), reason=ctx.args.reason, grace=grace)
+
+    return _report(ctx, "reclaim", _run(ctx, body))
+
+
+def run_unblock(ctx: Context) -> int:
+    from engine.kanban.transitions import unblock
+
+    async def body(board):
+        return await unblock(board, await board.resolve_id(ctx.args.id))
+
+    return _report(ctx, "unblock", _run(ctx, body))
+
+
+def run_archive(ctx: Context) -> int:
+    from engine.kanban.transitions import archive
+
+    grace = ctx.settings.processes.kill_grace_seconds
+
+    async def body(board):
+        return await archive(board, await board.resolve_id(ctx.args.id), grace=grace)
+
+    return _report(ctx, "archive", _run(ctx, body))
+
+
+def _tick(ctx: Context, spawner=None):
+    from engine.kanban.dispatcher import dispatch_once
+    from engine.kanban.registry_spawner import RegistrySpawner
+
+    spawner = spawner or RegistrySpawner(ctx.home, ctx.settings)
+
+    async def body(board):
+        return await dispatch_once(board, home=ctx.home, settings=ctx.settings, spawner=spawner)
+
+    return _run(ctx, body)
+
+
+def dispatch_lines(result) -> list[str]:
+    """The plain-text report of one tick."""
+    if result.skipped_locked:
+        return ["Skipped: another dispatcher holds this board's lock (skipped_locked)."]
+    lines = []
+    for label, ids in (("Reaped terminal workers", result.reaped_terminal_workers),
+                       ("Claims extended", result.extended), ("Reclaim deferred", result.deferred),
+                       ("Reclaimed", result.reclaimed), ("Crashed", result.crashed),
+                       ("Protocol violations", result.protocol_violations),
+                       ("Rate-limited", result.rate_limited), ("Completed on exit", result.completed_on_exit),
+                       ("Timed out", result.timed_out), ("Auto-blocked", result.auto_blocked),
+                       ("Promoted", result.promoted), ("Auto-assigned", result.auto_assigned),
+                       ("Spawn failed", result.spawn_failed)):
+        if ids:
+            lines.append(f"{label + ':':<24}{len(ids)}  {', '.join(ids)}")
+    lines.append(f"{'Spawned:':<24}{len(result.spawned)}")
+    lines += [f"  - {s.task_id}  ->  {s.assignee}  pid {s.pid if s.pid else '-'}" for s in result.spawned]
+    by_reason: dict[str, list[str]] = {}
+    for skip in result.skipped:
+        by_reason.setdefault(skip.reason, []).append(skip.task_id)
+    for reason in sorted(by_reason):
+        lines.append(f"Held ({reason}): {', '.join(by_reason[reason])}")
+    lines += [f"Warning: {w}" for w in result.warnings]
+    if result.held_back:
+        lines.append(result.held_back)
+    return lines
+
+
+def run_dispatch(ctx: Context) -> int:
+    result = _tick(ctx)
+    if ctx.json:
+        print_json(result.to_json())
+    else:
+        print("\n".join(dispatch_lines(result)))
+    return EXIT_OK
+
+
+def run_daemon(ctx: Context) -> int:
+    import signal
+
+    from engine.kanban.registry_spawner import RegistrySpawner
+
+    interval = ctx.args.interval or ctx.settings.kanban.dispatch_interval_seconds
+    spawner = RegistrySpawner(ctx.home, ctx.settings)
+    stop = {"now": False}
+
+    def on_term(_sig, _frame):
+        stop["now"] = True
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    print(f"Dispatching every {interval:g}s. Ctrl+C to stop.", flush=True)
+    ticks = 0
+    try:
+        while not stop["now"]:
+            result = _tick(ctx, spawner)
+            ticks += 1
+            busy = any(result.to_json()[k] for k in ("spawned", "reclaimed", "crashed", "timed_out", "promoted",
+                                                      "reaped_terminal_workers", "protocol_violations",
+                                                      "rate_limited", "auto_blocked", "completed_on_exit"))
+            if busy or result.held_back:
+                stamp = time.strftime("%H:%M:%S")
+                for line in dispatch_lines(result):
+                    print(f"[{stamp}] {line}", flush=True)
+            deadline = time.monotonic() + interval
+            while not stop["now"] and time.monotonic() < deadline:
+                time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    print(f"Stopped after {ticks} tick(s).", file=sys.stderr)
+    return EXIT_OK
+
+
+def run_tail(ctx: Context) -> int:
+    import asyncio
+
+    from engine.kanban import board_path
+    from engine.kanban.store import Board, StoreError
+
+    a = ctx.args
+    path = board_path(ctx.home, ctx.settings, getattr(a, "db", None))
+
+    async def follow() -> None:
+        board = await Board.open(path)
+        try:
+            task_id = await board.resolve_id(a.id) if a.id else None
+            print(f"Tailing events for {task_id or 'all cards'}. Ctrl+C to stop.", flush=True)
+            earlier = await board.events(task_id, limit=max(0, a.lines)) if a.lines > 0 else []
+            last = (await board.fetch("SELECT coalesce(max(id), 0) FROM task_events"))[0][0]
+            for e in earlier:
+                _print_event(e)
+            while True:
+                for e in await board.events(task_id, after_id=last):
+                    _print_event(e)
+                    last = e.id
+                await asyncio.sleep(a.interval)
+        finally:
+            await board.close()
+
+    try:
+        asyncio.run(follow())
+    except KeyboardInterrupt:
+        return EXIT_OK
+    except StoreError as exc:
+        raise CliError(str(exc), EXIT_FAILED) from None
+    return EXIT_OK
+
+
+def _print_event(e) -> None:
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.created_at))
+    print(f"[{stamp}] {e.task_id} {e.kind} {_payload_text(e.payload)}".rstrip(), flush=True)
