@@ -45,8 +45,9 @@ class _ConcurrentSafeRotatingHandler(logging.handlers.RotatingFileHandler):
 class AuditLog:
     """One pass's writer. Use as a context manager; records are INFO lines."""
 
-    def __init__(self, log_file: Path | None, max_bytes: int = MAX_BYTES, backup_count: int = BACKUP_COUNT):
+    def __init__(self, log_file: Path | None, max_bytes: int | None = None, backup_count: int = BACKUP_COUNT):
         self.log_file = log_file
+        max_bytes = MAX_BYTES if max_bytes is None else max_bytes
         self.lines_written = 0
         self._logger = logging.Logger("engine.scratch.prune", logging.INFO)  # unregistered, no parent
         self._logger.propagate = False

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from engine import identity
 from engine.scratch.activity import scan_activity
 from engine.scratch.audit import AuditLog, open_audit
-from engine.scratch.keep import static_keep_reason
+from engine.scratch.keep import check_failed, static_keep_reason
 from engine.scratch.ownership import JudgedProcess, judge, resolve_owners, victims
 from engine.scratch.plan import Candidate, ExpiringEntry, PrunePlan
 from engine.scratch.procscan import ProcScanError, scan_processes
@@ -358,6 +358,10 @@ def _remove(run: _Run, path: str) -> bool:
 def _prune_one(run: _Run, cand: Candidate) -> int:
     path = cand.path
     reason = static_keep_reason(path)
+    if check_failed(reason):  # the entry could not be read: the same honest record as a failed re-scan
+        run.audit.kept_rescan_failed(path)
+        run.kept.append(KeptRecord(path, f"activity re-scan failed, left untouched ({reason})"))
+        return 0
     if reason is not None:
         run.keep(path, reason)
         return 0

@@ -62,3 +62,8 @@ def lock_reason(entry: str) -> str | None:
 def static_keep_reason(entry: str) -> str | None:
     """The marker, then the lock; None when neither keeps the entry."""
     return marker_reason(entry) or lock_reason(entry)
+
+
+def check_failed(reason: str | None) -> bool:
+    """The reason is "could not check" (fail closed), not a rule that matched."""
+    return bool(reason) and reason.startswith("cannot ")

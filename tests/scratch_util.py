@@ -1,0 +1,74 @@
+"""Helpers for the scratch tests: real entries with real (aged) mtimes."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from engine.config import Settings
+from engine.home import HomeLayout
+from engine.scratch.target import PruneOptions, PruneTarget
+
+HOUR = 3600.0
+
+
+def age_tree(path: Path, hours: float) -> None:
+    """Set atime/mtime of ``path`` and everything below it to ``hours`` ago (bottom-up,
+    so setting a file does not freshen its directory afterwards)."""
+    when = time.time() - hours * HOUR
+    path = Path(path)
+    if path.is_symlink() or not path.is_dir():
+        os.utime(path, (when, when), follow_symlinks=False)
+        return
+    for dirpath, dirnames, filenames in os.walk(path, topdown=False):
+        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            os.utime(os.path.join(dirpath, name), (when, when), follow_symlinks=False)
+        os.utime(dirpath, (when, when))
+
+
+def make_entry(scratch: Path, name: str | bytes, files: dict[str, str] | None = None, hours: float = 30) -> Path:
+    """A directory entry with ``files`` (relative path -> text), all aged ``hours``."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    entry = Path(os.fsdecode(os.path.join(os.fsencode(scratch), os.fsencode(name))))
+    entry.mkdir()
+    for rel, text in (files or {"a/b/c/work.txt": "work"}).items():
+        p = entry / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    age_tree(entry, hours)
+    return entry
+
+
+def touch_now(path: Path) -> None:
+    os.utime(path, None)
+
+
+def target_of(home: HomeLayout) -> PruneTarget:
+    t = PruneTarget.of(home)
+    home.ensure_dir(t.scratch_dir)
+    return t
+
+
+def options(quarantine_hours: float = 0.0, idle_hours: float = 24.0, grace: float = 3.0, registered=None,
+            **kw) -> PruneOptions:
+    return PruneOptions(idle_hours=idle_hours, quarantine_hours=quarantine_hours, kill_grace_seconds=grace,
+                        registered=registered, **kw)
+
+
+def log_text(home: HomeLayout) -> str:
+    p = home.prune_log
+    return p.read_text(encoding="utf-8") if p.exists() else ""
+
+
+def wait_until(predicate, timeout: float = 10.0, step: float = 0.02) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return predicate()
+
+
+def default_settings() -> Settings:
+    return Settings()
