@@ -371,6 +371,9 @@ class ProcessRegistry:
         """
         s = self.get(id_or_prefix)
         base = dict(id=s.id, pid=s.pid, command=s.command)
+        if s.status == sess.LOST and _pid_reused(s):
+            return KillReport(**base, status=s.status, outcome="pid_recycled",
+                              detail=f"pid {s.pid} now belongs to another process: not signalled")
         if s.finished:
             return KillReport(**base, status=s.status, outcome="already_finished",
                               detail=f"already {s.exit_text()}")
@@ -420,6 +423,12 @@ class ProcessRegistry:
             self._state.finished.pop(session_id, None)
             self._state.bases.pop(session_id, None)
         return True
+
+
+def _pid_reused(s: ProcessSession) -> bool:
+    """The session's pid exists now but is another process (fingerprint differs)."""
+    now = identity.fingerprint(s.pid)
+    return now != identity.UNVERIFIED and identity.is_verifiable(s.fingerprint) and now != s.fingerprint
 
 
 def _remove_tree(path: Path) -> None:

@@ -129,8 +129,11 @@ def _lookup(reg, id_or_prefix: str):
         raise CliError(exc.message, EXIT_FAILED) from None
 
 
-def _session_json(s, now: float | None = None) -> dict:
+def _session_json(s, now: float | None = None, redact: bool = True) -> dict:
+    from engine.processes.redact import maybe_redact
+
     data = s.to_json()
+    data["command"] = maybe_redact(s.command, redact)
     data["runtime_seconds"] = round(s.runtime(now), 3)
     return data
 
@@ -243,7 +246,7 @@ def cmd_ps(ctx: Context) -> int:
     sessions = reg.list(include_finished=ctx.args.all)
     now = time.time()
     if ctx.json:
-        print_json([_session_json(s, now) for s in sessions])
+        print_json([_session_json(s, now, ctx.settings.processes.redact) for s in sessions])
         return EXIT_OK
     if not sessions:
         print("no running process sessions" + ("" if ctx.args.all else " (--all shows finished ones)"))
@@ -287,7 +290,7 @@ def cmd_poll(ctx: Context) -> int:
     preview, size = _preview(s, ctx.settings.processes.redact)
     _mark_seen(s)
     if ctx.json:
-        data = _session_json(s)
+        data = _session_json(s, redact=ctx.settings.processes.redact)
         data.update(output_preview=preview, total_bytes=size)
         print_json(data)
         return EXIT_OK
@@ -295,7 +298,9 @@ def cmd_poll(ctx: Context) -> int:
 
     print(f"{s.id}  {s.exit_text()}  pid {s.pid}  {human_duration(s.runtime())}  "
           f"{human_bytes(size)} of output  owner {s.owner}")
-    print(f"command: {s.command}")
+    from engine.processes.redact import maybe_redact
+
+    print(f"command: {maybe_redact(s.command, ctx.settings.processes.redact)}")
     if preview:
         print("--- last output ---")
         print(preview, end="" if preview.endswith("\n") else "\n")
@@ -342,7 +347,7 @@ def cmd_wait(ctx: Context) -> int:
     except KeyboardInterrupt:
         raise CliError(f"stopped waiting; {s.id} keeps running", 130) from None
     if ctx.json:
-        data = _session_json(s)
+        data = _session_json(s, redact=ctx.settings.processes.redact)
         data["timed_out"] = s.running
         print_json(data)
     if s.running:

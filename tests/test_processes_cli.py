@@ -1,0 +1,187 @@
+"""The processes CLI through the real ``hermes-tui`` command: run (foreground, --bg, Ctrl+Z,
+Ctrl+C), ps, proc poll|log|wait|kill, and sessions that outlive the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from engine.config import Settings
+from engine.home import HomeLayout
+from engine.processes import ProcessRegistry
+from tests.conftest import run_cli
+
+COUNT_400 = "for i in $(seq 1 400); do echo $i; sleep 0.01; done"
+
+
+@pytest.fixture
+def cli(home):
+    """Run the CLI on the test home; kill every session left running afterwards."""
+
+    def call(*args, **kw):
+        return run_cli("--home", str(home.root), *args, **kw)
+
+    yield call
+    reg = ProcessRegistry(home, Settings())
+    for s in reg.list(include_finished=False):
+        reg.kill(s.id, grace=0.2)
+
+
+def spawn_cli(home: HomeLayout, *args: str) -> subprocess.Popen:
+    env = dict(os.environ)
+    env.pop("HERMES_HOME", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "hermes_tui", "--home", str(home.root), *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env,
+    )
+
+
+def test_foreground_run_streams_and_exits_with_the_code(cli):
+    r = cli("run", "--", "sh", "-c", "echo one; echo two >&2; exit 7")
+    assert r.returncode == 7
+    assert r.stdout == "one\ntwo\n"
+
+
+def test_foreground_run_of_a_shell_string_and_a_signal_death(cli):
+    r = cli("run", "--", "echo $((6*7)) | cat")
+    assert r.returncode == 0 and r.stdout == "42\n"
+    r = cli("run", "--", "kill -TERM $$")
+    assert r.returncode == 143
+
+
+def test_bg_prints_the_id_and_json(cli):
+    r = cli("run", "--bg", "--", "true")
+    assert r.returncode == 0 and re.fullmatch(r"proc_[0-9a-f]{12}\n", r.stdout)
+    r = cli("run", "--bg", "--json", "--", "sleep", "30")
+    data = json.loads(r.stdout)
+    assert set(data) == {"id", "pid"} and data["pid"] > 0
+
+
+def test_background_survives_the_cli_and_a_second_cli_follows_it(cli, home):
+    r = cli("run", "--bg", "--json", "--", "sh", "-c", "echo started; sleep 0.5; echo finished; exit 3")
+    sid = json.loads(r.stdout)["id"]  # the CLI that started it has exited
+    ps = json.loads(cli("ps", "--json").stdout)
+    row = next(p for p in ps if p["id"] == sid)
+    assert row["status"] == "running"
+    for field in ("id", "pid", "command", "cwd", "status", "exit_code", "signal", "started_at", "ended_at", "owner"):
+        assert field in row
+    deadline = time.monotonic() + 10
+    while "started" not in cli("proc", "log", sid).stdout:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    w = cli("proc", "wait", sid[:9], "--timeout", "20", "--json")
+    assert w.returncode == 0
+    assert json.loads(w.stdout)["exit_code"] == 3
+    poll = json.loads(cli("proc", "poll", sid, "--json").stdout)
+    assert poll["status"] == "exited" and poll["exit_code"] == 3 and "finished" in poll["output_preview"]
+    assert sid not in [p["id"] for p in json.loads(cli("ps", "--json").stdout)]
+    assert sid in [p["id"] for p in json.loads(cli("ps", "--all", "--json").stdout)]
+
+
+def test_wait_timeout_exits_1_saying_still_running(cli):
+    sid = cli("run", "--bg", "--", "sleep", "30").stdout.strip()
+    r = cli("proc", "wait", sid, "--timeout", "0.2")
+    assert r.returncode == 1
+    assert "still running" in r.stderr
+
+
+def test_kill_json_and_text(cli):
+    sid = cli("run", "--bg", "--", "sleep", "30").stdout.strip()
+    r = cli("proc", "kill", sid, "--json")
+    data = json.loads(r.stdout)
+    assert r.returncode == 0
+    assert data["id"] == sid and data["status"] == "killed"
+    assert data["signals"] and data["signals"][0]["signal"] == "SIGTERM"
+    assert data["survivors"] == []
+    again = cli("proc", "kill", sid)
+    assert again.returncode == 0 and "already_finished" in again.stdout
+
+
+def test_log_tail_json_and_redaction(cli, home):
+    sid = cli("run", "--bg", "--", "sh", "-c",
+              "for i in 1 2 3 4 5; do echo line$i; done; echo 'password=hunter22'").stdout.strip()
+    cli("proc", "wait", sid, "--timeout", "10")
+    data = json.loads(cli("proc", "log", sid, "--tail", "2", "--json").stdout)
+    assert data["id"] == sid
+    assert data["output"].splitlines()[0] == "line5"
+    assert "hunter22" not in data["output"]
+    assert data["total_bytes"] == len("line1\nline2\nline3\nline4\nline5\npassword=hunter22\n")
+    assert "hunter22" in cli("proc", "log", sid, "--raw").stdout
+    assert "hunter22" not in cli("proc", "poll", sid).stdout
+    # the file on disk keeps the raw bytes
+    assert b"hunter22" in (home.processes_dir / sid / "output.log").read_bytes()
+
+
+def test_bad_ids_and_usage_are_one_line_without_traceback(cli):
+    for args, code in (
+        (("proc", "poll", "nope"), 1),
+        (("proc", "poll", "proc_ffffffff"), 1),
+        (("proc", "log", "4da"), 1),
+        (("run", "--notify", "--", "true"), 2),
+        (("run",), 2),
+        (("run", "--cwd", "/does/not/exist", "--", "true"), 1),
+        (("proc", "wait", "x", "--timeout", "-1"), 2),
+    ):
+        r = cli(*args)
+        assert r.returncode == code, (args, r.stderr)
+        assert "Traceback" not in r.stderr
+        assert r.stderr.strip(), args
+
+
+def _read_until(proc: subprocess.Popen, wanted: str) -> list[str]:
+    lines = []
+    while True:
+        line = proc.stdout.readline()
+        assert line, f"output ended before {wanted!r}: {lines[-3:]}"
+        lines.append(line)
+        if line.strip() == wanted:
+            return lines
+
+
+def test_ctrl_z_yields_without_signalling_and_no_line_is_lost_or_repeated(cli, home, tmp_path):
+    marker = tmp_path / "signals"
+    traps = " ".join(f"trap 'echo {s} >> {marker}' {s};" for s in ("HUP", "INT", "TERM", "TSTP", "CONT", "USR1"))
+    proc = spawn_cli(home, "run", "--", "sh", "-c", traps + " " + COUNT_400)
+    try:
+        shown = _read_until(proc, "200")
+        proc.send_signal(signal.SIGTSTP)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0
+    m = re.search(r"moved to background as (proc_[0-9a-f]{12})", err)
+    assert m, err
+    sid = m.group(1)
+    shown += out.splitlines(keepends=True)
+    numbers = [int(x) for x in "".join(shown).split()]
+    assert numbers == list(range(1, len(numbers) + 1))  # a prefix, nothing doubled
+    w = cli("proc", "wait", sid, "--timeout", "30", "--json")
+    assert json.loads(w.stdout)["exit_code"] == 0
+    log = json.loads(cli("proc", "log", sid, "--json").stdout)["output"]
+    assert log.split() == [str(i) for i in range(1, 401)]
+    assert not marker.exists()  # the command never received a signal
+    s = ProcessRegistry(home, Settings()).get(sid)
+    assert s.background and s.notify
+
+
+def test_ctrl_c_terminates_the_command_and_exits_130(cli, home):
+    proc = spawn_cli(home, "run", "--", "sh", "-c", "echo up; sleep 30")
+    try:
+        _read_until(proc, "up")
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130
+    assert "Traceback" not in err
+    sessions = ProcessRegistry(home, Settings()).list()
+    assert [s.status for s in sessions] == ["killed"]

@@ -1,0 +1,342 @@
+"""The process registry with real processes: spawn, env, exit records, lost, lookup by
+prefix, kill (trap-TERM child, recycled pid), yield, survival across registries, retention."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from engine import identity
+from engine.config import ProcessSettings, Settings
+from engine.processes import ProcessLookupFailed, ProcessRegistry, SpawnFailed
+from engine.processes import registry as registry_mod
+from engine.processes.follower import OutputFollower
+from engine.processes.foreground import ForegroundRun
+from engine.processes.retention import prune_finished
+from engine.processes.session import EXIT_FILE, KILLED_FILE
+
+COUNT_400 = "for i in $(seq 1 400); do echo $i; sleep 0.01; done"
+
+
+@pytest.fixture
+def reg(home, settings):
+    r = ProcessRegistry(home, settings)
+    yield r
+    for s in ProcessRegistry(home, settings).list(include_finished=False):
+        r.kill(s.id, grace=0.2)
+    r.reap()
+
+
+def wait_for(predicate, timeout=10.0, step=0.01):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    raise AssertionError("condition not met in time")
+
+
+def test_spawn_shell_string_records_exit_code_and_output(reg):
+    s = reg.spawn("echo hello; echo oops >&2; exit 3")
+    assert s.id.startswith("proc_") and len(s.id) == 17
+    done = reg.wait(s.id, timeout=10)
+    assert done.status == "exited"
+    assert done.exit_code == 3 and done.signal is None
+    assert done.ended_at is not None and done.ended_at >= done.started_at - 1
+    assert s.output_path.read_text() == "hello\noops\n"
+    assert stat.S_IMODE(os.stat(s.output_path).st_mode) == 0o600
+
+
+def test_spawn_argv_runs_without_a_shell(reg, tmp_path):
+    target = tmp_path / "with space"
+    target.mkdir()
+    s = reg.spawn(["sh", "-c", 'printf "%s|" "$@"; pwd', "x", "a b", "$HOME"], cwd=target)
+    reg.wait(s.id, timeout=10)
+    assert s.output_path.read_text() == f"a b|$HOME|{target}\n"
+    assert s.argv == ("sh", "-c", 'printf "%s|" "$@"; pwd', "x", "a b", "$HOME")
+    assert s.cwd == str(target)
+
+
+def test_own_session_and_stdin_is_dev_null(reg):
+    s = reg.spawn("cat; ps -o sid= -o pgid= -p $$")
+    done = reg.wait(s.id, timeout=10)
+    assert done.exit_code == 0  # cat got EOF at once from /dev/null
+    sid, pgid = (int(x) for x in s.output_path.read_text().split())
+    assert sid == s.pid and pgid == s.pid  # the wrapper leads its own session and group
+
+
+def test_spawn_environment(reg, home, monkeypatch):
+    monkeypatch.delenv("TMPDIR", raising=False)
+    monkeypatch.delenv("HERMES_SCRATCH_DIR", raising=False)
+    s = reg.spawn('echo "$TMPDIR|$TMP|$TEMP|$HERMES_SCRATCH_DIR|$PAGER|$GIT_PAGER|$PYTHONUNBUFFERED|'
+                  '$HERMES_HOME|$HERMES_PROCESS_ID|$EXTRA"', env={"EXTRA": "yes"})
+    reg.wait(s.id, timeout=10)
+    scratch = str(home.scratch_dir)
+    assert s.output_path.read_text().strip().split("|") == [
+        scratch, scratch, scratch, scratch, "cat", "cat", "1", str(home.root), s.id, "yes"]
+    assert home.scratch_dir.is_dir()
+
+
+def test_user_tmpdir_is_kept_but_ours_is_replaced(reg, home, monkeypatch, tmp_path):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.delenv("HERMES_SCRATCH_DIR", raising=False)
+    s = reg.spawn('echo "$TMPDIR"')
+    reg.wait(s.id, timeout=10)
+    assert s.output_path.read_text().strip() == str(tmp_path)
+    # A TMPDIR we set ourselves (marker equal) is re-pointed at this home's scratch.
+    monkeypatch.setenv("TMPDIR", "/elsewhere/scratch")
+    monkeypatch.setenv("HERMES_SCRATCH_DIR", "/elsewhere/scratch")
+    s2 = reg.spawn('echo "$TMPDIR"')
+    reg.wait(s2.id, timeout=10)
+    assert s2.output_path.read_text().strip() == str(home.scratch_dir)
+
+
+def test_bad_cwd_and_empty_command_are_refused(reg, tmp_path):
+    with pytest.raises(SpawnFailed, match="does not exist"):
+        reg.spawn("true", cwd=tmp_path / "missing")
+    with pytest.raises(SpawnFailed, match="empty"):
+        reg.spawn("   ")
+    assert reg.list() == []
+
+
+def test_signal_death_is_reported_as_128_plus_n(reg):
+    s = reg.spawn("kill -TERM $$")
+    done = reg.wait(s.id, timeout=10)
+    assert done.status == "exited"
+    assert done.exit_code == 143 and done.signal == "SIGTERM"
+
+
+def test_a_second_registry_sees_it_running_then_its_exit(home, settings, reg):
+    s = reg.spawn(["sh", "-c", "echo started; read x < /dev/null; sleep 0.3; echo done; exit 5"])
+    other = ProcessRegistry(home, settings)  # knows nothing of our Popen
+    assert other.get(s.id).status == "running"
+    assert other.popen_of(s.id) is None
+    follower = OutputFollower(other.get(s.id).output_path)
+    wait_for(lambda: "started" in follower.read().text)
+    done = other.wait(s.id, timeout=10)
+    assert done.status == "exited" and done.exit_code == 5
+    assert "done" in follower.read().text
+
+
+def test_vanished_without_record_is_lost_never_an_invented_code(reg):
+    s = reg.spawn(["sleep", "30"])
+    # Someone else KILLs the whole group: the wrapper cannot write its record.
+    res = identity.send_signal(s.pid, s.fingerprint, signal.SIGKILL, group=True)
+    assert res.sent
+    wait_for(lambda: not identity.is_alive(s.pid, s.fingerprint))
+    lost = reg.get(s.id)
+    assert lost.status == "lost"
+    assert lost.exit_code is None and lost.signal is None
+    assert not (s.dir / EXIT_FILE).exists()
+
+
+def test_half_written_exit_record_counts_as_absent(reg):
+    s = reg.spawn(["sleep", "30"])
+    (s.dir / EXIT_FILE).write_text("14")  # no newline: not committed yet
+    assert reg.get(s.id).status == "running"
+
+
+# -- lookup -------------------------------------------------------------------------------
+
+
+def _spawn_with_id(reg, monkeypatch, sid):
+    monkeypatch.setattr(registry_mod, "new_session_id", lambda: sid)
+    s = reg.spawn("true")
+    reg.wait(s.id, timeout=10)
+    return s
+
+
+def test_prefix_lookup(reg, monkeypatch):
+    a = _spawn_with_id(reg, monkeypatch, "proc_4dae56ca81f6")
+    b = _spawn_with_id(reg, monkeypatch, "proc_4dae99999999")
+    short = _spawn_with_id(reg, monkeypatch, "proc_abcd")
+    longer = _spawn_with_id(reg, monkeypatch, "proc_abcdef012345")
+    assert reg.get("proc_4dae56ca81f6").id == a.id  # exact
+    assert reg.get("proc_4dae5").id == a.id  # unique prefix
+    assert reg.get("4dae56").id == a.id  # bare hex
+    assert reg.get(" 4dae9 ").id == b.id
+    assert reg.get("proc_abcd").id == short.id  # an exact id beats a longer match
+    assert reg.get("abcde").id == longer.id
+    with pytest.raises(ProcessLookupFailed) as amb:
+        reg.get("proc_4dae")
+    assert set(amb.value.candidates) == {a.id, b.id}
+    assert a.id in amb.value.message and b.id in amb.value.message
+    for too_short in ("proc_4da", "4da", "proc_", "abc"):
+        with pytest.raises(ProcessLookupFailed, match="too short"):
+            reg.get(too_short)
+    for bad in ("", "   ", "../etc", "proc_ffff"):
+        with pytest.raises(ProcessLookupFailed):
+            reg.get(bad)
+
+
+# -- kill ---------------------------------------------------------------------------------
+
+
+def test_kill_terminates_the_group(reg):
+    s = reg.spawn("sleep 30 & sleep 30; wait")
+    wait_for(lambda: len(identity.group_members(s.pid)) >= 3)
+    report = reg.kill(s.id, grace=2)
+    assert report.outcome == "killed" and report.status == "killed"
+    assert not report.survivors
+    assert {sig for _p, sig in report.signals} == {"SIGTERM"}
+    assert identity.group_members(s.pid) == {}
+    after = reg.get(s.id)
+    assert after.status == "killed" and after.signal == "SIGTERM"
+
+
+def test_kill_escalates_to_sigkill_for_a_child_that_traps_term(reg):
+    s = reg.spawn(["sh", "-c", "trap 'echo got TERM' TERM; echo ready; while :; do sleep 0.05; done"])
+    wait_for(lambda: "ready" in s.output_path.read_text())
+    report = reg.kill(s.id, grace=0.3)
+    assert report.outcome == "killed"
+    assert (s.pid, "SIGTERM") in report.signals and (s.pid, "SIGKILL") in report.signals
+    assert report.survivors == ()
+    after = reg.get(s.id)
+    assert after.status == "killed" and after.signal == "SIGKILL"
+    assert "got TERM" in s.output_path.read_text()
+    assert (s.dir / KILLED_FILE).exists()
+
+
+def test_kill_never_signals_a_recycled_pid(reg, monkeypatch):
+    s = reg.spawn(["sleep", "30"])
+    real = identity._read_stat_bytes
+    sent: list = []
+    monkeypatch.setattr(os, "kill", lambda *a: sent.append(("kill", a)))
+    monkeypatch.setattr(os, "killpg", lambda *a: sent.append(("killpg", a)))
+    monkeypatch.setattr(signal, "pidfd_send_signal", lambda *a: sent.append(("pidfd", a)), raising=False)
+
+    def recycled(pid: int):
+        raw = real(pid)
+        if pid != s.pid or raw is None:
+            return raw
+        head, _, tail = raw.rpartition(b")")
+        fields = tail.split()
+        fields[19] = str(int(fields[19]) + 12345).encode()  # another process's start time
+        return head + b") " + b" ".join(fields) + b"\n"
+
+    monkeypatch.setattr(identity, "_read_stat_bytes", recycled)
+    report = reg.kill(s.id, grace=0.1)
+    assert report.outcome == "pid_recycled"
+    assert "another process" in report.detail
+    assert report.signals == () and not report.ok
+    assert sent == []
+    monkeypatch.undo()
+    assert identity.is_alive(s.pid, s.fingerprint)  # the real process was spared
+
+
+def test_kill_of_a_finished_session_sends_nothing(reg):
+    s = reg.spawn("true")
+    reg.wait(s.id, timeout=10)
+    report = reg.kill(s.id)
+    assert report.outcome == "already_finished" and report.signals == ()
+    assert report.ok
+
+
+def test_unverified_fingerprint_is_never_signalled(reg, monkeypatch):
+    monkeypatch.setattr(identity, "fingerprint", lambda pid: identity.UNVERIFIED)
+    s = reg.spawn(["sleep", "30"])
+    monkeypatch.undo()
+    assert reg.get(s.id).status == "running"  # the pid is there, but not verified
+    report = reg.kill(s.id)
+    assert report.outcome == "unverified" and report.signals == ()
+    assert not report.ok
+    identity.send_signal(s.pid, identity.fingerprint(s.pid), signal.SIGKILL, group=True)  # clean up
+
+
+def test_live_processes_lists_verified_running_leaders(reg):
+    running = reg.spawn(["sleep", "30"])
+    done = reg.spawn("true")
+    reg.wait(done.id, timeout=10)
+    assert reg.live_processes() == [(running.pid, running.fingerprint, running.id)]
+
+
+# -- yield ------------------------------------------------------------------------------
+
+
+def test_yield_halfway_keeps_every_line_exactly_once_and_never_signals(reg, monkeypatch):
+    signalled: list = []
+    real_send = identity.send_signal
+    monkeypatch.setattr(identity, "send_signal", lambda *a, **k: signalled.append(a) or real_send(*a, **k))
+    s = reg.spawn(["sh", "-c", COUNT_400], owner="test", background=False)
+    shown: list[str] = []
+    fg = ForegroundRun(reg, s)
+    outcome = fg.stream(shown.append, lambda: "".join(shown).count("\n") >= 200)
+    assert outcome.yielded
+    moved = outcome.session
+    assert moved.id == s.id and moved.background and moved.notify and moved.status == "running"
+    # The background follower continues from the yield point.
+    rest = OutputFollower(s.output_path, outcome.offset)
+    done = reg.wait(s.id, timeout=30)
+    assert done.status == "exited" and done.exit_code == 0
+    combined = "".join(shown) + rest.read().text
+    assert combined.split() == [str(i) for i in range(1, 401)]
+    assert s.output_path.read_text().split() == [str(i) for i in range(1, 401)]
+    assert signalled == []
+
+
+def test_foreground_stream_runs_to_the_end(reg):
+    s = reg.spawn("printf 'a\\nb'; exit 4", background=False)
+    shown: list[str] = []
+    outcome = ForegroundRun(reg, s).stream(shown.append)
+    assert not outcome.yielded
+    assert "".join(shown) == "a\nb"
+    assert outcome.session.exit_code == 4
+
+
+# -- retention --------------------------------------------------------------------------
+
+
+def _age(s, hours):
+    t = time.time() - hours * 3600
+    os.utime(s.dir / EXIT_FILE, (t, t))
+
+
+def test_retention_by_age_and_by_count_never_touches_running(home):
+    settings = replace(Settings(), processes=ProcessSettings(keep_finished_hours=24, max_finished=2))
+    reg = ProcessRegistry(home, settings)
+    running = reg.spawn(["sleep", "30"])
+    finished = []
+    for _ in range(5):
+        s = reg.spawn("true")
+        reg.wait(s.id, timeout=10)
+        finished.append(s)
+    _age(finished[0], 48)  # too old
+    _age(finished[1], 5)
+    _age(finished[2], 4)
+    _age(finished[3], 3)
+    _age(finished[4], 2)
+    try:
+        removed = prune_finished(ProcessRegistry(home, settings))
+        assert set(removed) == {finished[0].id, finished[1].id, finished[2].id}
+        left = {s.id for s in ProcessRegistry(home, settings).list()}
+        assert left == {running.id, finished[3].id, finished[4].id}
+        assert not finished[0].dir.exists()
+        # max_finished 0 still keeps the running one
+        zero = replace(settings, processes=ProcessSettings(max_finished=0))
+        prune_finished(ProcessRegistry(home, zero))
+        assert [s.id for s in ProcessRegistry(home, zero).list()] == [running.id]
+    finally:
+        reg.kill(running.id, grace=0.2)
+
+
+def test_corrupt_session_folder_is_skipped(reg, home):
+    s = reg.spawn("true")
+    reg.wait(s.id, timeout=10)
+    bad = home.processes_dir / "proc_deadbeef0000"
+    bad.mkdir()
+    (bad / "meta.json").write_text("{not json")
+    assert [x.id for x in ProcessRegistry(home, Settings()).list()] == [s.id]
+    with pytest.raises(ProcessLookupFailed, match="unreadable"):
+        ProcessRegistry(home, Settings()).get("proc_deadbeef0000")
+
+
+def test_status_dir_is_under_home(reg, home):
+    s = reg.spawn("true")
+    assert Path(s.dir).parent == home.processes_dir

@@ -1,0 +1,98 @@
+"""The byte-offset follower and the bounded tail: split characters, shrinking files,
+no re-reads."""
+
+from __future__ import annotations
+
+import time
+
+from engine.processes import ProcessRegistry
+from engine.processes.follower import OutputFollower, TailBuffer, read_tail
+
+
+def test_multibyte_char_split_across_two_writes_with_a_pause(home, settings):
+    reg = ProcessRegistry(home, settings)
+    # é is \303\251; the emoji 😀 is \360\237\230\200, split 1+3.
+    s = reg.spawn("printf '\\303'; sleep 0.4; printf '\\251 \\360'; sleep 0.4; printf '\\237\\230\\200 end\\n'")
+    f = OutputFollower(s.output_path)
+    pieces = []
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        chunk = f.read()
+        pieces.append(chunk.text)
+        assert f.pending_bytes <= 3
+        if reg.get(s.id).finished and not chunk.text:
+            break
+        time.sleep(0.02)
+    pieces.append(f.read().text)
+    text = "".join(pieces)
+    assert text == "é 😀 end\n"
+    assert "\ufffd" not in text
+    assert f.bytes_read == len("é 😀 end\n".encode())  # every byte read exactly once
+
+
+def test_held_back_bytes_are_delivered_once_complete(tmp_path):
+    path = tmp_path / "out.log"
+    path.write_bytes(b"ab\xe2\x82")
+    f = OutputFollower(path)
+    first = f.read()
+    assert first.text == "ab" and f.pending_bytes == 2 and f.delivered_offset == 2
+    with open(path, "ab") as fh:
+        fh.write(b"\xac!")
+    assert f.read().text == "€!"
+    assert f.read().text == ""
+    assert f.bytes_read == 6
+
+
+def test_a_file_that_shrank_restarts_at_zero(tmp_path):
+    path = tmp_path / "out.log"
+    path.write_bytes(b"first line\nsecond line\n")
+    f = OutputFollower(path)
+    assert f.read().text == "first line\nsecond line\n"
+    path.write_bytes(b"new\n")  # truncated and rewritten in place
+    chunk = f.read()
+    assert chunk.reset and chunk.text == "new\n" and chunk.offset == 4
+
+
+def test_a_replaced_file_is_followed_from_its_start(tmp_path):
+    path = tmp_path / "out.log"
+    path.write_bytes(b"old old old old\n")
+    f = OutputFollower(path)
+    f.read()
+    tmp = tmp_path / "new.log"
+    tmp.write_bytes(b"a much longer replacement file\n")
+    tmp.replace(path)
+    chunk = f.read()
+    assert chunk.reset and chunk.text == "a much longer replacement file\n"
+
+
+def test_missing_file_reads_nothing(tmp_path):
+    f = OutputFollower(tmp_path / "nope.log")
+    assert f.read().text == ""
+
+
+def test_invalid_bytes_become_replacement_characters_and_flush(tmp_path):
+    path = tmp_path / "out.log"
+    path.write_bytes(b"x\xffy\xe2")
+    f = OutputFollower(path)
+    assert f.read().text == "x\ufffdy"
+    assert f.flush() == "\ufffd"
+
+
+def test_tail_buffer_is_bounded_and_keeps_whole_lines():
+    tail = TailBuffer(50)
+    for i in range(1000):
+        tail.append(f"line {i}\n")
+    assert len(tail) <= 50
+    text = tail.text()
+    assert text.endswith("line 999\n")
+    assert text.startswith("line ")  # the cut-off first line is dropped
+    assert tail.total_chars == sum(len(f"line {i}\n") for i in range(1000))
+    tail.append("x" * 500)
+    assert len(tail) == 50
+
+
+def test_read_tail_skips_a_cut_character(tmp_path):
+    path = tmp_path / "o.log"
+    path.write_bytes("ééé".encode())
+    text, size = read_tail(path, 3)
+    assert size == 6 and text == "é"
