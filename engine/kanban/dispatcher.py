@@ -54,6 +54,7 @@ from engine.kanban.models import (
 from engine.kanban.store import TASK_COLUMNS, Board, add_event, task_from_row
 from engine.kanban.transitions import CLEAR_WORKER, close_run
 from engine.kanban.workers import (
+    RUN_HEADER_PREFIX,
     LaunchedWorker,
     Spawner,
     WorkerLaunch,
@@ -563,7 +564,7 @@ class Dispatcher:
             self.home.ensure_dir(self.home.kanban_logs_dir)
             stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.board.now()))
             append_log_line(self._log_of(c.task_id),
-                            f"=== run {c.run_id} · profile {c.profile.name} · {stamp} ===")
+                            f"{RUN_HEADER_PREFIX}{c.run_id} · profile {c.profile.name} · {stamp} ===")
             env = worker_env(home=self.home.root, db=self.board.path, task_id=c.task_id, run_id=c.run_id,
                              profile=c.profile.name, title=c.title, body=c.body, extra=c.profile.env)
             return self.spawner.launch(WorkerLaunch(c.task_id, c.run_id, c.profile.name, c.profile.command, env,

@@ -186,8 +186,11 @@ class Board:
             raise StoreError(f"cannot open the board {path}: {exc}") from None
         board = cls(conn, path, clock)
         try:
-            await board._configure()
+            # Ownership is checked before any pragma that writes the file (journal_mode
+            # rewrites the header): a foreign file must stay byte-for-byte as it was.
+            await conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
             await board._check_and_migrate()
+            await board._configure()
         except sqlite3.DatabaseError as exc:
             await conn.close()
             raise StoreError(f"{path} is not a readable kanban board (corrupt?): {exc}; "
@@ -199,7 +202,6 @@ class Board:
 
     async def _configure(self) -> None:
         c = self.conn
-        await c.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
         await c.execute("PRAGMA journal_mode = WAL")
         await c.execute("PRAGMA synchronous = FULL")
         await c.execute("PRAGMA foreign_keys = ON")

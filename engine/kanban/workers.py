@@ -27,6 +27,7 @@ RATE_LIMIT_EXIT_CODE = 75  # EX_TEMPFAIL: "try again later", not the worker's fa
 LAST_WORDS_BYTES = 4000
 LAST_WORDS_CHARS = 400
 LOG_ROTATE_BYTES = 2 * 1024 * 1024
+RUN_HEADER_PREFIX = "=== run "  # our line before each run's output in a card log
 COPY_CHUNK_BYTES = 1024 * 1024
 
 
@@ -318,6 +319,11 @@ def last_words(log_path: Path) -> str:
     400 characters. "" when there is none."""
     data = read_tail(log_path, LAST_WORDS_BYTES).decode("utf-8", errors="replace")
     lines = [line.strip() for line in data.splitlines()]
+    # Only this run's words: drop everything up to our own latest run header.
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].startswith(RUN_HEADER_PREFIX):
+            lines = lines[i + 1 :]
+            break
     text = " ".join(line for line in lines if line)
     return text[-LAST_WORDS_CHARS:]
 

@@ -1,0 +1,71 @@
+"""Helpers for the kanban tests: a movable clock, settings with worker profiles, a
+board + dispatcher over a real home, and waiting for real workers to end."""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+import sys
+import time
+from pathlib import Path
+from types import MappingProxyType
+
+from engine.config import KanbanSettings, ProfileSettings, Settings
+from engine.home import HomeLayout
+from engine.kanban.dispatcher import Dispatcher
+from engine.kanban.store import Board
+
+CLI = f"{shlex.quote(sys.executable)} -m hermes_tui kanban"
+
+
+class FakeClock:
+    """Time at the clock boundary only: the board and the dispatcher read it; the
+    processes stay real."""
+
+    def __init__(self, start: float | None = None) -> None:
+        self.now = time.time() if start is None else start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def kanban_settings(profiles: dict[str, str | dict] | None = None, **kanban) -> Settings:
+    """Settings with the given profiles (name -> command, or a dict of profile fields)."""
+    built = {}
+    for name, spec in (profiles or {}).items():
+        if isinstance(spec, str):
+            built[name] = ProfileSettings(name=name, command=spec)
+        else:
+            env = MappingProxyType(dict(spec.pop("env", {})))
+            built[name] = ProfileSettings(name=name, env=env, **spec)
+    base = Settings()
+    k = dataclasses.replace(KanbanSettings(), profiles=MappingProxyType(built), **kanban)
+    return dataclasses.replace(base, kanban=k,
+                               processes=dataclasses.replace(base.processes, kill_grace_seconds=1.0))
+
+
+async def open_board(home: HomeLayout, clock: FakeClock | None = None) -> Board:
+    return await Board.open(home.kanban_db, clock=clock or FakeClock())
+
+
+def dispatcher(board: Board, home: HomeLayout, settings: Settings, spawner) -> Dispatcher:
+    return Dispatcher(board, home=home, settings=settings, spawner=spawner)
+
+
+def wait_for_exit(spawner, process_id: str, timeout: float = 30.0) -> None:
+    """Wait for a registry worker to end (its exit recorded or it is gone)."""
+    session = spawner.registry.wait(process_id, timeout=timeout)
+    assert session.finished, f"worker {process_id} still running after {timeout}s"
+
+
+def kill_all_workers(spawner) -> None:
+    for session in spawner.registry.list(include_finished=False):
+        spawner.registry.kill(session.id, grace=0.2)
+
+
+def read_log(home: HomeLayout, task_id: str) -> str:
+    path = Path(home.kanban_logs_dir) / f"{task_id}.log"
+    return path.read_text(errors="replace") if path.exists() else ""

@@ -1,0 +1,223 @@
+"""The board file and the transitions: a real SQLite file, real concurrent writers."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+
+import pytest
+from kanban_support import FakeClock, open_board
+
+from engine.kanban import transitions as tr
+from engine.kanban.models import NewTask
+from engine.kanban.store import APPLICATION_ID, SCHEMA_VERSION, Board, StoreError, UnknownTask
+
+
+async def test_new_board_is_wal_full_sync_versioned_and_private(home):
+    board = await open_board(home)
+    try:
+        assert (await board.fetch("PRAGMA journal_mode"))[0][0] == "wal"
+        assert (await board.fetch("PRAGMA synchronous"))[0][0] == 2  # FULL
+        assert (await board.fetch("PRAGMA busy_timeout"))[0][0] > 0
+        assert (await board.fetch("PRAGMA user_version"))[0][0] == SCHEMA_VERSION
+        assert (await board.fetch("PRAGMA application_id"))[0][0] == APPLICATION_ID
+    finally:
+        await board.close()
+    assert home.kanban_db.stat().st_mode & 0o777 == 0o600
+
+
+async def test_reopening_keeps_cards(home):
+    board = await open_board(home)
+    task = await tr.create_task(board, NewTask("keep me"))
+    await board.close()
+    board = await open_board(home)
+    try:
+        assert (await board.get_task(task.id)).title == "keep me"
+    finally:
+        await board.close()
+
+
+@pytest.mark.parametrize("content", [b"not a database at all\n" * 10, b"SQLite format 3\x00" + b"\xff" * 4000])
+async def test_corrupt_or_non_sqlite_file_is_refused_and_left_untouched(home, content):
+    home.kanban_db.write_bytes(content)
+    with pytest.raises(StoreError) as err:
+        await open_board(home)
+    assert "refusing" in str(err.value)
+    assert home.kanban_db.read_bytes() == content
+
+
+async def test_foreign_sqlite_database_is_refused_and_left_untouched(home):
+    con = sqlite3.connect(home.kanban_db)
+    con.execute("CREATE TABLE tasks (x)")
+    con.execute("INSERT INTO tasks VALUES (42)")
+    con.commit()
+    con.close()
+    before = home.kanban_db.read_bytes()
+    with pytest.raises(StoreError, match="another program"):
+        await open_board(home)
+    assert home.kanban_db.read_bytes() == before
+
+
+async def test_board_from_a_newer_version_is_refused(home):
+    board = await open_board(home)
+    await board.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    await board.close()
+    with pytest.raises(StoreError, match="newer"):
+        await open_board(home)
+
+
+async def test_two_openers_initialise_the_schema_once(home):
+    boards = await asyncio.gather(*(Board.open(home.kanban_db) for _ in range(4)))
+    try:
+        assert {(await b.fetch("PRAGMA user_version"))[0][0] for b in boards} == {SCHEMA_VERSION}
+    finally:
+        for b in boards:
+            await b.close()
+
+
+async def test_card_with_open_parent_is_todo_then_promoted_status_on_create(home):
+    board = await open_board(home)
+    try:
+        parent = await tr.create_task(board, NewTask("parent"))
+        child = await tr.create_task(board, NewTask("child", parents=(parent.id,)))
+        assert (parent.status, child.status) == ("ready", "todo")
+        await tr.complete(board, parent.id, "done")
+        late = await tr.create_task(board, NewTask("late child", parents=(parent.id,)))
+        assert late.status == "ready"
+        with pytest.raises(StoreError, match="no parent"):
+            await tr.create_task(board, NewTask("orphan", parents=("t_00000000",)))
+    finally:
+        await board.close()
+
+
+async def test_ids_resolve_by_unique_prefix(home):
+    ids = iter(["t_aaaa0001", "t_aaaa0002", "t_bbbb0001"])
+    board = await open_board(home)
+    try:
+        await tr.create_tasks(board, [NewTask("a"), NewTask("b"), NewTask("c")], id_factory=lambda: next(ids))
+        assert await board.resolve_id("bbbb") == "t_bbbb0001"
+        assert await board.resolve_id("t_aaaa0002") == "t_aaaa0002"
+        with pytest.raises(UnknownTask, match="several"):
+            await board.resolve_id("aaaa")
+        with pytest.raises(UnknownTask, match="no card"):
+            await board.resolve_id("cccc")
+        # LIKE wildcards in the input are literal characters, not patterns.
+        with pytest.raises(UnknownTask):
+            await board.resolve_id("%")
+    finally:
+        await board.close()
+
+
+async def test_bulk_create_is_one_transaction(home):
+    board = await open_board(home)
+    try:
+        tasks = await tr.create_tasks(board, [NewTask(f"card {i}") for i in range(500)])
+        assert len({t.id for t in tasks}) == 500
+        assert (await board.counts())["ready"] == 500
+        assert len(await board.events()) == 500
+        with pytest.raises(StoreError):
+            await tr.create_tasks(board, [NewTask("fine"), NewTask("   ")])
+        assert (await board.counts())["ready"] == 500
+    finally:
+        await board.close()
+
+
+async def test_transitions_follow_the_allowed_moves(home):
+    board = await open_board(home)
+    try:
+        t = await tr.create_task(board, NewTask("card"))
+        with pytest.raises(tr.TransitionRefused, match="not blocked"):
+            await tr.unblock(board, t.id)
+        with pytest.raises(tr.TransitionRefused, match="not running"):
+            await tr.reclaim(board, t.id)
+        await tr.move(board, t.id, "review")
+        await tr.move(board, t.id, "ready")
+        await tr.move(board, t.id, "blocked", reason="needs a key")
+        assert (await board.get_task(t.id)).status == "blocked"
+        await tr.move(board, t.id, "ready")
+        await tr.move(board, t.id, "done")
+        with pytest.raises(tr.TransitionRefused, match="allowed: none"):
+            await tr.move(board, t.id, "ready")
+        result = await tr.archive(board, t.id)
+        assert (result.from_status, result.to_status, result.stop) == ("done", "archived", None)
+        with pytest.raises(tr.TransitionRefused, match="already archived"):
+            await tr.archive(board, t.id)
+        kinds = [e.kind for e in await board.events(t.id)]
+        assert kinds == ["created", "review_requested", "reopened", "blocked", "unblocked", "completed", "archived"]
+    finally:
+        await board.close()
+
+
+async def test_complete_and_unblock_reset_the_failure_counter(home):
+    board = await open_board(home)
+    try:
+        t = await tr.create_task(board, NewTask("card"))
+        await board.conn.execute("UPDATE tasks SET consecutive_failures = 2, status = 'blocked', "
+                                 "last_failure_error = 'boom' WHERE id = ?", (t.id,))
+        await tr.unblock(board, t.id)
+        assert (await board.get_task(t.id)).consecutive_failures == 0
+        await board.conn.execute("UPDATE tasks SET consecutive_failures = 1 WHERE id = ?", (t.id,))
+        await tr.complete(board, t.id, "ok")
+        done = await board.get_task(t.id)
+        assert (done.consecutive_failures, done.last_failure_error, done.result) == (0, None, "ok")
+    finally:
+        await board.close()
+
+
+async def _running_card(board: Board) -> tuple[str, int]:
+    """A card claimed the way the dispatcher claims: status running with an open run."""
+    t = await tr.create_task(board, NewTask("worked", assignee="w"))
+    now = board.now()
+    async with board.transaction() as conn:
+        cur = await conn.execute("INSERT INTO task_runs (task_id, profile, status, claim_lock, started_at) "
+                                 "VALUES (?, 'w', 'running', 'elsewhere:1', ?)", (t.id, now))
+        run_id = cur.lastrowid
+        await conn.execute("UPDATE tasks SET status = 'running', claim_lock = 'elsewhere:1', current_run_id = ? "
+                           "WHERE id = ?", (run_id, t.id))
+    return t.id, run_id
+
+
+async def test_worker_calls_only_act_on_their_own_current_run(home):
+    board = await open_board(home)
+    try:
+        task_id, run_id = await _running_card(board)
+        other, _ = await _running_card(board)
+        with pytest.raises(tr.TransitionRefused, match="works card"):
+            await tr.complete(board, other, "stolen", call=tr.WorkerCall(task_id, run_id))
+        with pytest.raises(tr.TransitionRefused, match="not the current run"):
+            await tr.complete(board, task_id, "old run", call=tr.WorkerCall(task_id, run_id + 100))
+        with pytest.raises(tr.TransitionRefused, match="heartbeat is a worker call"):
+            await tr.heartbeat(board, task_id, tr.WorkerCall(), 900)
+        await tr.heartbeat(board, task_id, tr.WorkerCall(task_id, run_id), 900)
+        assert (await board.get_task(task_id)).last_heartbeat_at is not None
+        await tr.review(board, task_id, "please look", call=tr.WorkerCall(task_id, run_id))
+        assert (await board.get_task(task_id)).status == "review"
+        # The run is closed now: the same worker cannot act again.
+        with pytest.raises(tr.TransitionRefused, match="not the current run"):
+            await tr.complete(board, task_id, "again", call=tr.WorkerCall(task_id, run_id))
+        run = await board.get_run(run_id)
+        assert (run.outcome, run.summary, run.claim_lock) == ("review", "please look", "elsewhere:1")
+    finally:
+        await board.close()
+
+
+async def test_concurrent_changes_from_two_connections_never_both_win(home):
+    clock = FakeClock()
+    a = await open_board(home, clock)
+    b = await open_board(home, clock)
+    try:
+        task_id, run_id = await _running_card(a)
+        results = await asyncio.gather(
+            tr.complete(a, task_id, "from a", call=tr.WorkerCall(task_id, run_id)),
+            tr.block(b, task_id, "from b", call=tr.WorkerCall(task_id, run_id)),
+            return_exceptions=True,
+        )
+        wins = [r for r in results if not isinstance(r, Exception)]
+        losses = [r for r in results if isinstance(r, tr.TransitionRefused)]
+        assert len(wins) == 1 and len(losses) == 1
+        final = await a.get_task(task_id)
+        assert final.status == wins[0].to_status
+        assert len([e for e in await a.events(task_id) if e.kind in ("completed", "blocked")]) == 1
+    finally:
+        await a.close()
+        await b.close()
