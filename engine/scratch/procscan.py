@@ -40,7 +40,9 @@ class ScratchProcess:
 
     @property
     def name(self) -> str:
-        return self.comm.decode("utf-8", errors="backslashreplace")
+        """As a path would be decoded (non-UTF-8 bytes become surrogates, which the
+        audit log's %r then writes as ``\\udcff``: the same escape as for paths)."""
+        return os.fsdecode(self.comm)
 
 
 @dataclass(frozen=True)
