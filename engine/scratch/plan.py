@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from engine.fsutil import tree_size
+from engine.fsutil import human_bytes, human_duration, tree_size
 from engine.scratch.entries import Survey, survey_scratch
 from engine.scratch.ownership import victims
 from engine.scratch.target import PruneOptions, PruneTarget
@@ -120,3 +120,42 @@ def plan_from_survey(survey: Survey, options: PruneOptions) -> PrunePlan:
 def plan_prune(target: PruneTarget, options: PruneOptions, *, now: float | None = None) -> PrunePlan:
     """Survey the scratch folder and say what a pass would do. Changes nothing."""
     return plan_from_survey(survey_scratch(target, options, now=time.time() if now is None else now), options)
+
+
+def show_name(name: str) -> str:
+    """A name or path as a terminal may show it: control characters and bytes that
+    are not UTF-8 escaped (the same escapes as the audit log), never raw."""
+    if name.isprintable():
+        try:
+            name.encode("utf-8")
+            return name
+        except UnicodeEncodeError:
+            pass
+    return repr(name)[1:-1]
+
+
+def describe_plan(plan: PrunePlan) -> list[str]:
+    """The plan as plain lines: what goes (and how many bytes), which processes get
+    which signal, what expires from quarantine, what stays and why. Shared by the
+    CLI prompt and the approval modal, so both show exactly the same plan."""
+    verb = f"to quarantine for {plan.quarantine_hours:g}h" if plan.quarantines else "to delete"
+    n = len(plan.candidates)
+    lines = [f"Idle window {plan.idle_hours:g}h. {n} entr{'y' if n == 1 else 'ies'} {verb}, "
+             f"{human_bytes(plan.total_bytes)}:"]
+    for c in plan.candidates:
+        lines.append(f"  - {show_name(c.path)}  idle {human_duration(c.idle_seconds)}, {human_bytes(c.size_bytes)}")
+    if plan.signals:
+        lines.append("Processes to signal (SIGTERM, then SIGKILL if still running after the grace period):")
+        for s in plan.signals:
+            lines.append(f"  - pid {s.pid} ({show_name(s.name)}) cwd {show_name(s.cwd)}: {s.why}")
+    if plan.expiring:
+        lines.append("Quarantined entries whose hours are over (deleted unless written to since):")
+        for e in plan.expiring:
+            lines.append(f"  - {show_name(e.path)}  {human_bytes(e.size_bytes)}")
+    if plan.kept:
+        lines.append("Staying:")
+        for k in plan.kept:
+            lines.append(f"  - {show_name(k.path)}: {k.reason}")
+    if plan.process_error:
+        lines.append(f"The process check failed ({plan.process_error}): nothing is deleted.")
+    return lines

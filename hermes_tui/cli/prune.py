@@ -43,33 +43,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def describe_plan(plan) -> list[str]:
-    """The plan as lines of text (shared with nothing else: the pane has its own view)."""
-    from engine.fsutil import human_bytes, human_duration
-    from hermes_tui.cli.scratch import _show_name
-
-    verb = f"to quarantine for {plan.quarantine_hours:g}h" if plan.quarantines else "to delete"
-    lines = [f"Idle window {plan.idle_hours:g}h. {len(plan.candidates)} entr"
-             f"{'y' if len(plan.candidates) == 1 else 'ies'} {verb}, {human_bytes(plan.total_bytes)}:"]
-    for c in plan.candidates:
-        lines.append(f"  - {_show_name(c.path)}  idle {human_duration(c.idle_seconds)}, {human_bytes(c.size_bytes)}")
-    if plan.signals:
-        lines.append("Processes to signal (SIGTERM, then SIGKILL if still running after the grace period):")
-        for s in plan.signals:
-            lines.append(f"  - pid {s.pid} ({_show_name(s.name)}) cwd {_show_name(s.cwd)}: {s.why}")
-    if plan.expiring:
-        lines.append("Quarantined entries whose hours are over (deleted unless written to since):")
-        for e in plan.expiring:
-            lines.append(f"  - {_show_name(e.path)}  {human_bytes(e.size_bytes)}")
-    if plan.kept:
-        lines.append("Staying:")
-        for k in plan.kept:
-            lines.append(f"  - {_show_name(k.path)}: {k.reason}")
-    if plan.process_error:
-        lines.append(f"The process check failed ({plan.process_error}): nothing is deleted.")
-    return lines
-
-
 def _summary(result) -> str:
     from engine.fsutil import human_bytes
 
@@ -90,7 +63,7 @@ def _summary(result) -> str:
 def run(ctx: Context) -> int:
     from engine.scratch.entries import SurveyError
     from engine.scratch.execute import PruneBusy, execute_plan, result_of_plan
-    from engine.scratch.plan import plan_prune
+    from engine.scratch.plan import describe_plan, plan_prune
     from engine.scratch.target import PruneOptions, PruneTarget
 
     args = ctx.args

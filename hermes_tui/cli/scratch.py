@@ -42,6 +42,7 @@ def _survey(ctx: Context):
 
 def run_list(ctx: Context) -> int:
     from engine.fsutil import human_bytes, human_duration
+    from engine.scratch.plan import show_name as _show_name
 
     survey, options = _survey(ctx)
     quarantine = [
@@ -86,19 +87,9 @@ def run_list(ctx: Context) -> int:
     return EXIT_OK
 
 
-def _show_name(name: str) -> str:
-    """A name as the terminal may show it: control characters and bad bytes escaped."""
-    if name.isprintable():
-        try:
-            name.encode("utf-8")
-            return name
-        except UnicodeEncodeError:
-            pass
-    return repr(name)[1:-1]
-
-
 def run_restore(ctx: Context) -> int:
     from engine.scratch.execute import restore
+    from engine.scratch.plan import show_name as _show_name
     from engine.scratch.quarantine import RestoreError
     from engine.scratch.target import PruneTarget
 
