@@ -1,0 +1,196 @@
+"""The ``hermes-tui kanban`` commands through the real CLI (subprocesses)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import run_cli
+
+
+def kanban(home, *args, env=None):
+    return run_cli("--home", str(home.root), "kanban", *args, env=env)
+
+
+def create(home, *args) -> str:
+    r = kanban(home, "create", *args, "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["id"]
+
+
+def test_create_list_show_json(home):
+    parent = create(home, "parent card", "--assignee", "w", "--priority", "3", "--body", "line one\nline two")
+    r = kanban(home, "create", "child card", "--parent", parent, "--max-retries", "4", "--max-runtime", "60",
+               "--json")
+    assert r.returncode == 0
+    child = json.loads(r.stdout)
+    assert child["status"] == "todo" and child["id"].startswith("t_") and len(child["id"]) == 10
+
+    listing = json.loads(kanban(home, "list", "--json").stdout)["tasks"]
+    assert {t["id"]: t["status"] for t in listing} == {parent: "ready", child["id"]: "todo"}
+    only_todo = json.loads(kanban(home, "list", "--status", "todo", "--json").stdout)["tasks"]
+    assert [t["id"] for t in only_todo] == [child["id"]]
+
+    shown = json.loads(kanban(home, "show", child["id"][:6], "--json").stdout)
+    assert shown["parent_ids"] == [parent]
+    assert (shown["max_retries"], shown["max_runtime_seconds"]) == (4, 60)
+    assert shown["runs"] == [] and shown["events"][0]["kind"] == "created"
+
+    text = kanban(home, "show", parent).stdout
+    assert "parent card" in text and "line two" in text and child["id"] in text
+    assert "child card" in kanban(home, "list").stdout
+
+
+def test_operator_moves_and_their_refusals(home):
+    card = create(home, "card")
+    r = kanban(home, "unblock", card)
+    assert r.returncode == 1 and r.stderr.strip() == f"hermes-tui: cannot unblock {card}: it is ready, not blocked"
+    assert kanban(home, "block", card, "--reason", "needs a password").returncode == 0
+    out = kanban(home, "unblock", card).stdout
+    assert out.strip() == f"Unblocked {card}  (blocked -> ready)"
+    r = kanban(home, "complete", card, "--summary", "by hand", "--json")
+    assert json.loads(r.stdout) == {"id": card, "from_status": "ready", "status": "done", "worker": None}
+    r = kanban(home, "reclaim", card)
+    assert r.returncode == 1 and "not running" in r.stderr
+    assert kanban(home, "archive", card).stdout.startswith(f"Archived {card}")
+    assert kanban(home, "list", "--json").stdout.count(card) == 0
+    assert kanban(home, "list", "--all", "--json").stdout.count(card) == 1
+
+
+def test_worker_calls_for_another_card_or_run_are_refused(home):
+    mine = create(home, "mine")
+    other = create(home, "other")
+    env = {"HERMES_KANBAN_TASK": mine, "HERMES_KANBAN_RUN_ID": "7"}
+    r = kanban(home, "complete", other, env=env)
+    assert r.returncode == 1
+    assert r.stderr.strip() == f"hermes-tui: refused: this worker works card {mine}, not {other}"
+    r = kanban(home, "complete", mine, env=env)
+    assert r.returncode == 1 and "run 7 is not the current run" in r.stderr
+    r = kanban(home, "heartbeat", mine)
+    assert r.returncode == 1 and "heartbeat is a worker call" in r.stderr
+    r = kanban(home, "complete", mine, env={"HERMES_KANBAN_TASK": mine, "HERMES_KANBAN_RUN_ID": "x"})
+    assert r.returncode == 2
+    shown = json.loads(kanban(home, "show", mine, "--json").stdout)
+    assert shown["status"] == "ready"
+
+
+def test_bad_input_is_one_line_with_the_right_exit_code(home, tmp_path):
+    r = kanban(home, "show", "t_nothere")
+    assert r.returncode == 1 and r.stderr == "hermes-tui: no card 't_nothere' on this board\n"
+    r = kanban(home)
+    assert r.returncode == 2 and "needs a verb" in r.stderr
+    r = kanban(home, "create", "x", "--priority", "high")
+    assert r.returncode == 2
+    r = kanban(home, "create", "x", "--parent", "t_nothere")
+    assert r.returncode == 1 and "no card" in r.stderr
+    bogus = tmp_path / "notes.db"
+    bogus.write_text("my notes, not a board\n")
+    r = kanban(home, "--db", str(bogus), "list")
+    assert r.returncode == 1 and "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
+    assert "not an SQLite database" in r.stderr
+    assert bogus.read_text() == "my notes, not a board\n"
+
+
+def test_db_flag_and_env_select_a_shared_board(home, tmp_path):
+    shared = tmp_path / "shared.db"
+    card = json.loads(kanban(home, "create", "shared card", "--db", str(shared), "--json").stdout)["id"]
+    assert shared.exists() and not home.kanban_db.exists()
+    r = run_cli("--home", str(home.root), "kanban", "show", card, "--json",
+                env={"HERMES_KANBAN_DB": str(shared)})
+    assert json.loads(r.stdout)["title"] == "shared card"
+
+
+def test_dispatch_json_spawns_a_real_worker_and_reports_reasons(home):
+    home.config_file.write_text(
+        "kanban:\n"
+        "  max_in_progress: 1\n"
+        "  profiles:\n"
+        f"    w: '{sys.executable} -m hermes_tui kanban complete \"$HERMES_KANBAN_TASK\" --summary fine'\n")
+    first = create(home, "first", "--assignee", "w", "--priority", "9")
+    second = create(home, "second", "--assignee", "w")
+    nobody = create(home, "nobody")
+    r = kanban(home, "dispatch", "--json")
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert [s["task_id"] for s in result["spawned"]] == [first] and result["spawned"][0]["pid"] > 0
+    assert {s["task_id"]: s["reason"] for s in result["skipped"]} == {second: "at_capacity",
+                                                                      nobody: "skipped_unassigned"}
+    for key in ("reclaimed", "crashed", "timed_out", "reaped_terminal_workers", "promoted", "skipped_locked",
+                "held_back"):
+        assert key in result
+    deadline = time.monotonic() + 30
+    while json.loads(kanban(home, "show", first, "--json").stdout)["status"] != "done":
+        assert time.monotonic() < deadline, "worker never completed its card"
+        time.sleep(0.1)
+    text = kanban(home, "dispatch").stdout
+    assert f"- {second}  ->  w" in text
+    assert "Held (skipped_unassigned): " + nobody in text
+
+
+def test_dispatch_text_says_why_nothing_spawned(home):
+    home.config_file.write_text("kanban:\n  dispatch_profiles: []\n  profiles:\n    w: 'true'\n")
+    create(home, "held", "--assignee", "w")
+    out = kanban(home, "dispatch").stdout
+    assert "Spawned:                0" in out
+    assert out.strip().endswith("Last tick held back: skipped_nonspawnable=1")
+
+
+def _start(home, *args) -> subprocess.Popen:
+    env = dict(os.environ)
+    env.pop("HERMES_HOME", None)
+    return subprocess.Popen([sys.executable, "-m", "hermes_tui", "--home", str(home.root), "kanban", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+
+
+def _read_until(proc: subprocess.Popen, needle: str, timeout: float = 30) -> str:
+    seen = ""
+    deadline = time.monotonic() + timeout
+    while needle not in seen:
+        assert time.monotonic() < deadline, f"never saw {needle!r}; got {seen!r}"
+        line = proc.stdout.readline()
+        if not line and proc.poll() is not None:
+            break
+        seen += line
+    return seen
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_daemon_ticks_and_stops_cleanly(home, sig):
+    home.config_file.write_text("kanban:\n  profiles:\n    w: 'true'\n  dispatch_profiles: []\n")
+    create(home, "held back", "--assignee", "w")
+    proc = _start(home, "daemon", "--interval", "0.2")
+    try:
+        seen = _read_until(proc, "Last tick held back: skipped_nonspawnable=1")
+        assert seen.startswith("Dispatching every 0.2s")
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=15)
+        assert proc.returncode == 0
+        assert "Stopped after" in err and "Traceback" not in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_tail_prints_new_events_until_ctrl_c(home):
+    card = create(home, "watched")
+    proc = _start(home, "tail", card)
+    try:
+        _read_until(proc, f"{card} created")
+        assert kanban(home, "block", card, "--reason", "waiting for access").returncode == 0
+        seen = _read_until(proc, "blocked")
+        assert "reason=waiting for access" in seen
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=15)
+        assert proc.returncode == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
