@@ -49,6 +49,9 @@ class HermesApp(App[int]):
         Binding("4", "focus_pane('prune-log')", "Go to the prune log", show=False, id="app.pane.prune_log"),
         Binding("z", "zoom", "Zoom", tooltip="Zoom the focused pane (again to restore)", id="app.zoom"),
         Binding("colon", "focus_command_bar", "Command", tooltip="Type a command to run", id="app.command"),
+        # Works while the command bar has focus (priority); remappable by its id.
+        Binding("ctrl+b", "background", "Background", tooltip="Move the foreground command to the background",
+                id="processes.background", priority=True),
     ]
 
     def __init__(
@@ -176,6 +179,14 @@ class HermesApp(App[int]):
 
     def action_focus_command_bar(self) -> None:
         self.query_one(CommandBar).focus()
+
+    # -- foreground commands (the processes pane runs them) ---------------------------------
+
+    async def on_command_bar_submitted(self, message: CommandBar.Submitted) -> None:
+        await self.pane("processes").run_foreground(message.command)
+
+    async def action_background(self) -> None:
+        await self.pane("processes").move_foreground_to_background()
 
     # -- help and palette -----------------------------------------------------------------
 

@@ -1,10 +1,84 @@
-"""The background processes pane: sessions and the selected one's output."""
+"""The background processes pane: the sessions table, the selected session's output,
+and the notifications list; plus foreground runs from the command bar.
+
+All process work is an engine call (``engine.processes``), made in a worker thread:
+the table is refreshed by keyed diff from one sample of our own sessions per tick,
+the output view follows its file by byte offset, and notifications come from the
+engine's :class:`NotificationCenter`.
+"""
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
+import asyncio
+import os
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass
 
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Log
+
+from engine.config import Settings
+from engine.fsutil import human_bytes, human_duration
+from engine.home import HomeLayout
+from engine.processes import ProcessLookupFailed, ProcessRegistry, ProcessSession, SpawnFailed
+from engine.processes.notify import COMPLETION, NotificationCenter, ProcessEvent
+from engine.processes.redact import maybe_redact
+from engine.processes.sampler import SessionSampler, Usage
+from widgets.confirm import ConfirmModal
+from widgets.output_view import OutputView
 from widgets.pane import EmptyState, Pane
+
+COLUMNS = (("id", "ID"), ("status", "STATUS"), ("pid", "PID"), ("runtime", "RUNTIME"), ("cpu", "CPU%"),
+           ("rss", "RSS"), ("command", "COMMAND"), ("owner", "OWNER"))
+STATUS_STYLES = {"running": "green", "killed": "yellow", "lost": "magenta"}
+FOREGROUND_CHECK_SECONDS = 0.2
+NOTIFICATIONS_KEPT = 200
+BACKGROUND_BINDING_ID = "processes.background"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One refresh worth of data, built in a thread and applied on the UI thread."""
+
+    sessions: tuple[ProcessSession, ...]
+    usage: dict[str, Usage]
+    events: tuple[ProcessEvent, ...]
+    taken_at: float
+
+
+def row_cells(s: ProcessSession, usage: Usage | None, now: float, redact: bool) -> tuple:
+    """The table cells of a session, in COLUMNS order."""
+    if s.status == "exited":
+        style = "red" if s.exit_code else "dim"
+        status = Text(s.exit_text(), style=style)
+    else:
+        status = Text(s.status if s.status != "killed" else s.exit_text(), style=STATUS_STYLES.get(s.status, ""))
+    command = maybe_redact(" ".join(s.command.split()), redact)
+    if len(command) > 60:
+        command = command[:59] + "…"
+    return (
+        s.short_id,
+        status,
+        str(s.pid),
+        human_duration(s.runtime(now)),
+        f"{usage.cpu_percent:.0f}" if usage else "",
+        human_bytes(usage.rss) if usage else "",
+        command,
+        s.owner,
+    )
+
+
+def _cell_key(cell) -> tuple:
+    return (cell.plain, str(cell.style)) if isinstance(cell, Text) else (cell, "")
+
+
+def _cells_key(cells: tuple) -> tuple:
+    return tuple(_cell_key(c) for c in cells)
 
 
 class ProcessesPane(Pane):
@@ -12,5 +86,363 @@ class ProcessesPane(Pane):
     TITLE = "Processes"
     NUMBER = 2
 
+    BINDINGS = [
+        Binding("k", "kill", "Kill", id="processes.kill"),
+        Binding("f", "toggle_follow", "Follow", id="processes.follow"),
+        Binding("w", "toggle_wrap", "Wrap", id="processes.wrap"),
+        Binding("slash", "search", "Search", id="processes.search"),
+        Binding("n", "next_match", "Next match", show=False, id="processes.next_match"),
+        Binding("N", "previous_match", "Previous match", show=False, id="processes.previous_match"),
+        Binding("c", "copy_output", "Copy", id="processes.copy"),
+        Binding("e", "open_in_editor", "Editor", id="processes.editor"),
+        Binding("a", "toggle_finished", "All/running", id="processes.toggle_finished"),
+    ]
+
+    DEFAULT_CSS = """
+    ProcessesPane > #proc-table { height: 2fr; min-height: 4; }
+    ProcessesPane > OutputView { height: 3fr; }
+    ProcessesPane > #proc-notifications { height: 4; display: none; border-top: solid $panel-lighten-2; }
+    ProcessesPane.-has-notifications > #proc-notifications { display: block; }
+    ProcessesPane > .empty-state { height: auto; }
+    ProcessesPane.-has-rows > .empty-state { display: none; }
+    """
+
+    def __init__(self, *, home: HomeLayout, settings: Settings, clock=time.time, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.home = home
+        self.settings = settings
+        self.clock = clock
+        self.registry = ProcessRegistry(home, settings)
+        self.sampler = SessionSampler()
+        self.center = NotificationCenter(self.registry, redact=settings.processes.redact)
+        self.redact = settings.processes.redact
+        self.show_finished = True
+        self.foreground: ProcessSession | None = None
+        self.sessions: dict[str, ProcessSession] = {}
+        self.notifications: list[ProcessEvent] = []
+        self._rows: dict[str, tuple] = {}
+        self._refreshing = False
+        self.refresh_count = 0
+
     def compose(self) -> ComposeResult:
-        yield EmptyState("Process sessions are not part of this build yet: nothing is running here.")
+        yield EmptyState(
+            "No process sessions yet. Type a command in the bar below and press Enter, "
+            "or start one with: hermes-tui run --bg -- CMD"
+        )
+        table = DataTable(id="proc-table", cursor_type="row", zebra_stripes=False)
+        for key, label in COLUMNS:
+            table.add_column(label, key=key)
+        yield table
+        yield OutputView(max_lines=self.settings.ui.output_max_lines, redact=self.redact)
+        yield Log(id="proc-notifications", max_lines=NOTIFICATIONS_KEPT, auto_scroll=True)
+
+    @property
+    def table(self) -> DataTable:
+        return self.query_one("#proc-table", DataTable)
+
+    @property
+    def output(self) -> OutputView:
+        return self.query_one(OutputView)
+
+    @property
+    def focus_target(self):
+        return self.table
+
+    def on_mount(self) -> None:
+        self.set_status("idle")
+        self.refresh_sessions()
+        self.set_interval(self.settings.ui.refresh_seconds, self.refresh_sessions)
+        self.set_interval(FOREGROUND_CHECK_SECONDS, self._check_foreground)
+
+    def on_unmount(self) -> None:
+        self.center.close()
+
+    # -- refresh ------------------------------------------------------------------------
+
+    def refresh_sessions(self) -> None:
+        if self._refreshing:
+            return  # the previous sample is still being taken: skip a tick, never pile up
+        self._refreshing = True
+        self._sample()
+
+    @work(thread=True, exclusive=True, group="processes-sample")
+    def _sample(self) -> None:
+        try:
+            snap = self.take_snapshot()
+        except Exception as exc:  # an unreadable processes dir: say so, keep the last table
+            self.app.call_from_thread(self._sample_failed, str(exc))
+            return
+        self.app.call_from_thread(self.apply_snapshot, snap)
+
+    def take_snapshot(self) -> Snapshot:
+        """Everything one refresh needs (thread side): sessions, usage, events."""
+        sessions = self.registry.list(include_finished=True)
+        usage = self.sampler.sample(s for s in sessions if s.running)
+        events = self.center.poll(sessions)
+        return Snapshot(tuple(sessions), usage, tuple(events), self.clock())
+
+    def _sample_failed(self, why: str) -> None:
+        self._refreshing = False
+        self.set_status(f"cannot read sessions: {why}")
+
+    def apply_snapshot(self, snap: Snapshot) -> None:
+        """The UI side: keyed diff of the table, status, events."""
+        self._refreshing = False
+        self.refresh_count += 1
+        self.sessions = {s.id: s for s in snap.sessions}
+        fg = self.foreground.id if self.foreground is not None else None
+        shown = [s for s in snap.sessions if s.id != fg and (self.show_finished or s.running)]
+        wanted = {s.id: row_cells(s, snap.usage.get(s.id), snap.taken_at, self.redact) for s in shown}
+        # (Rich Text equality ignores the base style, so cells are compared as (text, style).)
+        table = self.table
+        with self.app.batch_update():
+            for key in [k for k in self._rows if k not in wanted]:
+                table.remove_row(key)
+                del self._rows[key]
+            for key, cells in wanted.items():
+                old = self._rows.get(key)
+                if old is None:
+                    table.add_row(*cells, key=key)
+                elif _cells_key(old) != _cells_key(cells):
+                    for (col, _label), new, before in zip(COLUMNS, cells, old, strict=True):
+                        if _cell_key(new) != _cell_key(before):
+                            table.update_cell(key, col, new)
+                self._rows[key] = cells
+        self.set_class(bool(self._rows), "-has-rows")
+        running = sum(1 for s in snap.sessions if s.running)
+        self.set_status(f"{running} running" if running else "idle")
+        if self.output.session_id is None and self._rows:
+            self._show_row(next(iter(self._rows)))
+        for event in snap.events:
+            self._deliver(event)
+
+    # -- selection and output -------------------------------------------------------------
+
+    @on(DataTable.RowHighlighted, "#proc-table")
+    def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key is not None and event.row_key.value:
+            self._show_row(event.row_key.value)
+
+    def _show_row(self, session_id: str) -> None:
+        s = self.sessions.get(session_id)
+        if s is None:
+            return
+        self.output.show(s.id, s.output_path, self._title_of(s))
+        self.output.set_state(s.exit_text())
+
+    def _title_of(self, s: ProcessSession) -> str:
+        return f"{s.id} · pid {s.pid} · {maybe_redact(' '.join(s.command.split()), self.redact)[:60]}"
+
+    @property
+    def selected(self) -> ProcessSession | None:
+        table = self.table
+        if not self._rows or table.cursor_row < 0 or table.cursor_row >= table.row_count:
+            return None
+        key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+        return self.sessions.get(key) if key else None
+
+    # -- notifications --------------------------------------------------------------------
+
+    def _deliver(self, event: ProcessEvent) -> None:
+        self.notifications.append(event)
+        del self.notifications[:-NOTIFICATIONS_KEPT]
+        stamp = time.strftime("%H:%M:%S", time.localtime(event.at))
+        self.query_one("#proc-notifications", Log).write_line(f"{stamp} {event.kind:<24} {event.text}")
+        self.add_class("-has-notifications")
+        if self.settings.ui.notifications:
+            title = "process completed" if event.kind == COMPLETION else event.kind.replace("_", " ")
+            body = event.text
+            if event.kind == COMPLETION and event.detail:
+                last = event.detail.rstrip().splitlines()[-3:]
+                body += "\n" + "\n".join(line[:100] for line in last)
+            self.app.notify(body, title=title, severity=event.severity, markup=False)
+
+    # -- foreground runs ------------------------------------------------------------------
+
+    def background_key(self) -> str:
+        keymap = getattr(self.app, "_keymap", {}) or {}
+        key = keymap.get(BACKGROUND_BINDING_ID, "ctrl+b").split(",")[0].strip()
+        try:
+            return self.app.get_key_display(Binding(key, "noop"))
+        except Exception:
+            return key
+
+    def _command_bar(self):
+        from widgets.command_bar import CommandBar
+
+        try:
+            return self.app.query_one(CommandBar)
+        except Exception:
+            return None
+
+    async def run_foreground(self, command: str) -> ProcessSession | None:
+        """Run ``command`` in the foreground; a running one yields first (redirect)."""
+        redirected = None
+        if self.foreground is not None:
+            redirected = await self.move_foreground_to_background(announce=False)
+        try:
+            s = await asyncio.to_thread(
+                self.registry.spawn, command, owner="app", background=False, cwd=self._default_cwd()
+            )
+        except SpawnFailed as exc:
+            self.app.notify(str(exc), title="cannot run", severity="error", markup=False)
+            return None
+        self.foreground = s
+        self.sessions[s.id] = s
+        self.output.show(s.id, s.output_path, self._title_of(s))
+        self.output.set_state("foreground")
+        bar = self._command_bar()
+        if bar is not None:
+            bar.set_running(command, self.background_key())
+        if redirected is not None:
+            self.app.notify(
+                f"redirect: {redirected.id} moved to background; now running {command}",
+                title="redirected", markup=False,
+            )
+        self.refresh_sessions()
+        return s
+
+    def _default_cwd(self) -> str:
+        return os.getcwd()
+
+    async def move_foreground_to_background(self, announce: bool = True) -> ProcessSession | None:
+        """Yield: the foreground run becomes a background session. Never a signal."""
+        fg = self.foreground
+        if fg is None:
+            if announce:
+                self.app.notify("nothing runs in the foreground", severity="warning")
+            return None
+        self.foreground = None
+        try:
+            moved = await asyncio.to_thread(self.registry.move_to_background, fg.id)
+        except (ProcessLookupFailed, OSError) as exc:
+            self.app.notify(f"cannot move {fg.id} to background: {exc}", severity="error", markup=False)
+            return None
+        self.sessions[moved.id] = moved
+        bar = self._command_bar()
+        if bar is not None:
+            bar.set_running(None)
+        if self.output.session_id == moved.id:
+            self.output.set_state("background")
+        if announce:
+            self.app.notify(f"moved to background as {moved.id}", title="background", markup=False)
+        self.refresh_sessions()
+        return moved
+
+    def _check_foreground(self) -> None:
+        fg = self.foreground
+        if fg is None:
+            return
+        popen = self.registry.popen_of(fg.id)
+        if popen is not None and popen.poll() is None:
+            return
+        self._finish_foreground(fg)
+
+    @work(thread=True, group="processes-foreground")
+    def _finish_foreground(self, fg: ProcessSession) -> None:
+        try:
+            done = self.registry.get(fg.id)
+        except ProcessLookupFailed:
+            return
+        if done.running:
+            return
+        self.app.call_from_thread(self._foreground_done, done)
+
+    def _foreground_done(self, done: ProcessSession) -> None:
+        if self.foreground is None or self.foreground.id != done.id:
+            return
+        self.foreground = None
+        bar = self._command_bar()
+        if bar is not None:
+            bar.set_running(None, detail=f"last: {done.exit_text()} · {' '.join(done.command.split())[:40]}")
+        if self.output.session_id == done.id:
+            self.output.set_state(done.exit_text())
+        self.refresh_sessions()
+
+    # -- actions ---------------------------------------------------------------------------
+
+    def action_kill(self) -> None:
+        s = self.selected
+        if s is None:
+            self.app.notify("no session selected", severity="warning")
+            return
+        if not s.running:
+            self.app.notify(f"{s.id} already {s.exit_text()}", markup=False)
+            return
+        grace = self.settings.processes.kill_grace_seconds
+        body = (
+            f"Command: {maybe_redact(s.command, self.redact)}\n"
+            f"PID {s.pid} (it leads process group {s.pid}), owner {s.owner}\n\n"
+            f"Sends SIGTERM to the whole group, waits {grace:g}s, then SIGKILL to whatever is left. "
+            "The pid is checked against the fingerprint taken at spawn first: a recycled pid is never signalled."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._kill(s.id)
+
+        self.app.push_screen(ConfirmModal(f"Kill {s.id} (pid {s.pid})?", body, yes_label="Kill"), answered)
+
+    @work(thread=True, group="processes-kill")
+    def _kill(self, session_id: str) -> None:
+        try:
+            report = self.registry.kill(session_id)
+        except ProcessLookupFailed as exc:
+            self.app.call_from_thread(self.app.notify, str(exc), severity="error", markup=False)
+            return
+        if report.ok:
+            message, severity = f"{report.id} {report.status}", "information"
+        else:
+            message, severity = f"{report.id}: {report.outcome} ({report.detail})", "error"
+        if report.survivors:
+            message += f"; still alive: {', '.join(map(str, report.survivors))}"
+        self.app.call_from_thread(self.app.notify, message, title="kill", severity=severity, markup=False)
+        self.app.call_from_thread(self.refresh_sessions)
+
+    def action_toggle_follow(self) -> None:
+        on_ = self.output.toggle_follow()
+        self.app.notify(f"follow {'on' if on_ else 'off'}", timeout=1.5)
+
+    def action_toggle_wrap(self) -> None:
+        on_ = self.output.toggle_wrap()
+        self.app.notify(f"wrap {'on' if on_ else 'off'}", timeout=1.5)
+
+    def action_search(self) -> None:
+        self.output.start_search()
+
+    def action_next_match(self) -> None:
+        if self.output.next_match(1) is None:
+            self.app.notify("no matches (/ to search)", timeout=2)
+
+    def action_previous_match(self) -> None:
+        if self.output.next_match(-1) is None:
+            self.app.notify("no matches (/ to search)", timeout=2)
+
+    def action_copy_output(self) -> None:
+        text = self.output.text()
+        if not text:
+            self.app.notify("nothing to copy", severity="warning")
+            return
+        self.app.copy_to_clipboard(text)
+        self.app.notify(f"copied {len(self.output.lines)} line(s) of output (secrets masked)", timeout=2)
+
+    def action_toggle_finished(self) -> None:
+        self.show_finished = not self.show_finished
+        self.app.notify("showing all sessions" if self.show_finished else "showing running sessions only",
+                        timeout=1.5)
+        self.refresh_sessions()
+
+    def action_open_in_editor(self) -> None:
+        path = self.output.path
+        if path is None:
+            self.app.notify("no session selected", severity="warning")
+            return
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+        if not editor:
+            self.app.notify("set $EDITOR (or $VISUAL) to open the output in an editor", severity="warning")
+            return
+        try:
+            with self.app.suspend():
+                subprocess.run([*shlex.split(editor), str(path)], check=False)
+        except Exception as exc:  # SuspendNotSupported (e.g. headless), a missing editor binary
+            self.app.notify(f"cannot open the editor: {exc}", severity="error", markup=False)

@@ -1,0 +1,239 @@
+"""The output view: one session's output, followed live by byte offset.
+
+A worker thread reads only the new bytes of the session's ``output.log`` (holding an
+incomplete UTF-8 character back), masks secrets, and posts whole lines to the UI at
+most ten times a second, so a process printing megabytes per second never floods the
+event loop. The view keeps a bounded number of lines; the full output stays on disk.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from pathlib import Path
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import Input, RichLog, Static
+from textual.worker import get_current_worker
+
+from engine.processes.follower import OutputFollower
+from engine.processes.redact import maybe_redact
+
+FLUSH_INTERVAL = 0.1
+PARTIAL_LINE_AFTER = 0.5  # a line without its newline is shown after this long (prompts)
+
+
+def _render(lines: list[str], term: str | None) -> Text:
+    text = Text()
+    for i, line in enumerate(lines):
+        part = Text.from_ansi(line) if "\x1b" in line else Text(line)
+        if term:
+            part.highlight_words([term], style="reverse", case_sensitive=False)
+        if i:
+            text.append("\n")
+        text.append_text(part)
+    return text
+
+
+class OutputView(Vertical):
+    """Follows one output file at a time; ``show`` switches to another."""
+
+    DEFAULT_CSS = """
+    OutputView { height: 1fr; }
+    OutputView > #output-title { height: 1; color: $text-muted; }
+    OutputView > RichLog { height: 1fr; background: $surface; }
+    OutputView > #output-search { display: none; height: 3; }
+    OutputView.-searching > #output-search { display: block; }
+    """
+
+    class Searched(Message):
+        def __init__(self, term: str, matches: int) -> None:
+            super().__init__()
+            self.term = term
+            self.matches = matches
+
+    def __init__(self, *, max_lines: int = 10_000, redact: bool = True, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.max_lines = max_lines
+        self.redact = redact
+        self.lines: deque[str] = deque(maxlen=max_lines)
+        self.session_id: str | None = None
+        self.path: Path | None = None
+        self.follow = True
+        self.wrap = False
+        self.search_term: str | None = None
+        self._matches: list[int] = []
+        self._match_index = -1
+        self._generation = 0
+        self._title = "no session selected"
+        self._state = ""
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._title, id="output-title", markup=False)
+        yield RichLog(id="output-log", max_lines=self.max_lines, wrap=False, markup=False, auto_scroll=True)
+        yield Input(placeholder="search the output (Enter: find, Escape: cancel)", id="output-search")
+
+    @property
+    def log(self) -> RichLog:
+        return self.query_one("#output-log", RichLog)
+
+    # -- following ----------------------------------------------------------------------
+
+    def show(self, session_id: str, path: Path, title: str, offset: int = 0) -> None:
+        """Follow ``path`` from ``offset``. Showing the session already shown is a no-op."""
+        if session_id == self.session_id and self.path == path:
+            self.set_title(title)
+            return
+        self._generation += 1
+        self.session_id = session_id
+        self.path = Path(path)
+        self.lines.clear()
+        self._matches = []
+        self.log.clear()
+        self.set_title(title)
+        self._follow(self.path, offset, self._generation)
+
+    def set_title(self, title: str) -> None:
+        self._title = title
+        self._refresh_title()
+
+    def set_state(self, state: str) -> None:
+        """A short suffix such as 'exit 0' shown after the title."""
+        self._state = state
+        self._refresh_title()
+
+    def _refresh_title(self) -> None:
+        flags = []
+        if not self.follow:
+            flags.append("follow off")
+        if self.wrap:
+            flags.append("wrap")
+        if self.search_term:
+            flags.append(f"/{self.search_term}: {len(self._matches)} match(es)")
+        extra = f"  [{', '.join(flags)}]" if flags else ""
+        state = f"  · {self._state}" if self._state else ""
+        try:
+            self.query_one("#output-title", Static).update(f"{self._title}{state}{extra}")
+        except Exception:
+            pass
+
+    @work(thread=True, exclusive=True, group="output-follow")
+    def _follow(self, path: Path, offset: int, generation: int) -> None:
+        worker = get_current_worker()
+        follower = OutputFollower(path, offset)
+        partial = ""
+        partial_since = 0.0
+        try:
+            while not worker.is_cancelled and generation == self._generation:
+                chunk = follower.read()
+                if chunk.reset:
+                    partial = ""
+                    self.app.call_from_thread(self._reset, generation)
+                lines: list[str] = []
+                if chunk.text:
+                    text = partial + chunk.text
+                    lines = text.split("\n")
+                    partial = lines.pop()
+                    partial_since = time.monotonic()
+                elif partial and time.monotonic() - partial_since > PARTIAL_LINE_AFTER:
+                    lines, partial = [partial], ""
+                if lines:
+                    if len(lines) > self.max_lines:
+                        lines = lines[-self.max_lines :]
+                    shown = maybe_redact("\n".join(lines), self.redact).split("\n")
+                    self.app.call_from_thread(self._append, shown, generation)
+                time.sleep(FLUSH_INTERVAL)
+        finally:
+            follower.close()
+
+    def _reset(self, generation: int) -> None:
+        if generation != self._generation:
+            return
+        self.lines.clear()
+        self.log.clear()
+
+    def _append(self, lines: list[str], generation: int) -> None:
+        if generation != self._generation or not lines:
+            return
+        self.lines.extend(lines)
+        self.log.write(_render(lines, self.search_term), scroll_end=self.follow)
+
+    def append_note(self, note: str) -> None:
+        """A line of our own (e.g. the exit of a foreground run), styled apart from output."""
+        self.log.write(Text(note, style="italic dim"), scroll_end=self.follow)
+
+    def _rerender(self) -> None:
+        self.log.clear()
+        if self.lines:
+            self.log.write(_render(list(self.lines), self.search_term), scroll_end=self.follow)
+
+    # -- toggles --------------------------------------------------------------------------
+
+    def toggle_follow(self) -> bool:
+        self.follow = not self.follow
+        self.log.auto_scroll = self.follow
+        if self.follow:
+            self.log.scroll_end(animate=False)
+        self._refresh_title()
+        return self.follow
+
+    def toggle_wrap(self) -> bool:
+        self.wrap = not self.wrap
+        self.log.wrap = self.wrap
+        self._rerender()
+        self._refresh_title()
+        return self.wrap
+
+    # -- search ----------------------------------------------------------------------------
+
+    def start_search(self) -> None:
+        self.add_class("-searching")
+        box = self.query_one("#output-search", Input)
+        box.value = self.search_term or ""
+        box.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id != "output-search":
+            return
+        event.stop()
+        self.remove_class("-searching")
+        self.search(event.value)
+        self.log.focus()
+
+    def on_key(self, event) -> None:
+        if event.key == "escape" and self.has_class("-searching"):
+            event.stop()
+            self.remove_class("-searching")
+            self.log.focus()
+
+    def search(self, term: str) -> int:
+        term = term.strip()
+        self.search_term = term or None
+        needle = term.lower()
+        self._matches = [i for i, line in enumerate(self.lines) if needle and needle in line.lower()]
+        self._match_index = -1
+        self._rerender()
+        if self._matches:
+            self.next_match()
+        self._refresh_title()
+        self.post_message(self.Searched(term, len(self._matches)))
+        return len(self._matches)
+
+    def next_match(self, step: int = 1) -> int | None:
+        if not self._matches:
+            return None
+        self._match_index = (self._match_index + step) % len(self._matches)
+        line = self._matches[self._match_index]
+        if self.follow:
+            self.toggle_follow()  # jumping to a match stops following, or the view runs away
+        self.log.scroll_to(y=max(0, line - 2), animate=False)
+        return line
+
+    # -- copying --------------------------------------------------------------------------
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
