@@ -188,6 +188,15 @@ class HermesApp(App[int]):
     async def action_background(self) -> None:
         await self.pane("processes").move_foreground_to_background()
 
+    def on_board_pane_open_worker_output(self, message) -> None:
+        """A card's worker is a process session: its output opens in the processes pane."""
+        self.action_focus_pane("processes")
+        show = getattr(self.pane("processes"), "show_session", None)
+        if show is not None:
+            show(message.process_id)
+        else:
+            self.notify(f"worker of {message.task_id} is process {message.process_id}")
+
     # -- help and palette -----------------------------------------------------------------
 
     def action_help(self) -> None:

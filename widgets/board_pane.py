@@ -1,10 +1,84 @@
-"""The kanban board pane."""
+"""The kanban board pane: one column per status, cards with their worker's pid and a
+live marker, keys for every move, and the app's own dispatcher.
+
+Nothing here blocks the UI: the board is read and changed through aiosqlite (its own
+thread), liveness checks and dispatch ticks' signals run in threads, and the columns
+are updated by keyed diff (only changed cards are redrawn).
+"""
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import HorizontalScroll, Vertical
+from textual.message import Message
+from textual.widgets import Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from engine import identity
+from engine.config import Settings
+from engine.fsutil import human_duration
+from engine.home import HomeLayout
+from engine.kanban import board_path
+from engine.kanban import transitions as tr
+from engine.kanban.models import ARCHIVED, BLOCKED, RUNNING, STATUSES, DispatchResult, NewTask, Task
+from engine.kanban.store import Board, StoreError
+from engine.kanban.workers import card_log_path, is_host_local, worker_state
+from widgets.board_modals import CardDetailsScreen, NewCardScreen
+from widgets.confirm import ConfirmModal
 from widgets.pane import EmptyState, Pane
+
+COLUMNS = tuple(s for s in STATUSES if s != ARCHIVED)
+MIN_COLUMN_WIDTH = 22
+
+
+@dataclass(frozen=True)
+class CardView:
+    """What one card shows; compared to decide whether its option needs redrawing."""
+
+    task: Task
+    live: bool | None  # True verified alive, False gone, None no worker / not ours to check
+
+    def prompt(self, now: float) -> Text:
+        t = self.task
+        text = Text(no_wrap=False, overflow="ellipsis")
+        text.append(t.id, style="bold")
+        if t.worker_pid:
+            marker, style = {True: ("●", "green"), False: ("○", "red"), None: ("◌", "dim")}[self.live]
+            text.append(f"  {marker} {t.worker_pid}", style=style)
+        text.append("\n" + t.title)
+        meta = [t.assignee or "unassigned", human_duration(now - t.created_at)]
+        if t.consecutive_failures:
+            meta.append(f"✗{t.consecutive_failures}")
+        if t.priority:
+            meta.append(f"p{t.priority}")
+        text.append("\n" + " · ".join(meta), style="dim")
+        return text
+
+
+class CardList(OptionList):
+    """The cards of one column (option ids = card ids)."""
+
+    def __init__(self, status: str) -> None:
+        super().__init__(id=f"cards-{status}")
+        self.status = status
+
+
+class BoardColumn(Vertical):
+    def __init__(self, status: str) -> None:
+        super().__init__(id=f"column-{status}", classes="board-column")
+        self.status = status
+
+    def compose(self) -> ComposeResult:
+        yield Label(self.status.upper(), classes="column-title")
+        yield CardList(self.status)
 
 
 class BoardPane(Pane):
@@ -12,5 +86,470 @@ class BoardPane(Pane):
     TITLE = "Board"
     NUMBER = 1
 
+    BINDINGS = [
+        Binding("n", "new_card", "New card", id="board.new"),
+        Binding("enter", "details", "Details", id="board.details", show=False),
+        Binding("left,h", "column(-1)", "Column left", id="board.column_left", show=False),
+        Binding("right,l", "column(1)", "Column right", id="board.column_right", show=False),
+        Binding("greater_than_sign", "move(1)", "Move right", id="board.move_right"),
+        Binding("less_than_sign", "move(-1)", "Move left", id="board.move_left"),
+        Binding("r", "reclaim", "Reclaim", id="board.reclaim"),
+        Binding("a", "archive", "Archive", id="board.archive"),
+        Binding("u", "unblock", "Unblock", id="board.unblock"),
+        Binding("D", "dispatch_now", "Dispatch now", id="board.dispatch"),
+        Binding("A", "toggle_archived", "Show archived", id="board.toggle_archived", show=False),
+        Binding("o", "open_output", "Worker output", id="board.output", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    BoardPane #board-info { height: 1; color: $text-muted; }
+    BoardPane #board-columns { height: 1fr; }
+    BoardPane .board-column { width: 24; height: 1fr; margin-right: 1; }
+    BoardPane #column-archived { display: none; }
+    BoardPane.-show-archived #column-archived { display: block; }
+    BoardPane .column-title { width: 1fr; text-style: bold; color: $text-muted; background: $panel; padding: 0 1; }
+    BoardPane CardList { height: 1fr; border: none; padding: 0; background: $surface; }
+    BoardPane CardList:focus { border: none; background: $boost; }
+    BoardPane EmptyState { display: none; }
+    BoardPane.-failed EmptyState { display: block; }
+    BoardPane.-failed #board-columns { display: none; }
+    """
+
+    # The clock the ages are computed with (tests pin it for snapshots).
+    clock: Callable[[], float] = staticmethod(time.time)
+
+    class OpenWorkerOutput(Message):
+        """Show a worker's process session in the processes pane."""
+
+        def __init__(self, process_id: str, task_id: str) -> None:
+            super().__init__()
+            self.process_id = process_id
+            self.task_id = task_id
+
+    class TickDone(Message):
+        """A dispatch tick ended (tests and the app may listen)."""
+
+        def __init__(self, result: DispatchResult) -> None:
+            super().__init__()
+            self.result = result
+
+    def __init__(self, *, home: HomeLayout, settings: Settings, spawner=None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.home = home
+        self.settings = settings
+        self.db_path = board_path(home, settings)
+        self._spawner = spawner
+        self.board: Board | None = None
+        self._tick_board: Board | None = None
+        self.cards: dict[str, CardView] = {}
+        self._prompts: dict[str, str] = {}  # card id -> the text its option shows now
+        self._columns: dict[str, list[str]] = {s: [] for s in STATUSES}
+        self.show_archived = False
+        self.last_result: DispatchResult | None = None
+        self.last_held_back = ""
+        self.last_tick_at: float | None = None
+        self.error: str | None = None
+
+    # -- layout ---------------------------------------------------------------------------
+
     def compose(self) -> ComposeResult:
-        yield EmptyState("The kanban board is not part of this build yet: no cards to show.")
+        yield Static("", id="board-info")
+        yield EmptyState("", id="board-error")
+        with HorizontalScroll(id="board-columns"):
+            for status in STATUSES:
+                yield BoardColumn(status)
+
+    @property
+    def focus_target(self):
+        focused = self.app.focused if self.is_attached else None
+        if isinstance(focused, CardList) and self in focused.ancestors:
+            return focused
+        for status in COLUMNS:
+            if self._columns[status]:
+                return self.query_one(f"#cards-{status}", CardList)
+        return self.query_one("#cards-ready", CardList)
+
+    async def on_mount(self) -> None:
+        self._show_info()
+        self.open_board()
+
+    def on_resize(self) -> None:
+        """Columns share the width; below MIN_COLUMN_WIDTH each they scroll sideways."""
+        shown = len(STATUSES) if self.show_archived else len(COLUMNS)
+        width = max(MIN_COLUMN_WIDTH, (self.size.width - 1) // shown - 1)
+        for column in self.query(BoardColumn):
+            column.styles.width = width
+
+    async def on_unmount(self) -> None:
+        for board in (self.board, self._tick_board):
+            if board is not None:
+                try:
+                    await board.close()
+                except Exception:
+                    pass
+
+    @work(exclusive=True, group="board-open")
+    async def open_board(self) -> None:
+        try:
+            if self.db_path == self.home.kanban_db:
+                await asyncio.to_thread(self.home.ensure)
+            self.board = await Board.open(self.db_path, clock=self.clock)
+        except (StoreError, OSError) as exc:
+            self._fail(f"The board cannot be used: {exc}")
+            return
+        self.refresh_board()
+        self.set_interval(max(0.2, self.settings.ui.refresh_seconds), self.refresh_board)
+        if self.settings.kanban.dispatch:
+            self.set_interval(self.settings.kanban.dispatch_interval_seconds, self.dispatch)
+
+    def _fail(self, message: str) -> None:
+        self.error = message
+        self.query_one("#board-error", EmptyState).update(message)
+        self.add_class("-failed")
+        self.set_status("board unusable")
+
+    # -- reading the board ------------------------------------------------------------------
+
+    @work(exclusive=True, group="board-refresh")
+    async def refresh_board(self) -> None:
+        if self.board is None:
+            return
+        statuses = STATUSES if self.show_archived else COLUMNS
+        try:
+            tasks = await self.board.list_tasks(statuses)
+        except StoreError as exc:
+            self._fail(f"The board cannot be read: {exc}")
+            return
+        except Exception as exc:  # sqlite errors from a file changed under us
+            self.notify(f"board refresh failed: {exc}", severity="error", timeout=5)
+            return
+        views = await asyncio.to_thread(_with_liveness, tasks)
+        self.apply(views)
+
+    def apply(self, views: list[CardView]) -> None:
+        """Keyed diff: redraw only changed cards; rebuild a column only when its order changed."""
+        now = self.clock()
+        by_status: dict[str, list[CardView]] = {s: [] for s in STATUSES}
+        for view in views:
+            by_status.setdefault(view.task.status, []).append(view)
+        old = self.cards
+        self.cards = {v.task.id: v for v in views}
+        with self.app.batch_update():
+            for status in STATUSES:
+                column = by_status[status]
+                ids = [v.task.id for v in column]
+                cards = self.query_one(f"#cards-{status}", CardList)
+                if ids != self._columns[status]:
+                    highlighted = cards.highlighted_option.id if cards.highlighted_option else None
+                    options: list = []
+                    for i, v in enumerate(column):
+                        if i:
+                            options.append(None)
+                        prompt = v.prompt(now)
+                        self._prompts[v.task.id] = prompt.plain
+                        options.append(Option(prompt, id=v.task.id))
+                    cards.set_options(options)
+                    if highlighted in ids:
+                        cards.highlighted = cards.get_option_index(highlighted)
+                    elif ids and cards.highlighted is None:
+                        cards.highlighted = 0
+                    self._columns[status] = ids
+                else:
+                    for v in column:
+                        prompt = v.prompt(now)
+                        if self._prompts.get(v.task.id) != prompt.plain or old.get(v.task.id) != v:
+                            cards.replace_option_prompt(v.task.id, prompt)
+                            self._prompts[v.task.id] = prompt.plain
+                title = self.query_one(f"#column-{status} .column-title", Label)
+                title.update(f"{status.upper()} ({len(column)})")
+        self._show_info()
+
+    def _show_info(self) -> None:
+        k = self.settings.kanban
+        running = len(self._columns[RUNNING])
+        if self.error:
+            return
+        state = f"dispatcher every {k.dispatch_interval_seconds:g}s" if k.dispatch else "dispatcher off"
+        if self.last_tick_at is not None:
+            state += f", last tick {time.strftime('%H:%M:%S', time.localtime(self.last_tick_at))}"
+            if self.last_result is not None and self.last_result.spawned:
+                state += f": spawned {len(self.last_result.spawned)}"
+        info = state + (f" · {self.last_held_back}" if self.last_held_back else "")
+        self.query_one("#board-info", Static).update(info)
+        total = sum(len(self._columns[s]) for s in COLUMNS)
+        status = f"{total} cards, {running} running · {'dispatch on' if k.dispatch else 'dispatch off'}"
+        if self.last_held_back:
+            status += " · " + self.last_held_back.replace("Last tick held back: ", "held back: ")
+        self.set_status(status)
+
+    # -- the dispatcher ---------------------------------------------------------------------------
+
+    def _get_spawner(self):
+        if self._spawner is None:
+            from engine.kanban.registry_spawner import RegistrySpawner
+
+            self._spawner = RegistrySpawner(self.home, self.settings)
+        return self._spawner
+
+    @work(exclusive=True, group="board-dispatch")
+    async def dispatch(self) -> DispatchResult | None:
+        """One tick on a connection of its own (so the pane's reads never wait on it)."""
+        from engine.kanban.dispatcher import Dispatcher
+
+        if self.board is None:
+            return None
+        try:
+            if self._tick_board is None:
+                self._tick_board = await Board.open(self.db_path, clock=self.clock)
+            result = await Dispatcher(self._tick_board, home=self.home, settings=self.settings,
+                                      spawner=self._get_spawner()).tick()
+        except Exception as exc:  # a tick that fails must not take the app down
+            self.notify(f"dispatch failed: {exc}", severity="error", timeout=8)
+            return None
+        self.last_result = result
+        self.last_tick_at = self.clock()
+        self.last_held_back = result.held_back
+        for warning in result.warnings:
+            self.notify(warning, severity="warning", timeout=8)
+        self.post_message(self.TickDone(result))
+        self.refresh_board()
+        self._show_info()
+        return result
+
+    def action_dispatch_now(self) -> None:
+        if self.board is None:
+            self.notify("the board is not open", severity="warning")
+            return
+        self.notify("dispatching…", timeout=2)
+        self.dispatch()
+
+    # -- selection -----------------------------------------------------------------------------
+
+    def _focused_list(self) -> CardList | None:
+        focused = self.app.focused
+        return focused if isinstance(focused, CardList) else None
+
+    @property
+    def selected(self) -> Task | None:
+        cards = self._focused_list()
+        if cards is None or cards.highlighted_option is None:
+            return None
+        view = self.cards.get(cards.highlighted_option.id or "")
+        return view.task if view else None
+
+    def _need_selected(self) -> Task | None:
+        task = self.selected
+        if task is None:
+            self.notify("no card selected", severity="warning", timeout=3)
+        return task
+
+    def action_column(self, step: int) -> None:
+        shown = [s for s in STATUSES if s != ARCHIVED or self.show_archived]
+        current = self._focused_list()
+        index = shown.index(current.status) if current is not None and current.status in shown else 0
+        target = self.query_one(f"#cards-{shown[(index + step) % len(shown)]}", CardList)
+        target.focus()
+        target.parent.scroll_visible()
+
+    @on(OptionList.OptionSelected)
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.action_details()
+
+    # -- actions ------------------------------------------------------------------------------
+
+    def action_new_card(self) -> None:
+        if self.board is None:
+            self.notify("the board is not open", severity="warning")
+            return
+        k = self.settings.kanban
+        screen = NewCardScreen(sorted(k.profiles), k.default_assignee)
+        self.app.push_screen(screen, self._create)
+
+    def _create(self, new: NewTask | None) -> None:
+        if new is not None:
+            self._run_change(self._create_card(new))
+
+    async def _create_card(self, new: NewTask) -> str:
+        parents = tuple([await self.board.resolve_id(p) for p in new.parents])
+        from dataclasses import replace
+
+        task = await tr.create_task(self.board, replace(new, parents=parents), actor="app")
+        return f"Created {task.id} ({task.status})"
+
+    def action_details(self) -> None:
+        task = self._need_selected()
+        if task is None or self.board is None:
+            return
+
+        def closed(answer: str | None) -> None:
+            if answer == "output":
+                self._open_output(task.id)
+
+        self.app.push_screen(CardDetailsScreen(self.board, task.id,
+                                               card_log_path(self.home.kanban_logs_dir, task.id), self.clock),
+                             closed)
+
+    def action_open_output(self) -> None:
+        task = self._need_selected()
+        if task is not None:
+            self._open_output(task.id)
+
+    def _open_output(self, task_id: str) -> None:
+        self._find_process(task_id)
+
+    @work(group="board-output")
+    async def _find_process(self, task_id: str) -> None:
+        runs = await self.board.runs_of(task_id)
+        process_id = next((r.process_id for r in reversed(runs) if r.process_id), None)
+        if process_id is None:
+            self.notify(f"{task_id} has no worker output yet", severity="warning", timeout=4)
+            return
+        self.post_message(self.OpenWorkerOutput(process_id, task_id))
+
+    def action_move(self, step: int) -> None:
+        task = self._need_selected()
+        if task is None:
+            return
+        target = _next_allowed(task.status, step)
+        if target is None:
+            direction = "right" if step > 0 else "left"
+            self.notify(f"{task.id} cannot move {direction} from {task.status} "
+                        f"(allowed: {', '.join(tr.MOVES.get(task.status, ())) or 'none'})",
+                        severity="warning", timeout=4)
+            return
+        if task.status == BLOCKED:
+            self.action_unblock()
+            return
+        if task.status == RUNNING:
+            body = (f"{task.id} \"{task.title}\" is running (worker pid {task.worker_pid or '-'}).\n\n"
+                    f"Moving it to {target} ends its run now. The worker is not signalled: if it is still "
+                    f"alive {self.settings.kanban.terminal_worker_grace_seconds:g}s after that, the dispatcher "
+                    "stops it (SIGTERM, then SIGKILL).")
+            self._confirm(f"Move {task.id} to {target}?", body, f"Move to {target}",
+                          lambda: tr.move(self.board, task.id, target))
+            return
+        self._run_change(self._move(task.id, target))
+
+    async def _move(self, task_id: str, target: str) -> str:
+        result = await tr.move(self.board, task_id, target)
+        return f"{result.task_id}: {result.from_status} → {result.to_status}"
+
+    def action_reclaim(self) -> None:
+        task = self._need_selected()
+        if task is None:
+            return
+        if task.status != RUNNING:
+            self.notify(f"{task.id} is {task.status}: only a running card can be reclaimed", severity="warning")
+            return
+        grace = self.settings.processes.kill_grace_seconds
+        body = (f"{task.id} \"{task.title}\" goes back to ready and its failure counter "
+                f"({task.consecutive_failures}) resets to 0.\n\n" + _worker_plan(task, grace))
+        self._confirm(f"Reclaim {task.id}?", body, "Reclaim",
+                      lambda: tr.reclaim(self.board, task.id, reason="reclaimed in the app", grace=grace))
+
+    def action_archive(self) -> None:
+        task = self._need_selected()
+        if task is None:
+            return
+        if task.status == ARCHIVED:
+            self.notify(f"{task.id} is already archived", severity="warning")
+            return
+        grace = self.settings.processes.kill_grace_seconds
+        body = f"{task.id} \"{task.title}\" moves from {task.status} to archived (hidden unless 'show archived')."
+        if task.status == RUNNING:
+            body += "\n\n" + _worker_plan(task, grace)
+        self._confirm(f"Archive {task.id}?", body, "Archive",
+                      lambda: tr.archive(self.board, task.id, grace=grace))
+
+    def action_unblock(self) -> None:
+        task = self._need_selected()
+        if task is None:
+            return
+        if task.status != BLOCKED:
+            self.notify(f"{task.id} is {task.status}, not blocked", severity="warning")
+            return
+        body = (f"{task.id} \"{task.title}\" goes from blocked to ready (todo while a parent is open), and "
+                f"its failure counter ({task.consecutive_failures}) resets to 0, so the dispatcher may run it "
+                "again.")
+        if task.last_failure_error:
+            body += f"\n\nLast failure: {task.last_failure_error}"
+        self._confirm(f"Unblock {task.id}?", body, "Unblock", lambda: tr.unblock(self.board, task.id))
+
+    def action_toggle_archived(self) -> None:
+        self.show_archived = not self.show_archived
+        self.set_class(self.show_archived, "-show-archived")
+        self.on_resize()
+        self.refresh_board()
+
+    # -- running changes ---------------------------------------------------------------------------
+
+    def _confirm(self, title: str, body: str, yes: str, change) -> None:
+        def answered(yes_: bool | None) -> None:
+            if yes_:
+                self._run_change(_describe(change()))
+
+        self.app.push_screen(ConfirmModal(title, body, yes), answered)
+
+    @work(group="board-change")
+    async def _run_change(self, coro) -> None:
+        try:
+            message = await coro
+        except StoreError as exc:
+            self.notify(str(exc), severity="error", timeout=6)
+            return
+        self.notify(message, timeout=4)
+        self.refresh_board()
+
+
+async def _describe(coro) -> str:
+    result = await coro
+    line = f"{result.task_id}: {result.from_status} → {result.to_status}"
+    stop = result.stop
+    if stop is not None and stop.pid:
+        if stop.attempted:
+            line += f"; worker pid {stop.pid} " + ("stopped" if stop.stopped else "SURVIVED")
+        elif stop.refused:
+            line += f"; worker pid {stop.pid} not signalled ({stop.refused})"
+    return line
+
+
+def _worker_plan(task: Task, grace: float) -> str:
+    """Exactly what will happen to the card's worker, for the confirm dialog."""
+    if not task.worker_pid:
+        return "No worker process is recorded for it: nothing is signalled."
+    if not is_host_local(task.claim_lock):
+        return f"Its worker pid {task.worker_pid} runs on another host ({task.claim_lock}): nothing is signalled."
+    state = worker_state(task.worker_pid, task.worker_started_at)
+    if state == "alive":
+        return (f"Its worker pid {task.worker_pid} (identity verified) gets SIGTERM to its process group, then "
+                f"SIGKILL after {grace:g}s if still alive.")
+    if state == "unverified_alive":
+        return f"Its worker pid {task.worker_pid} was never verified: it is NOT signalled."
+    if state == "recycled":
+        return f"Pid {task.worker_pid} now belongs to another process: it is NOT signalled."
+    return f"Its worker pid {task.worker_pid} has already exited: nothing is signalled."
+
+
+def _next_allowed(status: str, step: int) -> str | None:
+    """The nearest column in ``step``'s direction that a person may move the card to."""
+    if status not in COLUMNS:
+        return None
+    allowed = tr.MOVES.get(status, ())
+    i = COLUMNS.index(status) + step
+    while 0 <= i < len(COLUMNS):
+        if COLUMNS[i] in allowed:
+            return COLUMNS[i]
+        i += step
+    return None
+
+
+def _with_liveness(tasks: list[Task]) -> list[CardView]:
+    """Card views with the live marker (reads /proc: run in a thread)."""
+    views = []
+    for t in tasks:
+        live = None
+        if t.worker_pid and is_host_local(t.claim_lock) and identity.is_verifiable(t.worker_started_at):
+            live = worker_state(t.worker_pid, t.worker_started_at) == "alive"
+        views.append(CardView(t, live))
+    return views

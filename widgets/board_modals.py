@@ -1,0 +1,217 @@
+"""The board's dialogs: the new-card form and a card's details.
+
+Both only collect or show: the board pane does the engine work (in async workers), so
+a dialog never touches the database itself except to load what it shows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.suggester import SuggestFromList
+from textual.widgets import Button, Input, Label, Static
+
+from engine.fsutil import human_duration
+from engine.kanban.models import NewTask, TaskDetails
+from engine.kanban.store import Board, StoreError
+from engine.kanban.workers import read_tail
+
+LOG_TAIL_BYTES = 6000
+LOG_TAIL_LINES = 30
+EVENTS_SHOWN = 20
+
+
+class NewCardScreen(ModalScreen[NewTask | None]):
+    """A form for a new card. Dismisses with the NewTask, or None when cancelled."""
+
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", id="board.form.cancel"),
+        Binding("ctrl+s", "create", "Create", id="board.form.create"),
+    ]
+
+    DEFAULT_CSS = """
+    NewCardScreen { align: center middle; }
+    NewCardScreen > Vertical {
+        width: 80%; max-width: 90; height: auto; max-height: 95%;
+        border: thick $accent 60%; background: $surface; padding: 1 2;
+    }
+    NewCardScreen .title { text-style: bold; margin-bottom: 1; }
+    NewCardScreen Label { color: $text-muted; margin-top: 1; }
+    NewCardScreen .error { color: $error; height: auto; }
+    NewCardScreen .buttons { height: auto; align-horizontal: right; margin-top: 1; }
+    NewCardScreen Button { margin-left: 2; }
+    """
+
+    def __init__(self, profiles: Sequence[str], default_assignee: str | None = None) -> None:
+        super().__init__()
+        self._profiles = list(profiles)
+        self._default = default_assignee or ""
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static("New card", classes="title")
+            yield Label("Title")
+            yield Input(placeholder="what needs doing", id="title")
+            yield Label("Body (reaches the worker as HERMES_KANBAN_BODY)")
+            yield Input(placeholder="details, links, acceptance", id="body")
+            hint = f" ({', '.join(self._profiles)})" if self._profiles else " (no profiles configured)"
+            yield Label("Assignee: a worker profile" + hint)
+            yield Input(value=self._default, placeholder="profile name, or empty", id="assignee",
+                        suggester=SuggestFromList(self._profiles, case_sensitive=True))
+            yield Label("Priority (higher first)")
+            yield Input(value="0", id="priority", type="integer")
+            yield Label("Parents: card ids it waits for, comma-separated")
+            yield Input(placeholder="t_1a2b3c4d, t_5e6f7a8b", id="parents")
+            yield Static("", classes="error", id="form-error")
+            with Horizontal(classes="buttons"):
+                yield Button("Cancel", id="cancel")
+                yield Button("Create", id="create", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#title", Input).focus()
+
+    def _value(self, field_id: str) -> str:
+        return self.query_one(f"#{field_id}", Input).value.strip()
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    def action_create(self) -> None:
+        title = self._value("title")
+        error = self.query_one("#form-error", Static)
+        if not title:
+            error.update("A card needs a title.")
+            self.query_one("#title", Input).focus()
+            return
+        try:
+            priority = int(self._value("priority") or "0")
+        except ValueError:
+            error.update("Priority must be a whole number.")
+            return
+        parents = tuple(p.strip() for p in self._value("parents").split(",") if p.strip())
+        self.dismiss(NewTask(title=title, body=self.query_one("#body", Input).value,
+                             assignee=self._value("assignee") or None, parents=parents, priority=priority))
+
+    @on(Input.Submitted)
+    def _submitted(self) -> None:
+        self.action_create()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "create":
+            self.action_create()
+        else:
+            self.dismiss(None)
+
+
+def _when(ts: float | None) -> str:
+    return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+def render_details(details: TaskDetails, log_tail: str, now: float) -> Text:
+    """The details view as one Rich Text (also what the tests read)."""
+    t = details.task
+    out = Text()
+    out.append(f"{t.id}  ", style="bold")
+    out.append(t.title + "\n", style="bold")
+    rows = [
+        ("status", t.status),
+        ("assignee", t.assignee or "-"),
+        ("priority", str(t.priority)),
+        ("age", human_duration(now - t.created_at)),
+        ("failures", f"{t.consecutive_failures}" + (f" of {t.max_retries}" if t.max_retries else "")),
+    ]
+    if t.worker_pid:
+        rows.append(("worker", f"pid {t.worker_pid}  claim {t.claim_lock}"))
+    if t.max_runtime_seconds:
+        rows.append(("max runtime", f"{t.max_runtime_seconds:g}s"))
+    if details.parents:
+        rows.append(("parents", ", ".join(details.parents)))
+    if details.children:
+        rows.append(("children", ", ".join(details.children)))
+    if t.result:
+        rows.append(("result", t.result))
+    for key, value in rows:
+        out.append(f"  {key:<12}", style="dim")
+        out.append(value + "\n")
+    if t.last_failure_error:
+        out.append("\nLast failure\n", style="bold")
+        out.append("  " + t.last_failure_error + "\n", style="red")
+    out.append("\nBody\n", style="bold")
+    out.append(("  " + t.body.replace("\n", "\n  ") if t.body else "  (empty)") + "\n")
+    out.append(f"\nRuns ({len(details.runs)})\n", style="bold")
+    if not details.runs:
+        out.append("  none yet\n", style="dim")
+    for r in details.runs:
+        out.append(f"  #{r.id:<4} {r.profile or '-':<10} {_when(r.started_at)}  ")
+        out.append(r.outcome or "open", style="green" if r.outcome in (None, "completed") else "yellow")
+        if r.worker_pid:
+            out.append(f"  pid {r.worker_pid}")
+        if r.error or r.summary:
+            out.append(f"  {r.error or r.summary}", style="dim")
+        out.append("\n")
+    out.append(f"\nLast events ({len(details.events)})\n", style="bold")
+    for e in details.events:
+        payload = " ".join(f"{k}={v}" for k, v in sorted(e.payload.items()) if v not in (None, "", [], {}))
+        out.append(f"  {_when(e.created_at)}  ", style="dim")
+        out.append(e.kind, style="bold")
+        out.append(f"  {payload}\n" if payload else "\n")
+    out.append("\nWorker log (tail)\n", style="bold")
+    out.append((log_tail.rstrip("\n") or "  (no output yet)") + "\n", style="" if log_tail else "dim")
+    return out
+
+
+class CardDetailsScreen(ModalScreen[str | None]):
+    """A card's body, runs, last events, last failure and the tail of its worker log.
+    Dismisses with ``"output"`` when the user asks for the worker's output."""
+
+    BINDINGS = [
+        Binding("escape,q", "dismiss(None)", "Close", id="board.details.close"),
+        Binding("o", "dismiss('output')", "Worker output", id="board.details.output"),
+    ]
+
+    DEFAULT_CSS = """
+    CardDetailsScreen { align: center middle; }
+    CardDetailsScreen > Vertical {
+        width: 90%; max-width: 120; height: 90%;
+        border: thick $accent 60%; background: $surface; padding: 0 1;
+    }
+    CardDetailsScreen .hint { color: $text-muted; height: 1; }
+    """
+
+    def __init__(self, board: Board, task_id: str, log_path, clock) -> None:
+        super().__init__()
+        self._board = board
+        self.task_id = task_id
+        self._log_path = log_path
+        self._clock = clock
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            with VerticalScroll():
+                yield Static(f"Loading {self.task_id}…", id="details-body")
+            yield Static("escape close · o worker output in the processes pane", classes="hint")
+
+    def on_mount(self) -> None:
+        self.load()
+
+    @work(exclusive=True, group="card-details")
+    async def load(self) -> None:
+        body = self.query_one("#details-body", Static)
+        try:
+            details = await self._board.details(self.task_id, event_limit=EVENTS_SHOWN)
+        except StoreError as exc:
+            body.update(str(exc))
+            return
+        raw = await asyncio.to_thread(read_tail, self._log_path, LOG_TAIL_BYTES)
+        lines = raw.decode("utf-8", errors="replace").splitlines()[-LOG_TAIL_LINES:]
+        body.update(render_details(details, "\n".join("  " + line for line in lines), self._clock()))
