@@ -1,10 +1,41 @@
-"""The prune log pane."""
+"""The Prune log pane: ``logs/scratch-prune.log`` (and its rotated files) as a table
+of time, action, path and detail, coloured by action, filterable, followed live.
+
+The file is read in a worker thread by byte offset (engine.scratch.audit.LogTail);
+new records are appended as rows, never re-rendering the whole table on a timer.
+A real Hermes home's log reads the same: the record shapes are shared.
+"""
 
 from __future__ import annotations
 
+from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import DataTable, Input
 
+from engine.config import Settings
+from engine.home import HomeLayout
 from widgets.pane import EmptyState, Pane
+
+ACTION_STYLES = {
+    "removed": "bold red",
+    "quarantined": "magenta",
+    "restored": "green",
+    "TERM": "yellow",
+    "KILL": "bold yellow",
+    "error": "bold white on red",
+    "rescued": "bold green",
+    "kept": "cyan",
+    "vanished": "dim",
+    "failed": "bold white on red",
+    "skipped": "dim",
+    "other": "dim",
+}
+
+FILTER_CYCLE = ("", "removed", "quarantined", "restored", "TERM", "KILL", "kept", "rescued", "error", "failed")
+MAX_ROWS = 5000
 
 
 class PruneLogPane(Pane):
@@ -12,5 +43,147 @@ class PruneLogPane(Pane):
     TITLE = "Prune log"
     NUMBER = 4
 
+    BINDINGS = [
+        Binding("slash", "focus_filter", "Filter", id="prune_log.filter"),
+        Binding("a", "cycle_action", "Action filter", id="prune_log.action"),
+        Binding("escape", "clear_filter", "Clear filter", show=False, id="prune_log.clear"),
+        Binding("G", "jump_end", "Newest", id="prune_log.end"),
+    ]
+
+    DEFAULT_CSS = """
+    PruneLogPane Input { height: 3; border: round $panel-lighten-2; }
+    PruneLogPane DataTable { height: 1fr; }
+    PruneLogPane .empty-state { display: none; }
+    PruneLogPane.-empty .empty-state { display: block; }
+    """
+
+    class Records(Message):
+        def __init__(self, records: list, initial: bool) -> None:
+            super().__init__()
+            self.records = records
+            self.initial = initial
+
+    def __init__(self, *, home: HomeLayout, settings: Settings, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.home = home
+        self.settings = settings
+        self.records: list = []
+        self._tail = None
+        self._action = ""
+        self._text = ""
+        self._next_key = 0
+
     def compose(self) -> ComposeResult:
-        yield EmptyState("The prune log is not part of this build yet: no records are read.")
+        yield Input(placeholder="filter: text in path or detail (/ to focus, a cycles the action)",
+                    id="prune-log-filter")
+        table = DataTable(id="prune-log-table", cursor_type="row", zebra_stripes=True)
+        table.add_column("Time", key="time")
+        table.add_column("Action", key="action")
+        table.add_column("Path", key="path")
+        table.add_column("Detail", key="detail")
+        yield table
+        yield EmptyState("No prune has been logged yet (<home>/logs/scratch-prune.log).")
+
+    @property
+    def focus_target(self):
+        return self.query_one("#prune-log-table", DataTable)
+
+    def on_mount(self) -> None:
+        self._read(initial=True)
+        self.set_interval(max(0.5, self.settings.ui.refresh_seconds), self._read)
+
+    @work(thread=True, exclusive=True, group="prune-log-read")
+    def _read(self, initial: bool = False) -> None:
+        from engine.scratch.audit import LogTail
+
+        if self._tail is None:
+            self._tail = LogTail(self.home.prune_log, limit=MAX_ROWS)
+            records = self._tail.start()
+            initial = True
+        else:
+            records = self._tail.poll()
+        if records or initial:
+            self.post_message(self.Records(records, initial))
+
+    def on_prune_log_pane_records(self, message: Records) -> None:
+        self.records.extend(message.records)
+        overflow = len(self.records) - MAX_ROWS
+        if overflow > 0:
+            self.records = self.records[overflow:]
+            self._rebuild()
+        else:
+            self._append([r for r in message.records if self._matches(r)])
+        self._update_status()
+
+    # -- filtering ---------------------------------------------------------------------------
+
+    def _matches(self, rec) -> bool:
+        if self._action and rec.action != self._action:
+            return False
+        if self._text:
+            hay = f"{rec.action} {rec.path} {rec.detail}".lower()
+            return self._text in hay
+        return True
+
+    def _append(self, records: list) -> None:
+        if not records:
+            return
+        table = self.query_one("#prune-log-table", DataTable)
+        at_end = table.cursor_row >= table.row_count - 1
+        with self.app.batch_update():
+            for rec in records:
+                style = ACTION_STYLES.get(rec.action, "")
+                table.add_row(
+                    Text(rec.time, style="dim"),
+                    Text(rec.action, style=style),
+                    Text(rec.path),
+                    Text(rec.detail, style="dim" if rec.action in ("kept", "vanished") else ""),
+                    key=str(self._next_key),
+                )
+                self._next_key += 1
+        if at_end:
+            table.move_cursor(row=table.row_count - 1)
+
+    def _rebuild(self) -> None:
+        table = self.query_one("#prune-log-table", DataTable)
+        table.clear()
+        self._append([r for r in self.records if self._matches(r)])
+        self._update_status()
+
+    def _update_status(self) -> None:
+        table = self.query_one("#prune-log-table", DataTable)
+        self.set_class(not self.records, "-empty")
+        shown = table.row_count
+        text = f"{len(self.records)} records"
+        if self._action or self._text:
+            what = " ".join(x for x in (self._action, repr(self._text) if self._text else "") if x)
+            text = f"{shown} of {len(self.records)} records · filter {what}"
+        self.set_status(text)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "prune-log-filter":
+            self._text = event.value.strip().lower()
+            self._rebuild()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.query_one("#prune-log-table", DataTable).focus()
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#prune-log-filter", Input).focus()
+
+    def action_cycle_action(self) -> None:
+        i = FILTER_CYCLE.index(self._action) if self._action in FILTER_CYCLE else 0
+        self._action = FILTER_CYCLE[(i + 1) % len(FILTER_CYCLE)]
+        self._rebuild()
+        self.notify(f"action filter: {self._action or 'all'}", timeout=1.5)
+
+    def action_clear_filter(self) -> None:
+        self._action = ""
+        self._text = ""
+        self.query_one("#prune-log-filter", Input).value = ""
+        self._rebuild()
+
+    def action_jump_end(self) -> None:
+        table = self.query_one("#prune-log-table", DataTable)
+        if table.row_count:
+            table.move_cursor(row=table.row_count - 1)

@@ -1,10 +1,73 @@
-"""The scratch entries pane."""
+"""The Scratch pane: every entry of ``<home>/cache/scratch`` with its state, idle age,
+size, why it is kept and which processes work inside; quarantined entries below.
+
+The survey (a walk of every entry plus a /proc scan) runs in a worker thread; the
+table is updated by keyed diff. ``p`` previews a prune in a modal (default No) and
+runs an approved plan in a thread with progress; ``u`` restores the selected
+quarantined entry.
+"""
 
 from __future__ import annotations
 
+from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import DataTable, ProgressBar, Static
 
+from engine.config import Settings
+from engine.fsutil import human_bytes, human_duration
+from engine.home import HomeLayout
 from widgets.pane import EmptyState, Pane
+
+STATE_STYLES = {
+    "active": "green",
+    "idle": "bold yellow",
+    "kept": "cyan",
+    "unknown": "bold red",
+    "quarantined": "magenta",
+}
+
+COLUMNS = (("name", "Entry"), ("state", "State"), ("idle", "Idle"), ("size", "Size"),
+           ("pids", "Procs"), ("why", "Why kept"))
+
+# Re-survey at most this often on its own (each survey walks every active entry).
+MIN_REFRESH_SECONDS = 10.0
+
+
+class SortCell(Text):
+    """A cell that shows text and sorts by a separate value (numbers sort as numbers)."""
+
+    def __init__(self, text: str, sort_key, style: str = "") -> None:
+        super().__init__(text, style=style)
+        self.sort_key = sort_key
+
+
+def _row_cells(row) -> dict[str, SortCell]:
+    from engine.scratch.plan import show_name
+
+    kind, item = row
+    if kind == "q":
+        return {
+            "name": SortCell(show_name(item.file_name), item.file_name),
+            "state": SortCell("quarantined", "zquarantined", STATE_STYLES["quarantined"]),
+            "idle": SortCell("-", -1.0),
+            "size": SortCell("-", -1),
+            "pids": SortCell("-", ""),
+            "why": SortCell("u restores it", "", "dim"),
+        }
+    pids = ",".join(str(p) for p in item.pids)
+    return {
+        "name": SortCell(show_name(item.name), item.name),
+        "state": SortCell(item.state, item.state, STATE_STYLES.get(item.state, "")),
+        "idle": SortCell(human_duration(item.idle_seconds) if item.idle_seconds is not None else "?",
+                         item.idle_seconds if item.idle_seconds is not None else -1.0),
+        "size": SortCell(human_bytes(item.size_bytes) if item.size_bytes is not None else "?",
+                         item.size_bytes if item.size_bytes is not None else -1),
+        "pids": SortCell(pids or "-", pids),
+        "why": SortCell(show_name(item.kept_reason or ""), item.kept_reason or ""),
+    }
 
 
 class ScratchPane(Pane):
@@ -12,5 +75,281 @@ class ScratchPane(Pane):
     TITLE = "Scratch"
     NUMBER = 3
 
+    BINDINGS = [
+        Binding("p", "preview_prune", "Prune…", id="scratch.prune"),
+        Binding("u", "restore", "Restore", id="scratch.restore"),
+        Binding("s", "cycle_sort", "Sort", id="scratch.sort"),
+        Binding("r", "refresh", "Refresh", id="scratch.refresh"),
+    ]
+
+    DEFAULT_CSS = """
+    ScratchPane DataTable { height: 1fr; }
+    ScratchPane ProgressBar { height: 1; display: none; }
+    ScratchPane ProgressBar.-running { display: block; }
+    ScratchPane #scratch-progress-label { height: 1; display: none; color: $text-muted; }
+    ScratchPane #scratch-progress-label.-running { display: block; }
+    ScratchPane .empty-state { display: none; }
+    ScratchPane.-empty .empty-state { display: block; }
+    """
+
+    class Surveyed(Message):
+        def __init__(self, survey=None, error: str | None = None) -> None:
+            super().__init__()
+            self.survey = survey
+            self.error = error
+
+    class PruneProgress(Message):
+        def __init__(self, done: int, total: int, freed: int, path: str) -> None:
+            super().__init__()
+            self.done, self.total, self.freed, self.path = done, total, freed, path
+
+    class PruneFinished(Message):
+        def __init__(self, result=None, error: str | None = None) -> None:
+            super().__init__()
+            self.result = result
+            self.error = error
+
+    def __init__(self, *, home: HomeLayout, settings: Settings, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.home = home
+        self.settings = settings
+        self._rows: dict[str, dict[str, SortCell]] = {}
+        self._sort_index = 0  # into SORTS
+        self._sort_reverse = False
+        self._pruning = False
+        self.last_survey = None
+
+    SORTS = ("name", "state", "idle", "size")
+
     def compose(self) -> ComposeResult:
-        yield EmptyState("Scratch entries are not part of this build yet: nothing is listed or pruned.")
+        table = DataTable(id="scratch-table", cursor_type="row", zebra_stripes=True)
+        for key, label in COLUMNS:
+            table.add_column(label, key=key)
+        yield table
+        yield Static(id="scratch-progress-label")
+        yield ProgressBar(id="scratch-progress", show_eta=False)
+        yield EmptyState("No scratch entries yet. Commands spawned here get <home>/cache/scratch as TMPDIR; "
+                         "an entry idle for scratch.idle_hours can be pruned with p.")
+
+    def on_mount(self) -> None:
+        self.set_status("scanning…")
+        self.refresh_entries()
+        every = max(MIN_REFRESH_SECONDS, self.settings.ui.refresh_seconds)
+        self.set_interval(every, self.refresh_entries)
+
+    @property
+    def table(self) -> DataTable:
+        return self.query_one("#scratch-table", DataTable)
+
+    # -- the survey (worker thread) ------------------------------------------------------
+
+    def _target_and_options(self):
+        from engine.scratch.target import PruneOptions, PruneTarget
+
+        return PruneTarget.of(self.home), PruneOptions.from_settings(self.home, self.settings)
+
+    def refresh_entries(self) -> None:
+        if not self._pruning:
+            self._survey()
+
+    @work(thread=True, exclusive=True, group="scratch-survey")
+    def _survey(self) -> None:
+        from engine.scratch.entries import survey_scratch
+
+        try:
+            target, options = self._target_and_options()
+            survey = survey_scratch(target, options, with_sizes=True)
+        except Exception as exc:
+            self.post_message(self.Surveyed(error=f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(self.Surveyed(survey))
+
+    def on_scratch_pane_surveyed(self, message: Surveyed) -> None:
+        if message.error:
+            self.set_status(f"cannot read: {message.error}")
+            return
+        survey = message.survey
+        self.last_survey = survey
+        rows = {f"e:{e.name}": ("e", e) for e in survey.entries}
+        rows.update({f"q:{q.file_name}": ("q", q) for q in survey.quarantine})
+        self._apply_rows({key: _row_cells(row) for key, row in rows.items()})
+        self.set_class(not rows, "-empty")
+        counts: dict[str, int] = {}
+        for e in survey.entries:
+            counts[e.state] = counts.get(e.state, 0) + 1
+        parts = [f"{len(survey.entries)} entries"]
+        parts += [f"{counts[s]} {s}" for s in ("idle", "kept", "unknown") if counts.get(s)]
+        if survey.quarantine:
+            parts.append(f"{len(survey.quarantine)} quarantined")
+        total = sum(e.size_bytes or 0 for e in survey.entries)
+        parts.append(human_bytes(total))
+        if survey.process_error:
+            parts.append("process check failed")
+        self.set_status(" · ".join(parts))
+
+    def _apply_rows(self, new: dict[str, dict[str, SortCell]]) -> None:
+        """Keyed diff: update changed cells, add new rows, remove stale ones."""
+        table = self.table
+        changed = False
+        with self.app.batch_update():
+            for key in [k for k in self._rows if k not in new]:
+                table.remove_row(key)
+                del self._rows[key]
+                changed = True
+            for key, cells in new.items():
+                old = self._rows.get(key)
+                if old is None:
+                    table.add_row(*(cells[c] for c, _ in COLUMNS), key=key)
+                    changed = True
+                else:
+                    for col, _label in COLUMNS:
+                        if old[col].plain != cells[col].plain or old[col].sort_key != cells[col].sort_key:
+                            table.update_cell(key, col, cells[col])
+                            changed = True
+                self._rows[key] = cells
+            if changed:
+                self._sort()
+
+    # -- sorting -------------------------------------------------------------------------
+
+    def _sort(self) -> None:
+        column = self.SORTS[self._sort_index]
+        self.table.sort(column, "name", key=lambda cells: (cells[0].sort_key, cells[1].sort_key),
+                        reverse=self._sort_reverse)
+
+    def action_cycle_sort(self) -> None:
+        self._sort_index = (self._sort_index + 1) % len(self.SORTS)
+        self._sort_reverse = self.SORTS[self._sort_index] in ("idle", "size")  # biggest/oldest first
+        self._sort()
+        self.notify(f"sorted by {self.SORTS[self._sort_index]}", timeout=1.5)
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        col = str(event.column_key.value)
+        if col in self.SORTS:
+            if self.SORTS[self._sort_index] == col:
+                self._sort_reverse = not self._sort_reverse
+            else:
+                self._sort_index = self.SORTS.index(col)
+            self._sort()
+
+    def action_refresh(self) -> None:
+        self.set_status("scanning…")
+        self.refresh_entries()
+
+    # -- prune: plan, approval, execution -------------------------------------------------
+
+    def action_preview_prune(self) -> None:
+        if self._pruning:
+            self.notify("a prune is already running", severity="warning")
+            return
+        self.set_status("planning a prune…")
+        self._plan()
+
+    @work(thread=True, exclusive=True, group="scratch-plan")
+    def _plan(self) -> None:
+        from engine.scratch.plan import plan_prune
+
+        try:
+            target, options = self._target_and_options()
+            plan = plan_prune(target, options)
+        except Exception as exc:
+            self.app.call_from_thread(self.notify, f"cannot plan a prune: {exc}", severity="error")
+            return
+        self.app.call_from_thread(self._ask, plan, target, options)
+
+    def _ask(self, plan, target, options) -> None:
+        from widgets.prune_modal import PruneModal
+
+        def answered(approved: bool | None) -> None:
+            if approved:
+                self._pruning = True
+                self._execute(plan, target, options)
+            else:
+                self.notify("prune cancelled: nothing was changed", timeout=2)
+                self.refresh_entries()
+
+        self.app.push_screen(PruneModal(plan), answered)
+
+    @work(thread=True, exclusive=True, group="scratch-prune")
+    def _execute(self, plan, target, options) -> None:
+        from engine.scratch.execute import execute_plan
+
+        def progress(done: int, total: int, freed: int, path: str) -> None:
+            self.post_message(self.PruneProgress(done, total, freed, path))
+
+        try:
+            result = execute_plan(target, plan, options, progress)
+        except Exception as exc:
+            self.post_message(self.PruneFinished(error=str(exc)))
+            return
+        self.post_message(self.PruneFinished(result))
+
+    def on_scratch_pane_prune_progress(self, message: PruneProgress) -> None:
+        from engine.scratch.plan import show_name
+
+        bar = self.query_one("#scratch-progress", ProgressBar)
+        label = self.query_one("#scratch-progress-label", Static)
+        bar.add_class("-running")
+        label.add_class("-running")
+        bar.update(total=max(1, message.total), progress=message.done)
+        where = f" · {show_name(message.path)}" if message.path else ""
+        label.update(f"pruning {message.done}/{message.total} · {human_bytes(message.freed)} freed{where}")
+        self.set_status(f"pruning {message.done}/{message.total}")
+
+    def on_scratch_pane_prune_finished(self, message: PruneFinished) -> None:
+        self._pruning = False
+        self.query_one("#scratch-progress", ProgressBar).remove_class("-running")
+        self.query_one("#scratch-progress-label", Static).remove_class("-running")
+        if message.error:
+            self.notify(f"prune failed: {message.error}", severity="error", timeout=8)
+        else:
+            self.notify(prune_summary(message.result), title="Prune done",
+                        severity="information" if message.result.ok else "warning", timeout=8)
+        self.refresh_entries()
+
+    # -- restore ---------------------------------------------------------------------------
+
+    def action_restore(self) -> None:
+        table = self.table
+        if table.row_count == 0:
+            self.notify("nothing to restore", timeout=2)
+            return
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value or ""
+        if not key.startswith("q:"):
+            self.notify("select a quarantined row (state 'quarantined') to restore it", timeout=3)
+            return
+        self._restore(key[2:])
+
+    @work(thread=True, exclusive=True, group="scratch-restore")
+    def _restore(self, file_name: str) -> None:
+        from engine.scratch.execute import restore
+        from engine.scratch.plan import show_name
+        from engine.scratch.target import PruneTarget
+
+        try:
+            rec = restore(PruneTarget.of(self.home), file_name)
+        except Exception as exc:
+            self.app.call_from_thread(self.notify, f"cannot restore: {exc}", severity="error", timeout=6)
+            return
+        self.app.call_from_thread(self.notify, f"restored {show_name(rec.path)}", timeout=4)
+        self.app.call_from_thread(self.refresh_entries)
+
+
+def prune_summary(result) -> str:
+    parts = [f"{result.removed_count} entr{'y' if result.removed_count == 1 else 'ies'} pruned, "
+             f"{human_bytes(result.bytes_freed)} freed"]
+    if result.quarantined:
+        parts.append(f"{len(result.quarantined)} in quarantine (u restores)")
+    terms = sum(1 for s in result.signalled if s.signal == "SIGTERM")
+    if terms:
+        parts.append(f"{terms} process(es) signalled")
+    rescued = [k for k in result.kept if k.reason == "touched since selection"]
+    if rescued:
+        parts.append(f"{len(rescued)} rescued (written to since the plan)")
+    if result.restored:
+        parts.append(f"{len(result.restored)} restored from quarantine")
+    if result.failures:
+        parts.append(f"{len(result.failures)} failed (see the prune log)")
+    if result.process_error:
+        parts.append("process check failed: nothing deleted")
+    return "; ".join(parts)

@@ -43,7 +43,8 @@ class Activity:
     ``newest_mtime``: for an idle entry the newest counted mtime of the whole subtree
     (None when nothing counted, e.g. a lone hardlinked file); for a touched entry the
     recent mtime that stopped the walk (not necessarily the newest). ``size_bytes``
-    is the sum of lstat sizes of every inode, known only after a complete walk.
+    is the sum of lstat sizes of everything but directories (what ``tree_size``
+    reports too), known only after a complete walk.
     """
 
     state: TouchState
@@ -82,7 +83,7 @@ def scan_activity(path: str | os.PathLike[str], cutoff: float) -> Activity:
         return Activity(TouchState.TOUCHED, newest)
     if not st.S_ISDIR(mode):
         return Activity(TouchState.IDLE, newest, top.st_size)
-    return _walk(path, cutoff, newest if newest is not None else float("-inf"), top.st_size)
+    return _walk(path, cutoff, newest if newest is not None else float("-inf"), 0)
 
 
 def _walk(root_path: str, cutoff: float, newest: float, size: int) -> Activity:
@@ -105,11 +106,12 @@ def _walk(root_path: str, cutoff: float, newest: float, size: int) -> Activity:
             for name in listdir(fd):
                 s = lstat(name, dir_fd=fd)
                 mode = s.st_mode
-                size += s.st_size
                 if is_dir(mode):
                     stack.append(f"{dir_path}/{name}")
-                elif is_lnk(mode) or (s.st_nlink > 1 and is_reg(mode)):
-                    continue
+                else:
+                    size += s.st_size
+                    if is_lnk(mode) or (s.st_nlink > 1 and is_reg(mode)):
+                        continue
                 mtime = s.st_mtime
                 if mtime >= cutoff:
                     return Activity(TouchState.TOUCHED, mtime)

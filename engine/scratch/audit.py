@@ -255,3 +255,71 @@ def read_records(log_file: Path, limit: int | None = None) -> list[PruneRecord]:
     if limit is not None and len(records) > limit:
         records = records[-limit:]
     return records
+
+
+class LogTail:
+    """Follows the prune log by byte offset across rotations.
+
+    ``start()`` reads the rotated files and the log (oldest first, the last
+    ``limit`` records); each ``poll()`` returns only the records appended since.
+    When the log was rotated (its inode changed), the rest of the old file (now
+    ``.1``) is read first, then the new file from 0; a file that shrank is re-read
+    from 0. An incomplete last line is held back until its newline arrives.
+    """
+
+    def __init__(self, log_file: Path, limit: int = 5000):
+        self.log_file = Path(log_file)
+        self.limit = limit
+        self._ino: int | None = None
+        self._offset = 0
+        self._partial = b""
+
+    def start(self) -> list[PruneRecord]:
+        records: list[PruneRecord] = []
+        for f in log_files(self.log_file)[:-1]:
+            try:
+                data = f.read_bytes()
+            except OSError:
+                continue
+            records.extend(parse_record(line) for line in iter_lines(data) if line.strip())
+        records.extend(self.poll())
+        return records[-self.limit:]
+
+    def _read_from(self, path: Path, offset: int) -> tuple[int, int, bytes] | None:
+        try:
+            with open(path, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                if st.st_size < offset:
+                    offset = 0
+                    self._partial = b""
+                fh.seek(offset)
+                data = fh.read()
+        except OSError:
+            return None
+        return st.st_ino, offset + len(data), data
+
+    def poll(self) -> list[PruneRecord]:
+        chunks: list[bytes] = []
+        try:
+            ino_now = os.stat(self.log_file).st_ino
+        except OSError:
+            ino_now = None
+        if self._ino is not None and ino_now != self._ino:
+            rotated = Path(f"{self.log_file}.1")
+            try:
+                if os.stat(rotated).st_ino == self._ino:
+                    got = self._read_from(rotated, self._offset)
+                    if got:
+                        chunks.append(got[2])
+            except OSError:
+                pass
+            self._ino, self._offset = None, 0
+        if ino_now is not None:
+            got = self._read_from(self.log_file, self._offset)
+            if got:
+                self._ino, self._offset, data = got
+                chunks.append(data)
+        data = self._partial + b"".join(chunks)
+        cut = data.rfind(b"\n") + 1
+        self._partial = data[cut:]
+        return [parse_record(line) for line in iter_lines(data[:cut]) if line.strip()]

@@ -1,0 +1,179 @@
+"""The Scratch and Prune log panes through Pilot: the listing, the approval modal
+(No changes nothing; Yes removes exactly the plan's candidates), restore, the log
+table and its filters; an SVG snapshot."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from engine.config import Settings
+from engine.home import HomeLayout
+from engine.scratch.audit import AuditLog
+from hermes_tui.app import HermesApp
+from tests.scratch_util import HOUR, make_entry, target_of
+from widgets.prune_log_pane import PruneLogPane
+from widgets.prune_modal import PruneModal
+from widgets.scratch_pane import ScratchPane
+
+WIDE = (160, 48)
+
+
+def build(home: HomeLayout) -> dict[str, Path]:
+    t = target_of(home)
+    paths = {
+        "idle-lane": make_entry(t.scratch_dir, "idle-lane", {"src/main.py": "print(1)\n" * 50}),
+        "old-run": make_entry(t.scratch_dir, "old-run", {"out.log": "x" * 2000}, hours=80),
+        "active-lane": make_entry(t.scratch_dir, "active-lane", {"a/b/c/deep.txt": "work"}),
+        "parked": make_entry(t.scratch_dir, "parked", {".scratch-keep": "", "notes.md": "keep"}),
+    }
+    deep = paths["active-lane"] / "a" / "b" / "c" / "deep.txt"
+    when = deep.stat().st_mtime + 28 * HOUR  # written 2h ago
+    os.utime(deep, (when, when))
+    return paths
+
+
+def make_app(home: HomeLayout) -> HermesApp:
+    return HermesApp(home, Settings(), home_label="~/.hermes")
+
+
+async def wait_for(pilot, predicate, tries: int = 750) -> bool:
+    for _ in range(tries):
+        if predicate():
+            return True
+        await pilot.pause(0.02)
+    return predicate()
+
+
+async def _surveyed(pilot, app):
+    pane = app.query_one(ScratchPane)
+    assert await wait_for(pilot, lambda: pane.last_survey is not None)
+    return pane
+
+
+async def test_pane_lists_entries_with_state_and_reason(home):
+    build(home)
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        pane = await _surveyed(pilot, app)
+        table = pane.table
+        assert table.row_count == 4
+        states = {table.get_row(k)[0].plain: table.get_row(k)[1].plain for k in pane._rows}
+        assert states == {"idle-lane": "idle", "old-run": "idle", "active-lane": "active", "parked": "kept"}
+        why = table.get_row("e:parked")[5].plain
+        assert why == ".scratch-keep marker"
+        assert table.get_row("e:old-run")[2].plain == "3d 8h"
+        assert "4 entries" in pane.border_subtitle and "2 idle" in pane.border_subtitle
+
+
+async def test_sort_cycles_and_orders_by_size(home):
+    build(home)
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        pane = await _surveyed(pilot, app)
+        await pilot.press("3")
+        for _ in range(3):  # name -> state -> idle -> size
+            await pilot.press("s")
+        assert pane.SORTS[pane._sort_index] == "size"
+        table = pane.table
+        sizes = [table.get_row_at(i)[3].sort_key for i in range(table.row_count)]
+        assert sizes == sorted(sizes, reverse=True)
+
+
+async def test_modal_no_changes_nothing(home):
+    paths = build(home)
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        await _surveyed(pilot, app)
+        await pilot.press("3", "p")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, PruneModal))
+        modal = app.screen
+        assert [c.name for c in modal.plan.candidates] == ["idle-lane", "old-run"]
+        body = str(modal.query_one(".body").render())
+        assert "idle-lane" in body and "Staying:" in body and ".scratch-keep marker" in body
+        assert app.focused.id == "no"  # default No
+        await pilot.press("enter")
+        assert await wait_for(pilot, lambda: not isinstance(app.screen, PruneModal))
+        await pilot.pause(0.2)
+    assert all(p.exists() for p in paths.values())
+    assert not home.prune_log.exists()
+
+
+async def test_modal_yes_removes_exactly_the_plan_candidates(home):
+    paths = build(home)
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        pane = await _surveyed(pilot, app)
+        await pilot.press("3", "p")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, PruneModal))
+        planned = {c.path for c in app.screen.plan.candidates}
+        await pilot.click("#yes")
+        assert await wait_for(pilot, lambda: not paths["idle-lane"].exists() and not pane._pruning)
+        assert await wait_for(pilot, lambda: "e:idle-lane" not in pane._rows and "e:old-run" not in pane._rows)
+        gone = {str(p) for p in paths.values() if not p.exists()}
+        assert gone == planned
+        # the quarantined rows are listed; u on one restores it
+        qkeys = [k for k in pane._rows if k.startswith("q:")]
+        assert len(qkeys) == 2
+        table = pane.table
+        table.move_cursor(row=table.get_row_index(qkeys[0]))
+        await pilot.press("u")
+        restored = qkeys[0][2:].rsplit(".", 1)[0]
+        assert await wait_for(pilot, lambda: paths[restored].exists())
+        # the prune log pane shows what happened
+        log = app.query_one(PruneLogPane)
+        assert await wait_for(pilot, lambda: sum(r.action == "quarantined" for r in log.records) == 2, tries=400)
+        assert any(r.action == "restored" for r in log.records) or await wait_for(
+            pilot, lambda: any(r.action == "restored" for r in log.records), tries=400)
+
+
+async def test_prune_log_pane_reads_rotations_colours_and_filters(home):
+    home.ensure_dir(home.logs_dir)
+    older = Path(f"{home.prune_log}.1")
+    older.write_text("2026-09-30 12:00:00,000 scratch prune: removed '/s/rotated' (5 bytes)\n")
+    with AuditLog(home.prune_log) as audit:
+        audit.removed("/s/a", 10)
+        audit.sent_term(42, "sleep", "/s/a")
+        audit.kept("/s/b", ".scratch-keep marker")
+        audit.rescued("/s/c")
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        pane = app.query_one(PruneLogPane)
+        assert await wait_for(pilot, lambda: len(pane.records) == 5)
+        table = pane.query_one("#prune-log-table")
+        assert table.get_row_at(0)[2].plain == "/s/rotated"  # oldest first
+        assert [table.get_row_at(i)[1].plain for i in range(5)] == ["removed", "removed", "TERM", "kept", "rescued"]
+        assert str(table.get_row_at(0)[1].style) == "bold red"
+        await pilot.press("4", "a")  # action filter: removed
+        assert table.row_count == 2
+        await pilot.press("escape")
+        assert table.row_count == 5
+        await pilot.press("slash")
+        await pilot.press(*"rescued")
+        assert table.row_count == 1
+        # live tail: a new record appears without a restart
+        with AuditLog(home.prune_log) as audit:
+            audit.removed("/s/new", 1)
+        assert await wait_for(pilot, lambda: len(pane.records) == 6, tries=400)
+
+
+def test_scratch_pane_snapshot(snap_compare, tmp_path):
+    home = HomeLayout(tmp_path / "home").ensure()
+    build(home)
+
+    async def run_before(pilot):
+        pane = pilot.app.query_one(ScratchPane)
+        await wait_for(pilot, lambda: pane.last_survey is not None)
+        await pilot.press("3", "z")
+        await pilot.pause(0.1)
+
+    assert snap_compare(make_app(home), terminal_size=(120, 24), run_before=run_before)
+
+
+async def test_empty_home_shows_the_empty_states(home):
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        pane = await _surveyed(pilot, app)
+        assert pane.has_class("-empty")
+        log = app.query_one(PruneLogPane)
+        assert await wait_for(pilot, lambda: log.has_class("-empty"))

@@ -1,0 +1,29 @@
+"""The prune approval dialog: the plan, exactly as it would run, default No.
+
+It is the product's confirm dialog (widgets/confirm.py) with the plan's own text:
+what goes and how many bytes, which processes get which signal, what expires from
+quarantine, and what stays and why.
+"""
+
+from __future__ import annotations
+
+from engine.fsutil import human_bytes
+from widgets.confirm import ConfirmModal
+
+
+class PruneModal(ConfirmModal):
+    """Dismisses True only when the user picks "Prune" (or presses y)."""
+
+    def __init__(self, plan) -> None:
+        from engine.scratch.plan import describe_plan
+
+        n = len(plan.candidates)
+        if plan.is_empty:
+            title = "Nothing to prune: every entry stays (reasons below)"
+        else:
+            verb = "Quarantine" if plan.quarantines else "Delete"
+            title = f"{verb} {n} idle scratch entr{'y' if n == 1 else 'ies'} ({human_bytes(plan.total_bytes)})?"
+            if plan.signals:
+                title += f" {len(plan.signals)} process(es) get SIGTERM."
+        super().__init__(title, "\n".join(describe_plan(plan)), yes_label="Prune", no_label="Cancel")
+        self.plan = plan
