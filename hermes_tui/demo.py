@@ -47,3 +47,4 @@ def cleanup_demo_home(home: HomeLayout) -> None:
             pass
     if home.root.name.startswith("hermes-demo-"):
         shutil.rmtree(home.root, ignore_errors=True)
+from hermes_tui import demo_scratch  # noqa: E402,F401  (registers the scratch builder and cleanup)
