@@ -1,0 +1,31 @@
+"""The scratch part of the demo home is built by real engine operations."""
+
+from __future__ import annotations
+
+from engine.config import Settings
+from engine.scratch.audit import read_records
+from engine.scratch.entries import survey_scratch
+from engine.scratch.target import PruneOptions, PruneTarget
+from hermes_tui import demo_scratch
+from hermes_tui.demo import build_demo_home, cleanup_demo_home
+
+
+def test_demo_home_has_every_kind_of_entry_and_a_real_pass_in_the_log(tmp_path):
+    home = build_demo_home(tmp_path / "hermes-demo-x")
+    try:
+        survey = survey_scratch(PruneTarget.of(home), PruneOptions.from_settings(home, Settings()))
+        states = {e.name: e.state for e in survey.entries}
+        assert states == {
+            "lane-build-cache": "active",
+            "lane-long-compile": "kept",
+            "lane-refactor-auth": "idle",
+            "parked-experiment": "kept",
+        }
+        reasons = {e.name: e.kept_reason for e in survey.entries}
+        assert reasons["lane-long-compile"].startswith("live Hermes process pid=")
+        assert [q.name for q in survey.quarantine] == ["finished-run"]
+        actions = [r.action for r in read_records(home.prune_log)]
+        assert "TERM" in actions and "quarantined" in actions and "kept" in actions
+    finally:
+        cleanup_demo_home(home)
+    assert str(home.root) not in demo_scratch._sessions  # the demo session was stopped
