@@ -38,6 +38,10 @@ def test_clean_text_is_untouched(clean):
     assert redact(clean) == clean
 
 
+def test_auth_header_keeps_its_scheme():
+    assert redact("Authorization: Bearer abcdef0123456789") == "Authorization: Bearer ***"
+
+
 def test_redaction_is_idempotent():
     once = redact("password=abc123 and sk-abcdefghijklmnopqrstuvwx12")
     assert redact(once) == once

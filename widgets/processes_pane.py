@@ -39,6 +39,7 @@ STATUS_STYLES = {"running": "green", "killed": "yellow", "lost": "magenta"}
 FOREGROUND_CHECK_SECONDS = 0.2
 NOTIFICATIONS_KEPT = 200
 BACKGROUND_BINDING_ID = "processes.background"
+STUCK_REFRESH_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,7 @@ class ProcessesPane(Pane):
         self.notifications: list[ProcessEvent] = []
         self._rows: dict[str, tuple] = {}
         self._refreshing = False
+        self._refresh_started = 0.0
         self.refresh_count = 0
 
     def compose(self) -> ComposeResult:
@@ -160,9 +162,11 @@ class ProcessesPane(Pane):
     # -- refresh ------------------------------------------------------------------------
 
     def refresh_sessions(self) -> None:
-        if self._refreshing:
+        now = time.monotonic()
+        if self._refreshing and now - self._refresh_started < STUCK_REFRESH_SECONDS:
             return  # the previous sample is still being taken: skip a tick, never pile up
         self._refreshing = True
+        self._refresh_started = now
         self._sample()
 
     @work(thread=True, exclusive=True, group="processes-sample")

@@ -35,6 +35,8 @@ _ASSIGNMENT = re.compile(
     r"(\s*[=:]\s*)([\"']?)([^\s\"'&;,]{1,})"
 )
 
+_SCHEMES = ("bearer", "basic", "token")
+
 _PRIVATE_KEY_BLOCK = re.compile(
     r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----.*?(?:-----END \1PRIVATE KEY-----|\Z)", re.DOTALL
 )
@@ -58,7 +60,8 @@ def redact(text: str) -> str:
 
 def _mask_assignment(m: re.Match[str]) -> str:
     value = m.group(4)
-    if value == MASK or value.endswith(MASK):
+    if value == MASK or value.endswith(MASK) or value.lower() in _SCHEMES:
+        # "Authorization: Bearer ***" is already masked after the scheme word.
         return m.group(0)
     return f"{m.group(1)}{m.group(2)}{m.group(3)}{MASK}"
 

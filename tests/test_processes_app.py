@@ -1,0 +1,292 @@
+"""The processes pane and the command bar through Pilot, with real processes: yield with
+ctrl+b (also remapped), redirect, kill through the confirm modal, completions shown once,
+watch toasts, search/wrap/follow/copy, history, and an SVG snapshot of the pane."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+from types import MappingProxyType
+
+import pytest
+from textual.app import App, ComposeResult
+
+from engine import identity
+from engine.config import Settings, UiSettings
+from engine.home import HomeLayout
+from engine.processes import ProcessRegistry
+from hermes_tui.app import HermesApp
+from widgets.command_bar import CommandBar
+from widgets.confirm import ConfirmModal
+from widgets.processes_pane import ProcessesPane
+
+WIDE = (160, 48)
+FAST = replace(Settings(), ui=UiSettings(refresh_seconds=0.2))
+
+
+def count_cmd(marker: Path) -> str:
+    traps = " ".join(f"trap 'echo {s} >> {marker}' {s};" for s in ("HUP", "INT", "TERM", "TSTP", "CONT", "USR1"))
+    return f"sh -c \"{traps} for i in \\$(seq 1 400); do echo \\$i; sleep 0.01; done\""
+
+
+@pytest.fixture
+def cleanup(home):
+    yield
+    reg = ProcessRegistry(home, Settings())
+    for s in reg.list(include_finished=False):
+        reg.kill(s.id, grace=0.2)
+
+
+@pytest.fixture
+def spy_signals(monkeypatch):
+    sent: list = []
+    real = identity.send_signal
+    monkeypatch.setattr(identity, "send_signal", lambda *a, **k: sent.append(a) or real(*a, **k))
+    return sent
+
+
+def make_app(home, settings=FAST) -> HermesApp:
+    app = HermesApp(home, settings, home_label="~/.hermes")
+    app.toasts = []
+    real_notify = app.notify
+
+    def notify(message, **kw):
+        app.toasts.append(str(message))
+        return real_notify(message, **kw)
+
+    app.notify = notify
+    return app
+
+
+async def wait_until(pilot, predicate, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("condition not met in time")
+
+
+async def submit(pilot, app, command: str) -> None:
+    bar = app.query_one(CommandBar)
+    if app.focused is not bar:
+        await pilot.press("colon")
+    bar.value = command
+    await pilot.press("enter")
+
+
+async def test_ctrl_b_yields_the_foreground_run_from_the_command_bar(home, tmp_path, cleanup, spy_signals):
+    marker = tmp_path / "signals"
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        bar = app.query_one(CommandBar)
+        await submit(pilot, app, count_cmd(marker))
+        await wait_until(pilot, lambda: pane.foreground is not None)
+        fg = pane.foreground
+        assert "running" in bar.border_title and "^b" in bar.border_title
+        assert fg.id not in pane._rows  # the foreground run is not a table row yet
+        await wait_until(pilot, lambda: len(pane.output.lines) >= 200)
+        assert app.focused is bar
+        await pilot.press("ctrl+b")  # with the command bar focused
+        await wait_until(pilot, lambda: pane.foreground is None)
+        assert any(f"moved to background as {fg.id}" in t for t in app.toasts)
+        assert "running" not in bar.border_title
+        await wait_until(pilot, lambda: fg.id in pane._rows)
+        await wait_until(pilot, lambda: pane.sessions[fg.id].finished and len(pane.output.lines) >= 400)
+        await pilot.pause(0.3)
+        assert list(pane.output.lines) == [str(i) for i in range(1, 401)]  # once each, none lost
+        done = ProcessRegistry(home, Settings()).get(fg.id)
+        assert done.status == "exited" and done.exit_code == 0 and done.background and done.notify
+        # notify-on-complete after the yield: the completion arrives once
+        await wait_until(pilot, lambda: any(e.session_id == fg.id for e in pane.notifications))
+    assert not marker.exists()
+    assert spy_signals == []
+
+
+async def test_submitting_while_one_runs_redirects(home, tmp_path, cleanup, spy_signals):
+    marker = tmp_path / "signals"
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        await submit(pilot, app, count_cmd(marker))
+        await wait_until(pilot, lambda: pane.foreground is not None and len(pane.output.lines) >= 100)
+        first = pane.foreground
+        await submit(pilot, app, "echo second; sleep 30")
+        await wait_until(pilot, lambda: pane.foreground is not None and pane.foreground.id != first.id)
+        second = pane.foreground
+        assert any("redirect" in t and first.id in t for t in app.toasts)
+        await wait_until(pilot, lambda: first.id in pane._rows)
+        assert pane.output.session_id == second.id
+        assert "running" in app.query_one(CommandBar).border_title
+    reg = ProcessRegistry(home, Settings())
+    done = reg.wait(first.id, timeout=30)
+    assert done.exit_code == 0 and done.background and done.notify
+    assert done.output_path.read_text().split() == [str(i) for i in range(1, 401)]
+    assert not marker.exists()
+    assert all(pid != first.pid for pid, *_ in spy_signals)
+
+
+async def test_remapped_background_key(home, cleanup):
+    settings = replace(FAST, keys=MappingProxyType({"processes.background": "ctrl+g"}))
+    app = make_app(home, settings)
+    async with app.run_test(size=WIDE) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        await submit(pilot, app, "sleep 30")
+        await wait_until(pilot, lambda: pane.foreground is not None)
+        assert "^g" in app.query_one(CommandBar).border_title
+        await pilot.press("ctrl+g")
+        await wait_until(pilot, lambda: pane.foreground is None)
+        assert any("moved to background" in t for t in app.toasts)
+
+
+async def test_ctrl_b_with_nothing_running_says_so(home):
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.press("ctrl+b")
+        await pilot.pause()
+        assert any("nothing runs in the foreground" in t for t in app.toasts)
+
+
+async def test_kill_asks_first_with_no_as_default(home, cleanup):
+    reg = ProcessRegistry(home, Settings())
+    s = reg.spawn(["sleep", "30"], owner="test")
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        await wait_until(pilot, lambda: s.id in pane._rows)
+        await pilot.press("2")
+        await pilot.press("k")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await pilot.pause()
+        body = str(app.screen._body)
+        assert "sleep 30" in body and str(s.pid) in body
+        await pilot.press("enter")  # the focused default is No
+        await wait_until(pilot, lambda: not isinstance(app.screen, ConfirmModal))
+        await pilot.pause(0.3)
+        assert identity.is_alive(s.pid, s.fingerprint)
+        await pilot.press("k")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await pilot.pause()
+        await pilot.press("y")
+        await wait_until(pilot, lambda: any("killed" in t for t in app.toasts))
+        await wait_until(pilot, lambda: pane.sessions[s.id].status == "killed")
+        assert not identity.is_alive(s.pid, s.fingerprint)
+
+
+async def test_completions_while_no_app_was_open_show_once(home):
+    reg = ProcessRegistry(home, Settings())
+    s = reg.spawn("echo done; exit 1", notify=True)
+    reg.wait(s.id, timeout=10)
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        await wait_until(pilot, lambda: pane.notifications)
+        assert [e.session_id for e in pane.notifications] == [s.id]
+        assert any(s.id in t for t in app.toasts)
+    again = make_app(home)
+    async with again.run_test(size=WIDE) as pilot:
+        pane = again.pane("processes")
+        await wait_until(pilot, lambda: pane.refresh_count >= 2)
+        assert pane.notifications == []
+
+
+async def test_watch_match_appears_as_toast_and_in_the_list(home, cleanup):
+    reg = ProcessRegistry(home, Settings())
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        await pilot.pause(0.3)
+        s = reg.spawn("sleep 0.3; echo 'server READY token=abc123secret'; sleep 30", watch=["READY"])
+        await wait_until(pilot, lambda: any(e.kind == "watch_match" for e in pane.notifications))
+        event = next(e for e in pane.notifications if e.kind == "watch_match")
+        assert event.session_id == s.id
+        assert "abc123secret" not in event.text
+        assert any("READY" in t for t in app.toasts)
+
+
+async def test_output_view_search_wrap_follow_copy(home, cleanup):
+    reg = ProcessRegistry(home, Settings())
+    s = reg.spawn("for i in $(seq 1 50); do echo line $i; done; echo 'needle here'; echo 'api_key=SECRETVALUE'")
+    reg.wait(s.id, timeout=10)
+    app = make_app(home)
+    copied: list[str] = []
+    app.copy_to_clipboard = copied.append
+    async with app.run_test(size=WIDE) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        await wait_until(pilot, lambda: len(pane.output.lines) >= 52)
+        assert "SECRETVALUE" not in pane.output.text()
+        await pilot.press("2")
+        await pilot.press("slash")
+        await pilot.pause()
+        await pilot.press(*"needle", "enter")
+        await pilot.pause()
+        assert pane.output.search_term == "needle"
+        assert pane.output._matches == [50]
+        assert not pane.output.follow  # jumping to a match stops following
+        await pilot.press("f")
+        assert pane.output.follow
+        await pilot.press("w")
+        assert pane.output.wrap and pane.output.log.wrap
+        await pilot.press("c")
+        assert copied and "needle here" in copied[0] and "SECRETVALUE" not in copied[0]
+
+
+async def test_command_history_walks_with_up_and_down(home, cleanup):
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        bar = app.query_one(CommandBar)
+        for cmd in ("echo one", "echo two"):
+            await submit(pilot, app, cmd)
+            await wait_until(pilot, lambda: pane.foreground is None and bar.value == "")
+            await pilot.pause(0.3)
+        await pilot.press("up")
+        assert bar.value == "echo two"
+        await pilot.press("up")
+        assert bar.value == "echo one"
+        await pilot.press("down", "down")
+        assert bar.value == ""
+
+
+# -- snapshot ----------------------------------------------------------------------------
+
+
+def write_session(home: HomeLayout, sid: str, command: str, started: float, runtime: float, code: int | None,
+                  output: str, owner: str = "cli") -> None:
+    """A finished session folder in the on-disk format (fixed times, for a stable picture)."""
+    d = home.processes_dir / sid
+    d.mkdir(parents=True)
+    meta = {"id": sid, "command": command, "argv": None, "cwd": "/work", "pid": 4242 + len(sid),
+            "fingerprint": "00000000-0000-0000-0000-000000000000|1", "started_at": started,
+            "owner": owner, "notify": False, "watch": [], "background": True}
+    (d / "meta.json").write_text(json.dumps(meta))
+    (d / "output.log").write_text(output)
+    if code is not None:
+        (d / "exit").write_text(f"{code}\n")
+        import os
+
+        os.utime(d / "exit", (started + runtime, started + runtime))
+
+
+class PaneOnly(App):
+    def __init__(self, home: HomeLayout) -> None:
+        super().__init__()
+        self.home = home
+
+    def compose(self) -> ComposeResult:
+        yield ProcessesPane(home=self.home, settings=replace(Settings(), ui=UiSettings(refresh_seconds=3600)))
+
+
+def test_pane_snapshot(snap_compare, tmp_path):
+    home = HomeLayout(tmp_path / "home").ensure()
+    t0 = 1_700_000_000.0
+    write_session(home, "proc_0a1b2c3d4e5f", "make test", t0, 75, 0, "collected 12 items\n12 passed\n")
+    write_session(home, "proc_1b2c3d4e5f60", "npm run build", t0 + 10, 3, 2,
+                  "> build\nerror: missing module 'left-pad'\n")
+    write_session(home, "proc_2c3d4e5f6071", "sh -c 'curl -H \"Authorization: Bearer abcdef0123456789\" x'",
+                  t0 + 20, 1, 137, "curl: (6) could not resolve host\n", owner="kanban:t_42")
+    (home.processes_dir / "proc_2c3d4e5f6071" / "killed.json").write_text('{"signal": "SIGKILL", "at": 0}')
+    assert snap_compare(PaneOnly(home), terminal_size=(110, 24))
