@@ -1,0 +1,43 @@
+"""The demo board is built by real engine operations: real workers complete cards,
+one crashes twice into blocked with its last words, one is held back."""
+
+from __future__ import annotations
+
+from engine import identity
+from engine.config import load_config
+from engine.kanban.dispatcher import dispatch_once
+from engine.kanban.registry_spawner import RegistrySpawner
+from engine.kanban.store import Board
+from hermes_tui import demo_kanban
+
+
+async def test_demo_board_is_lived_in_and_its_cleanup_stops_workers(home):
+    home.config_file.write_text("ui:\n  refresh_seconds: 1\n")
+    await __import__("asyncio").to_thread(demo_kanban.build, home)
+    text = home.config_file.read_text()
+    assert text.startswith("ui:\n  refresh_seconds: 1\n") and "kanban:" in text  # appended, not replaced
+    settings = load_config(home.config_file)
+    board = await Board.open(home.kanban_db)
+    try:
+        tasks = {t.title: t for t in await board.list_tasks()}
+        assert tasks["Write the release notes"].status == "done"
+        assert tasks["Publish the release notes"].status == "done"  # promoted, then worked
+        blocked = tasks["Migrate the staging database"]
+        assert blocked.status == "blocked" and blocked.consecutive_failures == 2
+        assert "Worker's last output: 'picked up" in blocked.last_failure_error
+        assert "connection refused" in blocked.last_failure_error
+        kinds = [e.kind for e in await board.events(blocked.id)]
+        assert kinds[-2:] == ["crashed", "gave_up"]
+        assert tasks["Triage incoming bug reports"].status == "ready"
+        assert tasks["Refactor the auth module"].status == "ready"
+        result = await dispatch_once(board, home=home, settings=settings, spawner=RegistrySpawner(home, settings))
+        assert [s.task_id for s in result.spawned] == [tasks["Refactor the auth module"].id]
+        assert result.held_back == ""
+        assert [(s.task_id, s.reason) for s in result.skipped] == [
+            (tasks["Triage incoming bug reports"].id, "skipped_unassigned")]
+        worker = await board.get_task(tasks["Refactor the auth module"].id)
+        assert identity.is_alive(worker.worker_pid, worker.worker_started_at)
+    finally:
+        await board.close()
+    demo_kanban.cleanup(home)
+    assert not identity.is_alive(worker.worker_pid, worker.worker_started_at)
