@@ -107,13 +107,13 @@ def test_s7_stuck_entry_is_not_counted(home, children, monkeypatch):
     stuck = make_entry(t.scratch_dir, "stuck")
     worker = children(["sleep", "60"], cwd=gone)
     assert _wait_cwd(worker.pid, gone)
-    real_rmtree = shutil.rmtree
+    real_delete = execute.delete_tree
 
-    def rmtree(path, *a, **kw):
+    def delete_tree(path):
         if os.fspath(path) != str(stuck):
-            real_rmtree(path, *a, **kw)
+            real_delete(path)
 
-    monkeypatch.setattr(execute.shutil, "rmtree", rmtree)
+    monkeypatch.setattr(execute, "delete_tree", delete_tree)
     result = run(home)
     assert result.removed_count == 1
     text = log_text(home)
@@ -241,7 +241,7 @@ def test_s14_unconfirmable_removal_is_not_counted(home, monkeypatch):
     t = target_of(home)
     e = make_entry(t.scratch_dir, "e", {"payload.txt": "keep me"})
     removed = []
-    monkeypatch.setattr(execute.shutil, "rmtree", lambda p, *a, **k: removed.append(p))
+    monkeypatch.setattr(execute, "delete_tree", lambda p: removed.append(p))
     real_lstat = os.lstat
 
     def lstat(p, *a, **kw):
@@ -495,3 +495,19 @@ def _wait_cwd(pid: int, path: Path) -> bool:
             return False
 
     return wait_until(there)
+
+
+def test_delete_never_follows_symlinks_out_of_the_entry(home, tmp_path):
+    t = target_of(home)
+    outside = tmp_path / "precious"
+    outside.mkdir()
+    (outside / "thesis.tex").write_text("years of work")
+    e = make_entry(t.scratch_dir, "e")
+    os.symlink(outside, e / "link-to-precious")
+    os.symlink(outside, t.scratch_dir / "top-link")
+    age_tree(e, 30)
+    age_tree(t.scratch_dir / "top-link", 30)
+    result = run(home)
+    assert result.removed_count == 2
+    assert (outside / "thesis.tex").read_text() == "years of work"
+    assert not os.path.lexists(t.scratch_dir / "top-link") and not e.exists()

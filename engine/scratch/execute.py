@@ -24,6 +24,7 @@ import os
 import shutil
 import signal
 import stat as st
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -329,11 +330,46 @@ def _signal(run: _Run, targets: list[tuple[JudgedProcess, str]]) -> None:
             run.audit.sent_kill(pid)
 
 
+_rm_ok: bool | None = None
+
+
+def _rm_available() -> bool:
+    """GNU ``rm`` with ``--one-file-system`` (checked once)."""
+    global _rm_ok
+    if _rm_ok is None:
+        try:
+            probe = subprocess.run(["rm", "-rf", "--one-file-system", "--", "/nonexistent/hermes-probe"],
+                                   stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
+            _rm_ok = probe.returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            _rm_ok = False
+    return _rm_ok
+
+
+def delete_tree(path: str) -> None:
+    """Remove a directory tree, errors ignored (the lstat afterwards is the verdict).
+
+    ``rm -rf --one-file-system`` where available: it never follows symlinks, never
+    descends into another filesystem mounted inside the entry (a bind mount of real
+    data must not be emptied through scratch; it is left as residue and reported),
+    and unlinks in inode order, which on a disk is markedly faster than a Python
+    walk. Elsewhere ``shutil.rmtree``.
+    """
+    if _rm_available():
+        try:
+            subprocess.run(["rm", "-rf", "--one-file-system", "--", path], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            return
+        except (OSError, subprocess.SubprocessError):
+            pass
+    shutil.rmtree(path, ignore_errors=True)
+
+
 def _remove(run: _Run, path: str) -> bool:
     """Delete ``path`` and prove it is gone. True only when lstat says ENOENT."""
     try:
         if st.S_ISDIR(os.lstat(path).st_mode):
-            shutil.rmtree(path, ignore_errors=True)
+            delete_tree(path)
         else:
             os.unlink(path)
     except FileNotFoundError:
