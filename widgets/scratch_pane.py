@@ -118,6 +118,7 @@ class ScratchPane(Pane):
         self._sort_reverse = False
         self._pruning = False
         self.last_survey = None
+        self._sizes = None  # engine.scratch.entries.SizeCache, made in the worker
 
     SORTS = ("name", "state", "idle", "size")
 
@@ -154,11 +155,13 @@ class ScratchPane(Pane):
 
     @work(thread=True, exclusive=True, group="scratch-survey")
     def _survey(self) -> None:
-        from engine.scratch.entries import survey_scratch
+        from engine.scratch.entries import SizeCache, survey_scratch
 
         try:
             target, options = self._target_and_options()
-            survey = survey_scratch(target, options, with_sizes=True)
+            if self._sizes is None:
+                self._sizes = SizeCache()
+            survey = survey_scratch(target, options, with_sizes=True, size_cache=self._sizes)
         except Exception as exc:
             self.post_message(self.Surveyed(error=f"{type(exc).__name__}: {exc}"))
             return

@@ -64,6 +64,28 @@ class Survey:
     quarantine: tuple[QuarantinedEntry, ...]
 
 
+class SizeCache:
+    """Sizes of entries the activity scan did not walk fully (active ones), kept for
+    ``max_age`` seconds so a pane refreshing every few seconds does not walk a huge
+    active tree every time. Only for display: the prune never uses it."""
+
+    def __init__(self, max_age: float = 120.0):
+        self.max_age = max_age
+        self._sizes: dict[str, tuple[float, int]] = {}
+
+    def size(self, path: str, now: float) -> int:
+        hit = self._sizes.get(path)
+        if hit is not None and now - hit[0] < self.max_age:
+            return hit[1]
+        size = tree_size(path)
+        self._sizes[path] = (now, size)
+        return size
+
+    def forget_except(self, paths: set[str]) -> None:
+        for p in [p for p in self._sizes if p not in paths]:
+            del self._sizes[p]
+
+
 def list_entry_paths(target: PruneTarget) -> list[tuple[str, str]]:
     """(name, path) of the top-level entries, sorted by name; the stamp is not one."""
     root = os.fspath(target.scratch_dir)
@@ -88,6 +110,7 @@ def survey_scratch(
     *,
     now: float | None = None,
     with_sizes: bool = False,
+    size_cache: SizeCache | None = None,
 ) -> Survey:
     """Scan every entry (in parallel processes when there are many), the keep rules
     and /proc. ``with_sizes`` also measures entries the activity walk did not finish
@@ -129,8 +152,10 @@ def survey_scratch(
             idle_s = max(0.0, now - act.newest_mtime)
         size = act.size_bytes
         if size is None and with_sizes:
-            size = tree_size(path)
+            size = size_cache.size(path, now) if size_cache is not None else tree_size(path)
         reports.append(EntryReport(name, path, act, state, idle_s, size, reason, procs))
+    if size_cache is not None:
+        size_cache.forget_except({p for _n, p in named})
     return Survey(
         target=target,
         now=now,
