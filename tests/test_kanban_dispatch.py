@@ -256,7 +256,7 @@ async def test_stale_claim_with_a_dead_worker_is_reclaimed_and_counted(world):
 
 async def test_worker_alive_120s_after_its_run_closed_is_reaped(world):
     home, clock, make = world
-    settings = kanban_settings({"w": f'{CLI} complete "$HERMES_KANBAN_TASK"; echo lingering; exec sleep 60'})
+    settings = kanban_settings({"w": f'echo lingering; {CLI} complete "$HERMES_KANBAN_TASK"; exec sleep 60'})
     board, disp, spawner = await make(settings)
     try:
         t = await tr.create_task(board, NewTask("lingers", assignee="w"))
@@ -371,6 +371,7 @@ async def test_caps_priority_and_the_held_back_line(world):
     try:
         low = await tr.create_task(board, NewTask("low", assignee="b", priority=0))
         high_a1 = await tr.create_task(board, NewTask("a1", assignee="a", priority=5))
+        clock.advance(1)  # same priority: the older card goes first
         high_a2 = await tr.create_task(board, NewTask("a2", assignee="a", priority=5))
         mid = await tr.create_task(board, NewTask("mid", assignee="b", priority=3))
         result = await disp.tick()

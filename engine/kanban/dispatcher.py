@@ -51,7 +51,7 @@ from engine.kanban.models import (
     SpawnedCard,
     Task,
 )
-from engine.kanban.store import TASK_COLUMNS, Board, add_event, task_from_row
+from engine.kanban.store import TASK_COLUMNS, Board, add_event, add_events, task_from_row
 from engine.kanban.transitions import CLEAR_WORKER, close_run
 from engine.kanban.workers import (
     RUN_HEADER_PREFIX,
@@ -199,8 +199,10 @@ class Dispatcher:
         worker may still be printing) into its card log."""
         if run_ids is None:
             rows = await self.board.fetch(
-                "SELECT id, task_id, output_path, log_offset FROM task_runs "
-                "WHERE output_path IS NOT NULL AND (ended_at IS NULL OR worker_pid IS NOT NULL)")
+                "SELECT r.id, r.task_id, r.output_path, r.log_offset FROM tasks t "
+                "JOIN task_runs r ON r.id = t.current_run_id WHERE t.status = 'running' AND r.output_path IS NOT NULL "
+                "UNION SELECT id, task_id, output_path, log_offset FROM task_runs "
+                "WHERE ended_at IS NOT NULL AND worker_pid IS NOT NULL AND output_path IS NOT NULL")
         else:
             rows = await self.board.fetch(
                 f"SELECT id, task_id, output_path, log_offset FROM task_runs WHERE output_path IS NOT NULL "
@@ -534,28 +536,39 @@ class Dispatcher:
             return []
         lock = claim_lock_here()
         expires = now + self.k.claim_ttl_seconds
-        claimed: list[_Claimed] = []
+        wanted = {task_id: (profile, title, body, newly) for task_id, profile, title, body, newly in chosen}
+        marks = ",".join("?" * len(wanted))
+        default = self.k.default_assignee
         async with self.board.transaction() as conn:
-            for task_id, profile, title, body, newly in chosen:
-                cur = await conn.execute(
-                    "UPDATE tasks SET status = ?, assignee = ?, claim_lock = ?, claim_expires = ?, "
-                    "started_at = COALESCE(started_at, ?), last_heartbeat_at = NULL "
-                    "WHERE id = ? AND status = ? AND claim_lock IS NULL",
-                    (RUNNING, profile, lock, expires, now, task_id, READY))
-                if cur.rowcount != 1:
-                    continue  # another dispatcher (or a person) got there first
-                cur = await conn.execute(
-                    "INSERT INTO task_runs (task_id, profile, status, claim_lock, claim_expires, started_at) "
-                    "VALUES (?, ?, 'running', ?, ?, ?)", (task_id, profile, lock, expires, now))
-                run_id = cur.lastrowid
-                await conn.execute("UPDATE tasks SET current_run_id = ? WHERE id = ?", (run_id, task_id))
+            # One compare-and-set for all: only cards still ready and unclaimed are taken
+            # (another dispatcher, or a person, may have got there first).
+            rows = await conn.execute_fetchall(
+                "UPDATE tasks SET status = ?, assignee = COALESCE(assignee, ?), claim_lock = ?, claim_expires = ?, "
+                f"started_at = COALESCE(started_at, ?), last_heartbeat_at = NULL WHERE id IN ({marks}) "
+                "AND status = ? AND claim_lock IS NULL RETURNING id",
+                (RUNNING, default, lock, expires, now, *wanted, READY))
+            won = [r[0] for r in rows]
+            if not won:
+                return []
+            runs = await conn.execute_fetchall(
+                "INSERT INTO task_runs (task_id, profile, status, claim_lock, claim_expires, started_at) VALUES "
+                + ",".join(["(?, ?, 'running', ?, ?, ?)"] * len(won)) + " RETURNING id, task_id",
+                [v for task_id in won for v in (task_id, wanted[task_id][0], lock, expires, now)])
+            run_of = {task_id: run_id for run_id, task_id in runs}
+            await conn.executemany("UPDATE tasks SET current_run_id = ? WHERE id = ?",
+                                   [(run_of[task_id], task_id) for task_id in won])
+            events = []
+            for task_id in won:
+                profile, _title, _body, newly = wanted[task_id]
                 if newly:
-                    await add_event(conn, task_id, "assigned",
-                                    {"assignee": profile, "source": "kanban.default_assignee"}, now)
+                    events.append((task_id, None, "assigned",
+                                   {"assignee": profile, "source": "kanban.default_assignee"}))
                     tally.auto_assigned.append(task_id)
-                await add_event(conn, task_id, "claimed", {"claim_lock": lock, "profile": profile}, now, run_id)
-                claimed.append(_Claimed(task_id, run_id, self.k.profiles[profile], title, body))
-        return claimed
+                events.append((task_id, run_of[task_id], "claimed", {"claim_lock": lock, "profile": profile}))
+            await add_events(conn, events, now)
+        order = {task_id: i for i, (task_id, *_rest) in enumerate(chosen)}
+        return [_Claimed(task_id, run_of[task_id], self.k.profiles[wanted[task_id][0]], wanted[task_id][1],
+                         wanted[task_id][2]) for task_id in sorted(won, key=order.__getitem__)]
 
     async def _launch(self, c: _Claimed) -> LaunchedWorker | Exception:
         def go() -> LaunchedWorker:
@@ -579,24 +592,26 @@ class Dispatcher:
                                tally: _Tally) -> None:
         now = self.board.now()
         failed: list[tuple[_Claimed, str]] = []
-        async with self.board.transaction() as conn:
-            for c, launched in results:
-                if isinstance(launched, Exception):
-                    failed.append((c, f"spawn_failed: {launched}"))
-                    continue
-                fp = launched.fingerprint or identity.UNVERIFIED
-                await conn.execute(
+        ok: list[tuple[_Claimed, LaunchedWorker, str]] = []
+        for c, launched in results:
+            if isinstance(launched, Exception):
+                failed.append((c, f"spawn_failed: {launched}"))
+            else:
+                ok.append((c, launched, launched.fingerprint or identity.UNVERIFIED))
+        if ok:
+            async with self.board.transaction() as conn:
+                await conn.executemany(
                     "UPDATE task_runs SET worker_pid = ?, worker_started_at = ?, process_id = ?, output_path = ? "
-                    "WHERE id = ?", (launched.pid, fp, launched.process_id, launched.output_path, c.run_id))
+                    "WHERE id = ?", [(w.pid, fp, w.process_id, w.output_path, c.run_id) for c, w, fp in ok])
                 # The worker may already have ended its run (a very fast worker): then only
                 # the run row keeps the evidence.
-                await conn.execute(
+                await conn.executemany(
                     "UPDATE tasks SET worker_pid = ?, worker_started_at = ? WHERE id = ? AND current_run_id = ?",
-                    (launched.pid, fp, c.task_id, c.run_id))
-                await add_event(conn, c.task_id, "spawned", {
-                    "pid": launched.pid, "worker_started_at": fp, "process_id": launched.process_id,
-                    "profile": c.profile.name}, now, c.run_id)
-                tally.spawned.append(SpawnedCard(c.task_id, c.profile.name, launched.pid, launched.process_id))
+                    [(w.pid, fp, c.task_id, c.run_id) for c, w, fp in ok])
+                await add_events(conn, [(c.task_id, c.run_id, "spawned", {
+                    "pid": w.pid, "worker_started_at": fp, "process_id": w.process_id, "profile": c.profile.name})
+                    for c, w, fp in ok], now)
+            tally.spawned.extend(SpawnedCard(c.task_id, c.profile.name, w.pid, w.process_id) for c, w, _fp in ok)
         for c, error in failed:
             task = await self.board.get_task(c.task_id)
             if task.current_run_id != c.run_id:

@@ -69,7 +69,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             current_run_id INTEGER,
             result TEXT
         )""",
-        "CREATE INDEX tasks_by_status ON tasks(status, priority DESC, created_at)",
+        "CREATE INDEX tasks_by_status ON tasks(status, priority DESC, created_at, id)",
         """CREATE TABLE task_runs (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             task_id TEXT NOT NULL,
@@ -105,7 +105,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             child_id TEXT NOT NULL,
             PRIMARY KEY (parent_id, child_id)
         )""",
-        "CREATE INDEX links_by_child ON task_links(child_id)",
+        "CREATE INDEX links_by_child ON task_links(child_id, parent_id)",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -367,9 +367,15 @@ class Board:
 async def add_event(conn: aiosqlite.Connection, task_id: str, kind: str, payload: dict[str, Any] | None,
                     now: float, run_id: int | None = None) -> None:
     """Append one event (inside the caller's transaction)."""
+    await add_events(conn, [(task_id, run_id, kind, payload)], now)
+
+
+async def add_events(conn: aiosqlite.Connection,
+                     events: Sequence[tuple[str, int | None, str, dict[str, Any] | None]], now: float) -> None:
+    """Append many events, (task_id, run_id, kind, payload) each, in one statement."""
     from engine.kanban.models import dump_payload
 
-    await conn.execute(
+    await conn.executemany(
         "INSERT INTO task_events (task_id, run_id, kind, payload, created_at) VALUES (?, ?, ?, ?, ?)",
-        (task_id, run_id, kind, dump_payload(payload), now),
+        [(task_id, run_id, kind, dump_payload(payload), now) for task_id, run_id, kind, payload in events],
     )
