@@ -7,11 +7,10 @@ from engine.scratch.audit import read_records
 from engine.scratch.entries import survey_scratch
 from engine.scratch.target import PruneOptions, PruneTarget
 from hermes_tui import demo_scratch
-from hermes_tui.demo import build_demo_home, cleanup_demo_home
 
 
-def test_demo_home_has_every_kind_of_entry_and_a_real_pass_in_the_log(tmp_path):
-    home = build_demo_home(tmp_path / "hermes-demo-x")
+def test_demo_home_has_every_kind_of_entry_and_a_real_pass_in_the_log(home):
+    demo_scratch.build(home)  # only the scratch builder (other parts add their own entries)
     try:
         survey = survey_scratch(PruneTarget.of(home), PruneOptions.from_settings(home, Settings()))
         states = {e.name: e.state for e in survey.entries}
@@ -27,5 +26,5 @@ def test_demo_home_has_every_kind_of_entry_and_a_real_pass_in_the_log(tmp_path):
         actions = [r.action for r in read_records(home.prune_log)]
         assert "TERM" in actions and "quarantined" in actions and "kept" in actions
     finally:
-        cleanup_demo_home(home)
+        demo_scratch.cleanup(home)
     assert str(home.root) not in demo_scratch._sessions  # the demo session was stopped
