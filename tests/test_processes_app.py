@@ -153,11 +153,11 @@ async def test_ctrl_b_with_nothing_running_says_so(home):
 async def test_kill_asks_first_with_no_as_default(home, cleanup):
     reg = ProcessRegistry(home, Settings())
     s = reg.spawn(["sleep", "30"], owner="test")
-    app = make_app(home)
+    app = PaneOnly(home, FAST)
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
         await wait_until(pilot, lambda: s.id in pane._rows)
-        await pilot.press("2")
+        pane.table.focus()
         await pilot.press("k")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal))
         await pilot.pause()
@@ -180,13 +180,13 @@ async def test_completions_while_no_app_was_open_show_once(home):
     reg = ProcessRegistry(home, Settings())
     s = reg.spawn("echo done; exit 1", notify=True)
     reg.wait(s.id, timeout=10)
-    app = make_app(home)
+    app = PaneOnly(home, FAST)
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
         await wait_until(pilot, lambda: pane.notifications)
         assert [e.session_id for e in pane.notifications] == [s.id]
         assert any(s.id in t for t in app.toasts)
-    again = make_app(home)
+    again = PaneOnly(home, FAST)
     async with again.run_test(size=WIDE) as pilot:
         pane = again.pane("processes")
         await wait_until(pilot, lambda: pane.refresh_count >= 2)
@@ -195,7 +195,7 @@ async def test_completions_while_no_app_was_open_show_once(home):
 
 async def test_watch_match_appears_as_toast_and_in_the_list(home, cleanup):
     reg = ProcessRegistry(home, Settings())
-    app = make_app(home)
+    app = PaneOnly(home, FAST)
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
         await pilot.pause(0.3)
@@ -211,14 +211,14 @@ async def test_output_view_search_wrap_follow_copy(home, cleanup):
     reg = ProcessRegistry(home, Settings())
     s = reg.spawn("for i in $(seq 1 50); do echo line $i; done; echo 'needle here'; echo 'api_key=SECRETVALUE'")
     reg.wait(s.id, timeout=10)
-    app = make_app(home)
+    app = PaneOnly(home, FAST)
     copied: list[str] = []
     app.copy_to_clipboard = copied.append
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
         await wait_until(pilot, lambda: len(pane.output.lines) >= 52)
         assert "SECRETVALUE" not in pane.output.text()
-        await pilot.press("2")
+        pane.table.focus()
         await pilot.press("slash")
         await pilot.pause()
         await pilot.press(*"needle", "enter")
@@ -272,12 +272,23 @@ def write_session(home: HomeLayout, sid: str, command: str, started: float, runt
 
 
 class PaneOnly(App):
-    def __init__(self, home: HomeLayout) -> None:
+    """The pane alone (no other pane's state in the picture or in the way)."""
+
+    def __init__(self, home: HomeLayout, settings: Settings | None = None) -> None:
         super().__init__()
         self.home = home
+        self.settings = settings or replace(Settings(), ui=UiSettings(refresh_seconds=3600))
+        self.toasts: list[str] = []
 
     def compose(self) -> ComposeResult:
-        yield ProcessesPane(home=self.home, settings=replace(Settings(), ui=UiSettings(refresh_seconds=3600)))
+        yield ProcessesPane(home=self.home, settings=self.settings)
+
+    def pane(self, _pane_id: str) -> ProcessesPane:
+        return self.query_one(ProcessesPane)
+
+    def notify(self, message, **kw):
+        self.toasts.append(str(message))
+        return super().notify(message, **kw)
 
 
 def test_pane_snapshot(snap_compare, tmp_path):

@@ -224,6 +224,10 @@ class ProcessesPane(Pane):
 
     @on(DataTable.RowHighlighted, "#proc-table")
     def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        # A row added to an empty table is highlighted without the user asking: that must
+        # not take the view away from a foreground run the user is watching.
+        if self.foreground is not None and not self.table.has_focus:
+            return
         if event.row_key is not None and event.row_key.value:
             self._show_row(event.row_key.value)
 
