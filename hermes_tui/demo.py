@@ -49,3 +49,4 @@ def cleanup_demo_home(home: HomeLayout) -> None:
         shutil.rmtree(home.root, ignore_errors=True)
 import hermes_tui.demo_kanban  # noqa: E402,F401,I001  (registers the kanban builder and cleanup)
 from hermes_tui import demo_scratch  # noqa: E402,F401  (registers the scratch builder and cleanup)
+from hermes_tui import demo_processes  # noqa: E402,F401  (registers the processes builder and cleanup)
