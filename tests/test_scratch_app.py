@@ -60,7 +60,7 @@ async def test_pane_lists_entries_with_state_and_reason(home):
         assert table.row_count == 4
         states = {table.get_row(k)[0].plain: table.get_row(k)[1].plain for k in pane._rows}
         assert states == {"idle-lane": "idle", "old-run": "idle", "active-lane": "active", "parked": "kept"}
-        why = table.get_row("e:parked")[5].plain
+        why = table.get_row("e:parked")[4].plain
         assert why == ".scratch-keep marker"
         assert table.get_row("e:old-run")[2].plain == "3d 8h"
         assert "4 entries" in pane.border_subtitle and "2 idle" in pane.border_subtitle

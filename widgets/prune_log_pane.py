@@ -125,6 +125,18 @@ class PruneLogPane(Pane):
             return self._text in hay
         return True
 
+    def _short_path(self, path: str) -> str:
+        """Paths inside this home's scratch or quarantine, shown relative to them."""
+        for prefix, label in ((str(self.home.scratch_dir), "scratch"),
+                              (str(self.home.quarantine_dir), "quarantine")):
+            if path.startswith(prefix + "/"):
+                return f"{label}/{path[len(prefix) + 1:]}"
+        return path
+
+    def _short_text(self, text: str) -> str:
+        text = text.replace(str(self.home.scratch_dir) + "/", "scratch/")
+        return text.replace(str(self.home.quarantine_dir) + "/", "quarantine/")
+
     def _append(self, records: list) -> None:
         if not records:
             return
@@ -134,10 +146,10 @@ class PruneLogPane(Pane):
             for rec in records:
                 style = ACTION_STYLES.get(rec.action, "")
                 table.add_row(
-                    Text(rec.time, style="dim"),
+                    Text(rec.time.split(",")[0], style="dim"),
                     Text(rec.action, style=style),
-                    Text(rec.path),
-                    Text(rec.detail, style="dim" if rec.action in ("kept", "vanished") else ""),
+                    Text(self._short_path(rec.path)),
+                    Text(self._short_text(rec.detail), style="dim" if rec.action in ("kept", "vanished") else ""),
                     key=str(self._next_key),
                 )
                 self._next_key += 1

@@ -30,7 +30,7 @@ STATE_STYLES = {
 }
 
 COLUMNS = (("name", "Entry"), ("state", "State"), ("idle", "Idle"), ("size", "Size"),
-           ("pids", "Procs"), ("why", "Why kept"))
+           ("why", "Why kept"), ("pids", "Procs"))
 
 # Re-survey at most this often on its own (each survey walks every active entry).
 MIN_REFRESH_SECONDS = 10.0
@@ -50,7 +50,7 @@ def _row_cells(row) -> dict[str, SortCell]:
     kind, item = row
     if kind == "q":
         return {
-            "name": SortCell(show_name(item.file_name), item.file_name),
+            "name": SortCell(show_name(item.file_name), (1, item.file_name)),  # quarantine rows last
             "state": SortCell("quarantined", "zquarantined", STATE_STYLES["quarantined"]),
             "idle": SortCell("-", -1.0),
             "size": SortCell("-", -1),
@@ -59,7 +59,7 @@ def _row_cells(row) -> dict[str, SortCell]:
         }
     pids = ",".join(str(p) for p in item.pids)
     return {
-        "name": SortCell(show_name(item.name), item.name),
+        "name": SortCell(show_name(item.name), (0, item.name)),
         "state": SortCell(item.state, item.state, STATE_STYLES.get(item.state, "")),
         "idle": SortCell(human_duration(item.idle_seconds) if item.idle_seconds is not None else "?",
                          item.idle_seconds if item.idle_seconds is not None else -1.0),
