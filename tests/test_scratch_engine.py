@@ -511,3 +511,18 @@ def test_delete_never_follows_symlinks_out_of_the_entry(home, tmp_path):
     assert result.removed_count == 2
     assert (outside / "thesis.tex").read_text() == "years of work"
     assert not os.path.lexists(t.scratch_dir / "top-link") and not e.exists()
+
+
+def test_quarantine_on_another_filesystem_keeps_the_entry_and_says_why(home, monkeypatch):
+    import errno as errno_mod
+
+    t = target_of(home)
+    e = make_entry(t.scratch_dir, "e")
+
+    def cross_device(src, dst):
+        raise OSError(errno_mod.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(execute, "rename_noreplace", cross_device)
+    result = run(home, options(quarantine_hours=12))
+    assert e.exists() and result.removed_count == 0 and not result.ok
+    assert "quarantine_hours: 0" in log_text(home)

@@ -19,6 +19,7 @@ non-blocking lock (it logs one line and does nothing).
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import shutil
@@ -443,6 +444,9 @@ def _quarantine(run: _Run, path: str, name: str, size: int) -> int:
         rename_noreplace(path, dest)
     except Exception as exc:
         why = getattr(exc, "strerror", None) or str(exc)
+        if getattr(exc, "errno", None) == errno.EXDEV:
+            why += (" (the quarantine folder is on another filesystem than the scratch folder; "
+                    "set scratch.quarantine_hours: 0 to delete instead)")
         run.audit.could_not_quarantine(path, why)
         run.failures.append(f"could not quarantine {path!r}: {why}")
         return 0
