@@ -221,3 +221,21 @@ async def test_concurrent_changes_from_two_connections_never_both_win(home):
     finally:
         await a.close()
         await b.close()
+
+
+async def test_board_view_keeps_finished_columns_short_but_counts_everything(home):
+    clock = FakeClock(1_000_000.0)
+    board = await open_board(home, clock)
+    try:
+        cards = await tr.create_tasks(board, [NewTask(f"c{i}") for i in range(130)])
+        for i, card in enumerate(cards[:120]):
+            clock.now = 1_000_000.0 + i
+            await tr.complete(board, card.id)
+        tasks, counts = await board.board_view(["ready", "done"], recent_limit=100)
+        done = [t for t in tasks if t.status == "done"]
+        assert counts == {"done": 120, "ready": 10}
+        assert len(done) == 100 and done[0].id == cards[119].id  # newest first
+        assert cards[0].id not in {t.id for t in done}
+        assert len([t for t in tasks if t.status == "ready"]) == 10
+    finally:
+        await board.close()

@@ -37,6 +37,8 @@ from widgets.pane import EmptyState, Pane
 
 COLUMNS = tuple(s for s in STATUSES if s != ARCHIVED)
 MIN_COLUMN_WIDTH = 22
+RECENT_FINISHED = 100  # the done/archived columns show their newest cards only
+FIRST_TICK_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,7 @@ class BoardPane(Pane):
         self.board: Board | None = None
         self._tick_board: Board | None = None
         self.cards: dict[str, CardView] = {}
+        self.counts: dict[str, int] = {}  # status -> cards on the board (columns may show fewer)
         self._prompts: dict[str, str] = {}  # card id -> the text its option shows now
         self._columns: dict[str, list[str]] = {s: [] for s in STATUSES}
         self.show_archived = False
@@ -200,7 +203,9 @@ class BoardPane(Pane):
         self.refresh_board()
         self.set_interval(max(0.2, self.settings.ui.refresh_seconds), self.refresh_board)
         if self.settings.kanban.dispatch:
-            self.set_interval(self.settings.kanban.dispatch_interval_seconds, self.dispatch)
+            interval = self.settings.kanban.dispatch_interval_seconds
+            self.set_timer(min(interval, FIRST_TICK_SECONDS), self.dispatch)
+            self.set_interval(interval, self.dispatch)
 
     def _fail(self, message: str) -> None:
         self.error = message
@@ -216,7 +221,7 @@ class BoardPane(Pane):
             return
         statuses = STATUSES if self.show_archived else COLUMNS
         try:
-            tasks = await self.board.list_tasks(statuses)
+            tasks, counts = await self.board.board_view(statuses, RECENT_FINISHED)
         except StoreError as exc:
             self._fail(f"The board cannot be read: {exc}")
             return
@@ -224,9 +229,9 @@ class BoardPane(Pane):
             self.notify(f"board refresh failed: {exc}", severity="error", timeout=5)
             return
         views = await asyncio.to_thread(_with_liveness, tasks)
-        self.apply(views)
+        self.apply(views, counts)
 
-    def apply(self, views: list[CardView]) -> None:
+    def apply(self, views: list[CardView], counts: dict[str, int] | None = None) -> None:
         """Keyed diff: redraw only changed cards; rebuild a column only when its order changed."""
         now = self.clock()
         by_status: dict[str, list[CardView]] = {s: [] for s in STATUSES}
@@ -234,6 +239,7 @@ class BoardPane(Pane):
             by_status.setdefault(view.task.status, []).append(view)
         old = self.cards
         self.cards = {v.task.id: v for v in views}
+        self.counts = dict(counts) if counts is not None else {}
         with self.app.batch_update():
             for status in STATUSES:
                 column = by_status[status]
@@ -261,7 +267,9 @@ class BoardPane(Pane):
                             cards.replace_option_prompt(v.task.id, prompt)
                             self._prompts[v.task.id] = prompt.plain
                 title = self.query_one(f"#column-{status} .column-title", Label)
-                title.update(f"{status.upper()} ({len(column)})")
+                total = (counts or {}).get(status, len(column))
+                shown = f"{len(column)} of {total}" if total > len(column) else f"{len(column)}"
+                title.update(f"{status.upper()} ({shown})")
         self._show_info()
 
     def _show_info(self) -> None:
@@ -276,7 +284,7 @@ class BoardPane(Pane):
                 state += f": spawned {len(self.last_result.spawned)}"
         info = state + (f" · {self.last_held_back}" if self.last_held_back else "")
         self.query_one("#board-info", Static).update(info)
-        total = sum(len(self._columns[s]) for s in COLUMNS)
+        total = sum(self.counts.get(s, len(self._columns[s])) for s in COLUMNS)
         status = f"{total} cards, {running} running · {'dispatch on' if k.dispatch else 'dispatch off'}"
         if self.last_held_back:
             status += " · " + self.last_held_back.replace("Last tick held back: ", "held back: ")

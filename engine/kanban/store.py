@@ -304,22 +304,46 @@ class Board:
 
     async def list_tasks(self, statuses: Sequence[str] | None = None) -> list[Task]:
         """Cards (with parents and the open run's process id) in board order."""
-        where = ""
-        params: list[Any] = []
         if statuses:
-            where = f"WHERE t.status IN ({','.join('?' * len(statuses))})"
-            params.extend(statuses)
+            return await self._tasks_where(f"t.status IN ({','.join('?' * len(statuses))})", list(statuses))
+        return await self._tasks_where("1", [])
+
+    async def _tasks_where(self, where: str, params: list[Any]) -> list[Task]:
         rows = await self.fetch(
             f"SELECT {', '.join('t.' + c.strip() for c in TASK_COLUMNS.split(','))}, "
             "(SELECT group_concat(parent_id) FROM task_links WHERE child_id = t.id), "
             "(SELECT process_id FROM task_runs WHERE id = t.current_run_id) "
-            f"FROM tasks t {where} ORDER BY t.priority DESC, t.created_at, t.id",
+            f"FROM tasks t WHERE {where} ORDER BY t.priority DESC, t.created_at, t.id",
             params,
         )
         out = []
         for row in rows:
             parents = tuple(sorted(row[20].split(","))) if row[20] else ()
             out.append(task_from_row(row[:20], parents, row[21]))
+        return out
+
+    async def board_view(self, statuses: Sequence[str], recent_limit: int = 100,
+                         recent_statuses: Sequence[str] = ("done", "archived")) -> tuple[list[Task], dict[str, int]]:
+        """What the board shows: every card of ``statuses``, except that the finished
+        columns (``recent_statuses``) hold only their ``recent_limit`` newest cards (a
+        board with 50,000 done cards must not redraw them all); plus the full counts."""
+        busy = [s for s in statuses if s not in recent_statuses]
+        tasks = await self.list_tasks(busy) if busy else []
+        for status in (s for s in statuses if s in recent_statuses):
+            ids = await self.fetch(
+                "SELECT id FROM tasks WHERE status = ? ORDER BY coalesce(completed_at, created_at) DESC, id "
+                "LIMIT ?", (status, recent_limit))
+            if ids:
+                recent = await self.list_tasks_by_id([r[0] for r in ids])
+                recent.sort(key=lambda t: (-(t.completed_at or t.created_at), t.id))
+                tasks.extend(recent)
+        return tasks, await self.counts()
+
+    async def list_tasks_by_id(self, ids: Sequence[str]) -> list[Task]:
+        out: list[Task] = []
+        for i in range(0, len(ids), 500):
+            chunk = list(ids[i : i + 500])
+            out.extend(await self._tasks_where(f"t.id IN ({','.join('?' * len(chunk))})", chunk))
         return out
 
     async def runs_of(self, task_id: str) -> list[Run]:

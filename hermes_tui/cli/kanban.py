@@ -416,17 +416,21 @@ def run_daemon(ctx: Context) -> int:
     previous = signal.signal(signal.SIGTERM, on_term)
     print(f"Dispatching every {interval:g}s. Ctrl+C to stop.", flush=True)
     ticks = 0
+    last_held_back = ""
     try:
         while not stop["now"]:
             result = _tick(ctx, spawner)
             ticks += 1
             busy = any(result.to_json()[k] for k in ("spawned", "reclaimed", "crashed", "timed_out", "promoted",
                                                       "reaped_terminal_workers", "protocol_violations",
-                                                      "rate_limited", "auto_blocked", "completed_on_exit"))
-            if busy or result.held_back:
+                                                      "rate_limited", "auto_blocked", "completed_on_exit",
+                                                      "warnings"))
+            # A tick that only repeats the same "held back" line stays quiet.
+            if busy or (result.held_back and result.held_back != last_held_back):
                 stamp = time.strftime("%H:%M:%S")
                 for line in dispatch_lines(result):
                     print(f"[{stamp}] {line}", flush=True)
+            last_held_back = result.held_back
             deadline = time.monotonic() + interval
             while not stop["now"] and time.monotonic() < deadline:
                 time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
