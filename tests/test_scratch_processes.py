@@ -254,3 +254,16 @@ def test_process_arriving_after_the_plan_in_a_registered_way_keeps_the_entry(hom
     fp = identity.fingerprint(p.pid)
     result = execute_plan(t, plan, options(registered=lambda: [(p.pid, fp, "late")]))
     assert e.exists() and p.poll() is None and result.removed_count == 0
+
+
+def test_process_arriving_after_an_approved_plan_keeps_the_entry_and_is_not_signalled(home, children):
+    t = target_of(home)
+    e = make_entry(t.scratch_dir, "e")
+    other = make_entry(t.scratch_dir, "other")
+    plan = plan_prune(t, options())
+    assert plan.signals == ()
+    p = _start(children, ["sleep", "60"], e)
+    result = execute_plan(t, plan, options())
+    assert e.exists() and not other.exists() and p.poll() is None
+    assert result.signalled == ()
+    assert "started working inside after the plan" in log_text(home)

@@ -271,7 +271,8 @@ def _execute(run: _Run) -> PruneResult:
         return run.result(why)
 
     candidates = _drop_newly_kept(run, judged)
-    _signal(run, victims(judged, {c.name for c in candidates}))
+    candidates, targets = _only_what_was_planned(run, candidates, victims(judged, {c.name for c in candidates}))
+    _signal(run, targets)
     total = len(candidates) + len(plan.expiring)
     freed = 0
     for i, cand in enumerate(candidates):
@@ -300,6 +301,34 @@ def _drop_newly_kept(run: _Run, judged: list[JudgedProcess]) -> list[Candidate]:
         else:
             out.append(c)
     return out
+
+
+def _only_what_was_planned(
+    run: _Run, candidates: list[Candidate], targets: list[tuple[JudgedProcess, str]]
+) -> tuple[list[Candidate], list[tuple[JudgedProcess, str]]]:
+    """An approved plan signals only the processes it showed. A process that started
+    working inside a candidate since the plan keeps that entry (someone is there
+    now); a new orphan waits for the next pass."""
+    planned = {(s.pid, s.fingerprint) for s in run.plan.signals}
+    keep_names: dict[str, JudgedProcess] = {}
+    allowed = []
+    for j, why in targets:
+        if (j.proc.pid, j.proc.fingerprint) in planned:
+            allowed.append((j, why))
+        elif j.area == "scratch" and j.entry is not None and not j.gone_cwd:
+            keep_names.setdefault(j.entry, j)
+    if not keep_names:
+        return candidates, allowed
+    out = []
+    for c in candidates:
+        j = keep_names.get(c.name)
+        if j is None:
+            out.append(c)
+        else:
+            run.keep(c.path, f"process pid={j.proc.pid} ({j.proc.name}) started working inside after the plan")
+    doomed = {c.name for c in out}
+    allowed = [(j, why) for j, why in allowed if j.gone_cwd or j.entry in doomed]
+    return out, allowed
 
 
 def _signal(run: _Run, targets: list[tuple[JudgedProcess, str]]) -> None:
