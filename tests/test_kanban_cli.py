@@ -194,3 +194,13 @@ def test_tail_prints_new_events_until_ctrl_c(home):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_assign_and_relative_db_paths(home, tmp_path):
+    card = create(home, "card", "--assignee", "a")
+    r = kanban(home, "assign", card[:6], "b")
+    assert r.returncode == 0 and r.stdout.strip() == f"Assigned {card} to b"
+    assert json.loads(kanban(home, "show", card, "--json").stdout)["assignee"] == "b"
+    assert kanban(home, "assign", card, "-").stdout.strip() == f"Assigned {card} to nobody"
+    r = run_cli("--home", str(home.root), "kanban", "--db", "rel.db", "create", "here", cwd=tmp_path)
+    assert r.returncode == 0 and (tmp_path / "rel.db").exists()

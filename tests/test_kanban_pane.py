@@ -361,3 +361,19 @@ def test_board_snapshot_wide(snap_compare, tmp_path, fixed_clock):
 
 def test_board_snapshot_narrow(snap_compare, tmp_path, fixed_clock):
     assert snap_compare(_snapshot_app(tmp_path), terminal_size=(80, 24), run_before=_loaded)
+
+
+async def test_assign_key_reassigns_and_resets_failures(home):
+    made = await seed(home)
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        pane = app.query_one(BoardPane)
+        await wait_for(pilot, lambda: len(pane.cards) == 7)
+        await select(pilot, pane, made["blocked"])
+        await pilot.press("e")
+        field = app.screen.query_one("#assignee")
+        assert field.value == "coder"
+        field.value = "writer"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: pane.cards[made["blocked"]].task.assignee == "writer")
+        assert pane.cards[made["blocked"]].task.consecutive_failures == 0

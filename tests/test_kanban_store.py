@@ -239,3 +239,21 @@ async def test_board_view_keeps_finished_columns_short_but_counts_everything(hom
         assert len([t for t in tasks if t.status == "ready"]) == 10
     finally:
         await board.close()
+
+
+async def test_reassigning_to_another_profile_resets_the_failures(home):
+    board = await open_board(home)
+    try:
+        t = await tr.create_task(board, NewTask("card", assignee="a"))
+        await board.conn.execute("UPDATE tasks SET consecutive_failures = 1 WHERE id = ?", (t.id,))
+        await tr.assign(board, t.id, "a")  # same profile: nothing changes
+        assert (await board.get_task(t.id)).consecutive_failures == 1
+        await tr.assign(board, t.id, "b")
+        card = await board.get_task(t.id)
+        assert (card.assignee, card.consecutive_failures) == ("b", 0)
+        assert (await board.events(t.id))[-1].payload["previous"] == "a"
+        running, _run = await _running_card(board)
+        with pytest.raises(tr.TransitionRefused, match="reclaim it first"):
+            await tr.assign(board, running, "b")
+    finally:
+        await board.close()

@@ -113,6 +113,48 @@ class NewCardScreen(ModalScreen[NewTask | None]):
             self.dismiss(None)
 
 
+class AssignScreen(ModalScreen[str | None]):
+    """Ask for a card's new assignee. Dismisses with the name ("" = nobody), or None."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="board.assign.cancel")]
+
+    DEFAULT_CSS = """
+    AssignScreen { align: center middle; }
+    AssignScreen > Vertical {
+        width: 70%; max-width: 80; height: auto;
+        border: thick $accent 60%; background: $surface; padding: 1 2;
+    }
+    AssignScreen .title { text-style: bold; }
+    AssignScreen .hint { color: $text-muted; margin-top: 1; }
+    """
+
+    def __init__(self, task_id: str, current: str | None, profiles: Sequence[str]) -> None:
+        super().__init__()
+        self.task_id = task_id
+        self._current = current or ""
+        self._profiles = list(profiles)
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(f"Assign {self.task_id}", classes="title")
+            yield Input(value=self._current, placeholder="profile name (empty: nobody)", id="assignee",
+                        suggester=SuggestFromList(self._profiles, case_sensitive=True))
+            known = ", ".join(self._profiles) or "none configured"
+            yield Static(f"Profiles: {known}. A different profile starts with 0 failures. "
+                         "Enter assigns, Escape cancels.", classes="hint")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value.strip())
+
+
 def _when(ts: float | None) -> str:
     return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 

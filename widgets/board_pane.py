@@ -31,7 +31,7 @@ from engine.kanban import transitions as tr
 from engine.kanban.models import ARCHIVED, BLOCKED, RUNNING, STATUSES, DispatchResult, NewTask, Task
 from engine.kanban.store import Board, StoreError
 from engine.kanban.workers import card_log_path, is_host_local, worker_state
-from widgets.board_modals import CardDetailsScreen, NewCardScreen
+from widgets.board_modals import AssignScreen, CardDetailsScreen, NewCardScreen
 from widgets.confirm import ConfirmModal
 from widgets.pane import EmptyState, Pane
 
@@ -95,6 +95,7 @@ class BoardPane(Pane):
         Binding("right,l", "column(1)", "Column right", id="board.column_right", show=False),
         Binding("greater_than_sign", "move(1)", "Move right", id="board.move_right"),
         Binding("less_than_sign", "move(-1)", "Move left", id="board.move_left"),
+        Binding("e", "assign", "Assign", id="board.assign"),
         Binding("r", "reclaim", "Reclaim", id="board.reclaim"),
         Binding("a", "archive", "Archive", id="board.archive"),
         Binding("u", "unblock", "Unblock", id="board.unblock"),
@@ -443,6 +444,17 @@ class BoardPane(Pane):
         result = await tr.move(self.board, task_id, target)
         return f"{result.task_id}: {result.from_status} → {result.to_status}"
 
+    def action_assign(self) -> None:
+        task = self._need_selected()
+        if task is None:
+            return
+
+        def chosen(name: str | None) -> None:
+            if name is not None:
+                self._run_change(_describe_assign(tr.assign(self.board, task.id, name or None)))
+
+        self.app.push_screen(AssignScreen(task.id, task.assignee, sorted(self.settings.kanban.profiles)), chosen)
+
     def action_reclaim(self) -> None:
         task = self._need_selected()
         if task is None:
@@ -520,6 +532,11 @@ async def _describe(coro) -> str:
         elif stop.refused:
             line += f"; worker pid {stop.pid} not signalled ({stop.refused})"
     return line
+
+
+async def _describe_assign(coro) -> str:
+    result = await coro
+    return f"{result.task_id} reassigned"
 
 
 def _worker_plan(task: Task, grace: float) -> str:

@@ -20,12 +20,13 @@ from engine.home import HomeLayout
 def board_path(home: HomeLayout, settings: Settings, override: str | os.PathLike[str] | None = None,
                environ: Mapping[str, str] | None = None) -> Path:
     """Which board: ``--db`` > ``$HERMES_KANBAN_DB`` (a worker's own board) > config
-    ``kanban.db`` (relative to the home) > ``<home>/kanban.db``."""
+    ``kanban.db`` (relative to the home) > ``<home>/kanban.db``. A flag or variable that is
+    relative is taken from the current directory, as any path typed in a shell."""
     env = os.environ if environ is None else environ
-    raw: str | os.PathLike[str] | None = override or env.get("HERMES_KANBAN_DB") or settings.kanban.db
-    if not raw:
-        return home.kanban_db
-    path = Path(raw).expanduser()
-    if not path.is_absolute():
-        path = home.root / path
-    return path
+    given = override or env.get("HERMES_KANBAN_DB")
+    if given:  # typed by a person or set by a dispatcher: relative to the current directory
+        return Path(os.path.abspath(Path(given).expanduser()))
+    if settings.kanban.db:
+        path = Path(settings.kanban.db).expanduser()
+        return path if path.is_absolute() else home.root / path
+    return home.kanban_db

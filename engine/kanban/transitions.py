@@ -305,6 +305,25 @@ async def reopen(board: Board, task_id: str) -> TransitionResult:
     return TransitionResult(task.id, task.status, READY)
 
 
+async def assign(board: Board, task_id: str, assignee: str | None) -> TransitionResult:
+    """Give a card to a profile (None: unassign). A different profile starts with a clean
+    failure counter: the old one's failures say nothing about the new one."""
+    task = await board.get_task(task_id)
+    if task.status in (RUNNING, ARCHIVED, DONE):
+        raise TransitionRefused(f"cannot reassign {task.id}: it is {task.status}"
+                                + (" (reclaim it first)" if task.status == RUNNING else ""))
+    assignee = (assignee or "").strip() or None
+    if assignee == task.assignee:
+        return TransitionResult(task.id, task.status, task.status)
+    now = board.now()
+    async with board.transaction() as conn:
+        await _cas_update(conn, task, "assignee = ?, consecutive_failures = 0", (assignee,), WorkerCall())
+        await add_event(conn, task.id, "assigned", {"assignee": assignee, "previous": task.assignee,
+                                                    "source": "operator",
+                                                    "failures_were": task.consecutive_failures}, now)
+    return TransitionResult(task.id, task.status, task.status)
+
+
 async def _stop(task: Task, grace: float) -> StopReport:
     return await asyncio.to_thread(stop_worker, task.worker_pid, task.worker_started_at, task.claim_lock, grace)
 

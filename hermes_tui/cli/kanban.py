@@ -23,8 +23,8 @@ from hermes_tui.cli.common import (
     print_json,
 )
 
-VERBS = ("create", "list", "show", "complete", "block", "review", "heartbeat", "reclaim", "unblock", "archive",
-         "dispatch", "daemon", "tail")
+VERBS = ("create", "list", "show", "assign", "complete", "block", "review", "heartbeat", "reclaim", "unblock",
+         "archive", "dispatch", "daemon", "tail")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -62,6 +62,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     lp.add_argument("--all", action="store_true", help="include archived cards")
 
     verb("show", "a card with its runs and events", run_show).add_argument("id")
+    ap = verb("assign", "give a card to a profile ('-' unassigns); a new profile resets its failures", run_assign)
+    ap.add_argument("id")
+    ap.add_argument("profile")
     for name, help_, text in (("complete", "finish a card (done)", "--summary"),
                               ("block", "block a card (ready/running -> blocked)", "--reason"),
                               ("review", "send a card to review", "--summary")):
@@ -271,7 +274,7 @@ def _payload_text(payload: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(payload.items()) if v not in (None, "", [], {}))
 
 
-_PAST = {"complete": "Completed", "block": "Blocked", "review": "Sent to review", "reclaim": "Reclaimed",
+_PAST = {"assign": "Assigned", "complete": "Completed", "block": "Blocked", "review": "Sent to review", "reclaim": "Reclaimed",
          "unblock": "Unblocked", "archive": "Archived", "heartbeat": "Heartbeat recorded for"}
 
 
@@ -293,6 +296,21 @@ def _report(ctx: Context, verb: str, result) -> int:
             line += f"; worker pid {stop.pid} now belongs to another process: not signalled"
     print(line)
     return EXIT_OK
+
+
+def run_assign(ctx: Context) -> int:
+    from engine.kanban.transitions import assign
+
+    profile = None if ctx.args.profile == "-" else ctx.args.profile
+
+    async def body(board):
+        return await assign(board, await board.resolve_id(ctx.args.id), profile)
+
+    result = _run(ctx, body)
+    if not ctx.json:
+        print(f"Assigned {result.task_id} to {profile or 'nobody'}")
+        return EXIT_OK
+    return _report(ctx, "assign", result)
 
 
 def run_finish(ctx: Context) -> int:
