@@ -110,7 +110,17 @@ async def _build(home: HomeLayout) -> None:
 
 def build(home: HomeLayout) -> None:
     _append_config(home)
-    asyncio.run(_build(home))
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(_build(home))
+        return
+    # Called from inside an event loop (a test, the screenshot script): the board is
+    # built on a loop of its own in a helper thread.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, _build(home)).result()
 
 
 def cleanup(home: HomeLayout) -> None:
