@@ -526,3 +526,20 @@ def test_quarantine_on_another_filesystem_keeps_the_entry_and_says_why(home, mon
     result = run(home, options(quarantine_hours=12))
     assert e.exists() and result.removed_count == 0 and not result.ok
     assert "quarantine_hours: 0" in log_text(home)
+
+
+def test_log_tail_follows_appends_partial_lines_and_rotation(tmp_path):
+    log = tmp_path / "scratch-prune.log"
+    Path(f"{log}.2").write_text("2026-01-01 00:00:00,000 scratch prune: removed '/s/oldest' (1 bytes)\n")
+    log.write_text("2026-01-01 00:00:01,000 scratch prune: removed '/s/a' (1 bytes)\n")
+    tail = audit.LogTail(log)
+    assert [r.path for r in tail.start()] == ["/s/oldest", "/s/a"]
+    assert tail.poll() == []
+    with open(log, "a") as fh:
+        fh.write("2026-01-01 00:00:02,000 scratch prune: removed '/s/b' (1 bytes)\n2026-01-01 00:00:03,000 scr")
+    assert [r.path for r in tail.poll()] == ["/s/b"]  # the incomplete line waits
+    with open(log, "a") as fh:
+        fh.write("atch prune: removed '/s/c' (1 bytes)\n")
+    os.rename(log, f"{log}.1")  # rotation: the rest of the old file, then the new one
+    log.write_text("2026-01-01 00:00:04,000 scratch prune: removed '/s/d' (1 bytes)\n")
+    assert [r.path for r in tail.poll()] == ["/s/c", "/s/d"]
