@@ -267,3 +267,16 @@ def test_process_arriving_after_an_approved_plan_keeps_the_entry_and_is_not_sign
     assert e.exists() and not other.exists() and p.poll() is None
     assert result.signalled == ()
     assert "started working inside after the plan" in log_text(home)
+
+
+def test_another_users_process_keeps_its_entry_and_is_never_signalled(home, children, monkeypatch):
+    """Faked boundary: we pretend to run as another uid, so the real child is 'theirs'."""
+    from engine.scratch import procscan
+
+    t = target_of(home)
+    e = make_entry(t.scratch_dir, "theirs")
+    p = _start(children, ["sleep", "60"], e)
+    monkeypatch.setattr(procscan.os, "getuid", lambda: 54321)
+    result = prune_pass(t, options())
+    assert e.exists() and p.poll() is None and result.signalled == ()
+    assert "a process of another user pid=" in log_text(home)

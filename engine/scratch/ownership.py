@@ -4,6 +4,8 @@ entry (and is spared) or may be signalled.
 - this prune's own lineage (pid + fingerprint pairs): keeps its entry, never signalled;
 - a live registered process (process sessions, kanban workers) or a descendant of
   one, matched by fingerprint: keeps its entry, never signalled;
+- another user's process (seen only when we run as root): keeps its entry, never
+  signalled (not ours);
 - when the lineage or the registry is unknown: every process counts as keeping
   (fail closed: we cannot tell ours from theirs, so we signal nobody);
 - anything else is "other": signalled only if its entry goes or its cwd is gone.
@@ -25,6 +27,7 @@ from engine.scratch.target import PruneOptions, PruneTarget
 class Role(enum.StrEnum):
     LINEAGE = "lineage"
     REGISTERED = "registered"
+    FOREIGN = "foreign"  # another user's: keeps its entry, never signalled
     UNKNOWN = "unknown"  # fail closed: treated as keeping
     OTHER = "other"
 
@@ -53,6 +56,8 @@ class JudgedProcess:
             return f"this prune's own lineage {who} works inside"
         if self.role is Role.REGISTERED:
             return f"live Hermes process {who} works inside"
+        if self.role is Role.FOREIGN:
+            return f"a process of another user {who} works inside"
         return f"a live process {who} works inside and {self.label}, so nothing is signalled"
 
 
@@ -108,7 +113,9 @@ def judge(snapshot: ProcSnapshot, target: PruneTarget, owners: Owners) -> list[J
         else:
             continue
         key = (p.pid, p.fingerprint)
-        if key in owners.lineage:
+        if p.foreign:
+            role, label = Role.FOREIGN, ""
+        elif key in owners.lineage:
             role, label = Role.LINEAGE, ""
         elif owners.unknown_reason:
             role, label = Role.UNKNOWN, owners.unknown_reason

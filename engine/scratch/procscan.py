@@ -1,4 +1,7 @@
-"""Which same-user processes work inside the scratch tree: one pass over /proc.
+"""Which processes work inside the scratch tree: one pass over /proc.
+
+Only same-user processes may be signalled; another user's process found inside
+(visible only to root) keeps its entry instead.
 
 Only the cwd counts (an editor or ``tail`` holding a file open elsewhere is not
 "working in" an entry, and is not ours to signal). ``/proc/<pid>/stat`` is read
@@ -37,6 +40,7 @@ class ScratchProcess:
     comm: bytes
     cwd: str  # without the kernel's " (deleted)" suffix
     cwd_deleted: bool  # the kernel says the cwd directory no longer exists
+    foreign: bool = False  # another user's (visible when we run as root): never ours to signal
 
     @property
     def name(self) -> str:
@@ -120,14 +124,13 @@ def scan_processes(roots: Iterable[str]) -> ProcSnapshot:
         if stat.is_zombie:
             continue  # no cwd, nothing to signal
         try:
-            if os.stat(f"/proc/{pid}").st_uid != uid:
-                continue
+            foreign = os.stat(f"/proc/{pid}").st_uid != uid
         except OSError:
             continue
-        cwd = _read_cwd(pid)
+        cwd = _read_cwd(pid)  # another user's cwd is only readable to root
         if cwd is None:
             continue
         path, deleted = cwd
         if any(is_under(path, r) for r in roots):
-            inside.append(ScratchProcess(pid, fp, stat.ppid, stat.comm, path, deleted))
+            inside.append(ScratchProcess(pid, fp, stat.ppid, stat.comm, path, deleted, foreign))
     return ProcSnapshot(tuple(inside), MappingProxyType(parents))
