@@ -145,12 +145,12 @@ async def test_prune_log_pane_reads_rotations_colours_and_filters(home):
         assert [table.get_row_at(i)[1].plain for i in range(5)] == ["removed", "removed", "TERM", "kept", "rescued"]
         assert str(table.get_row_at(0)[1].style) == "bold red"
         await pilot.press("4", "a")  # action filter: removed
-        assert table.row_count == 2
+        assert await wait_for(pilot, lambda: table.row_count == 2)
         await pilot.press("escape")
-        assert table.row_count == 5
+        assert await wait_for(pilot, lambda: table.row_count == 5)
         await pilot.press("slash")
         await pilot.press(*"rescued")
-        assert table.row_count == 1
+        assert await wait_for(pilot, lambda: table.row_count == 1)
         # live tail: a new record appears without a restart
         with AuditLog(home.prune_log) as audit:
             audit.removed("/s/new", 1)
