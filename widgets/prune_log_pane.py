@@ -69,6 +69,7 @@ class PruneLogPane(Pane):
         self.settings = settings
         self.records: list = []
         self._tail = None
+        self._tail_lock = threading.Lock()  # a superseded worker may still be reading
         self._action = ""
         self._text = ""
         self._next_key = 0
@@ -96,14 +97,15 @@ class PruneLogPane(Pane):
     def _read(self, initial: bool = False) -> None:
         from engine.scratch.audit import LogTail
 
-        if self._tail is None:
-            self._tail = LogTail(self.home.prune_log, limit=MAX_ROWS)
-            records = self._tail.start()
-            initial = True
-        else:
-            records = self._tail.poll()
-        if records or initial:
-            self.post_message(self.Records(records, initial))
+        with self._tail_lock:
+            if self._tail is None:
+                self._tail = LogTail(self.home.prune_log, limit=MAX_ROWS)
+                records = self._tail.start()
+                initial = True
+            else:
+                records = self._tail.poll()
+            if records or initial:
+                self.post_message(self.Records(records, initial))
 
     def on_prune_log_pane_records(self, message: Records) -> None:
         self.records.extend(message.records)
