@@ -8,6 +8,8 @@ A real Hermes home's log reads the same: the record shapes are shared.
 
 from __future__ import annotations
 
+import threading
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
