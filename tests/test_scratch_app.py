@@ -64,6 +64,10 @@ async def test_pane_lists_entries_with_state_and_reason(home):
         assert why == ".scratch-keep marker"
         assert table.get_row("e:old-run")[2].plain == "3d 8h"
         assert "4 entries" in pane.border_subtitle and "2 idle" in pane.border_subtitle
+        table.move_cursor(row=table.get_row_index("e:parked"))
+        await pilot.pause()
+        detail = str(pane.query_one("#scratch-detail").render())
+        assert "parked" in detail and "kept: .scratch-keep marker" in detail
 
 
 async def test_sort_cycles_and_orders_by_size(home):

@@ -9,6 +9,8 @@ quarantined entry.
 
 from __future__ import annotations
 
+import time
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -84,6 +86,7 @@ class ScratchPane(Pane):
 
     DEFAULT_CSS = """
     ScratchPane DataTable { height: 1fr; }
+    ScratchPane #scratch-detail { height: auto; max-height: 3; color: $text-muted; }
     ScratchPane ProgressBar { height: 1; display: none; }
     ScratchPane ProgressBar.-running { display: block; }
     ScratchPane #scratch-progress-label { height: 1; display: none; color: $text-muted; }
@@ -114,6 +117,7 @@ class ScratchPane(Pane):
         self.home = home
         self.settings = settings
         self._rows: dict[str, dict[str, SortCell]] = {}
+        self._items: dict[str, tuple] = {}  # row key -> ("e", EntryReport) | ("q", QuarantinedEntry)
         self._sort_index = 0  # into SORTS
         self._sort_reverse = False
         self._pruning = False
@@ -127,6 +131,7 @@ class ScratchPane(Pane):
         for key, label in COLUMNS:
             table.add_column(label, key=key)
         yield table
+        yield Static(id="scratch-detail", markup=False)
         yield Static(id="scratch-progress-label")
         yield ProgressBar(id="scratch-progress", show_eta=False)
         yield EmptyState("No scratch entries yet. Commands spawned here get <home>/cache/scratch as TMPDIR; "
@@ -175,7 +180,9 @@ class ScratchPane(Pane):
         self.last_survey = survey
         rows = {f"e:{e.name}": ("e", e) for e in survey.entries}
         rows.update({f"q:{q.file_name}": ("q", q) for q in survey.quarantine})
+        self._items = rows
         self._apply_rows({key: _row_cells(row) for key, row in rows.items()})
+        self._show_detail()
         self.set_class(not rows, "-empty")
         counts: dict[str, int] = {}
         for e in survey.entries:
@@ -212,6 +219,45 @@ class ScratchPane(Pane):
                 self._rows[key] = cells
             if changed:
                 self._sort()
+
+    # -- the selected row in full ------------------------------------------------------------
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_detail()
+
+    def _show_detail(self) -> None:
+        from engine.scratch.plan import show_name
+
+        table = self.table
+        detail = self.query_one("#scratch-detail", Static)
+        if table.row_count == 0:
+            detail.update("")
+            return
+        try:
+            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value or ""
+        except Exception:
+            detail.update("")
+            return
+        row = self._items.get(key)
+        if row is None:
+            detail.update("")
+            return
+        kind, item = row
+        if kind == "q":
+            expires = "" if self.last_survey is None else time.strftime(
+                "%Y-%m-%d %H:%M", time.localtime(item.expires_at(self.settings.scratch.quarantine_hours)))
+            detail.update(f"{show_name(item.path)} · quarantined {time.strftime('%Y-%m-%d %H:%M', time.localtime(item.quarantined_at))}"
+                          f" · deleted after {expires} unless written to · u restores it to scratch/{show_name(item.name)}")
+            return
+        text = f"{show_name(item.path)} · {item.state}"
+        if item.kept_reason:
+            text += f": {show_name(item.kept_reason)}"
+        if item.processes:
+            procs = ", ".join(f"{j.proc.pid} {show_name(j.proc.name)} ({j.role.value}"
+                              f"{' ' + j.label if j.label and j.role.value == 'registered' else ''})"
+                              for j in item.processes)
+            text += f" · processes inside: {procs}"
+        detail.update(text)
 
     # -- sorting -------------------------------------------------------------------------
 
