@@ -246,10 +246,10 @@ class ScratchPane(Pane):
         if kind == "q":
             expires = "" if self.last_survey is None else time.strftime(
                 "%Y-%m-%d %H:%M", time.localtime(item.expires_at(self.settings.scratch.quarantine_hours)))
-            detail.update(f"{show_name(item.path)} · quarantined {time.strftime('%Y-%m-%d %H:%M', time.localtime(item.quarantined_at))}"
+            detail.update(f"quarantine/{show_name(item.file_name)} · quarantined {time.strftime('%Y-%m-%d %H:%M', time.localtime(item.quarantined_at))}"
                           f" · deleted after {expires} unless written to · u restores it to scratch/{show_name(item.name)}")
             return
-        text = f"{show_name(item.path)} · {item.state}"
+        text = f"scratch/{show_name(item.name)} · {item.state}"
         if item.kept_reason:
             text += f": {show_name(item.kept_reason)}"
         if item.processes:
