@@ -543,3 +543,15 @@ def test_log_tail_follows_appends_partial_lines_and_rotation(tmp_path):
     os.rename(log, f"{log}.1")  # rotation: the rest of the old file, then the new one
     log.write_text("2026-01-01 00:00:04,000 scratch prune: removed '/s/d' (1 bytes)\n")
     assert [r.path for r in tail.poll()] == ["/s/c", "/s/d"]
+
+
+def test_expiry_ignores_the_quarantined_dirs_own_mtime(home):
+    """Some filesystems stamp a moved directory (its '..' changed): that is no write."""
+    t = target_of(home)
+    make_entry(t.scratch_dir, "a")
+    run(home, options(quarantine_hours=12))
+    [q] = list_quarantine(t.quarantine_dir)
+    os.utime(q.path, None)  # as if the rename had stamped it
+    opts = options(quarantine_hours=12)
+    result = execute_plan(t, plan_prune(t, opts, now=time.time() + 13 * HOUR), opts)
+    assert [r.path for r in result.expired] == [q.path] and not os.path.lexists(q.path)

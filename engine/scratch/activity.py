@@ -69,8 +69,12 @@ def _describe(exc: OSError, where: str) -> str:
     return f"{where}: {exc.strerror or exc}"
 
 
-def scan_activity(path: str | os.PathLike[str], cutoff: float) -> Activity:
-    """Scan ``path`` (a top-level scratch entry); an mtime ``>= cutoff`` is recent."""
+def scan_activity(path: str | os.PathLike[str], cutoff: float, *, count_top: bool = True) -> Activity:
+    """Scan ``path`` (a top-level scratch entry); an mtime ``>= cutoff`` is recent.
+
+    ``count_top=False`` ignores the entry's own mtime (not its children's): the
+    quarantine expiry uses it, because moving a directory to a new parent rewrites
+    its ``..`` entry, which some filesystems count as a modification."""
     path = os.fspath(path)
     try:
         top = os.lstat(path)
@@ -78,7 +82,7 @@ def scan_activity(path: str | os.PathLike[str], cutoff: float) -> Activity:
         return Activity(TouchState.SCAN_FAILED, error=_describe(exc, path))
     mode = top.st_mode
     # The entry itself: a hardlinked regular file does not count (see the module doc).
-    newest = None if (st.S_ISREG(mode) and top.st_nlink > 1) else top.st_mtime
+    newest = None if (st.S_ISREG(mode) and top.st_nlink > 1) or not count_top else top.st_mtime
     if newest is not None and newest >= cutoff:
         return Activity(TouchState.TOUCHED, newest)
     if not st.S_ISDIR(mode):

@@ -490,7 +490,7 @@ def _expire_one(run: _Run, exp: ExpiringEntry, judged: list[JudgedProcess]) -> i
     base = os.path.basename(exp.path)
     inside = [j for j in judged if j.area == "quarantine" and j.entry == base
               and identity.is_alive(j.proc.pid, j.proc.fingerprint)]
-    act = scan_activity(exp.path, exp.quarantined_at)
+    act = scan_activity(exp.path, exp.quarantined_at, count_top=False)  # the move itself is no write
     if act.failed:
         try:
             os.lstat(exp.path)
