@@ -222,7 +222,7 @@ async def test_unblock_and_archive_go_through_a_confirm_whose_default_is_no(home
 
 
 async def test_reclaim_stops_a_real_worker_after_confirming(home):
-    home.config_file.write_text(CONFIG)
+    await (await Board.open(home.kanban_db)).close()  # an empty board exists
     app = make_app(home)
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
@@ -377,3 +377,20 @@ async def test_assign_key_reassigns_and_resets_failures(home):
         await pilot.press("enter")
         await wait_for(pilot, lambda: pane.cards[made["blocked"]].task.assignee == "writer")
         assert pane.cards[made["blocked"]].task.consecutive_failures == 0
+
+
+async def test_a_home_without_a_board_gets_no_file_until_the_first_card(home):
+    app = make_app(home, CONFIG.replace("dispatch: false", "dispatch: true\n  dispatch_interval_seconds: 0.2"))
+    async with app.run_test(size=WIDE) as pilot:
+        pane = app.query_one(BoardPane)
+        await pilot.pause(0.8)  # a few refreshes and ticks
+        assert not home.kanban_db.exists()
+        assert "No board yet" in str(pane.query_one("#board-info").render())
+        assert pane.border_subtitle == "no board yet"
+        await pilot.press("n")
+        await wait_for(pilot, lambda: isinstance(app.screen, NewCardScreen))
+        await pilot.press(*"first card")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: len(pane.cards) == 1)
+        assert home.kanban_db.exists()
+        assert "dispatcher every 0.2s" in str(pane.query_one("#board-info").render())

@@ -144,6 +144,7 @@ class BoardPane(Pane):
         self._spawner = spawner
         self.board: Board | None = None
         self._tick_board: Board | None = None
+        self._open_lock = asyncio.Lock()
         self.cards: dict[str, CardView] = {}
         self.counts: dict[str, int] = {}  # status -> cards on the board (columns may show fewer)
         self._prompts: dict[str, str] = {}  # card id -> the text its option shows now
@@ -194,19 +195,39 @@ class BoardPane(Pane):
 
     @work(exclusive=True, group="board-open")
     async def open_board(self) -> None:
+        """Open the board if it exists (a home that never used the board gets no file
+        until the first card is created), then keep it fresh and tick it."""
+        await self._ensure_board(create=False)
+        self.set_interval(max(0.2, self.settings.ui.refresh_seconds), self.refresh_board)
+        if self.settings.kanban.dispatch:
+            interval = self.settings.kanban.dispatch_interval_seconds
+            self.set_timer(min(interval, FIRST_TICK_SECONDS), self.dispatch)
+            self.set_interval(interval, self.dispatch)
+        if self.board is not None:
+            self.refresh_board()
+
+    async def _ensure_board(self, create: bool) -> Board | None:
+        if self.board is not None or self.error:
+            return self.board
+        async with self._open_lock:  # refresh, tick and create may all ask at once
+            return await self._open_locked(create)
+
+    async def _open_locked(self, create: bool) -> Board | None:
+        if self.board is not None or self.error:
+            return self.board
+        exists = await asyncio.to_thread(self.db_path.exists)
+        if not exists and not create:
+            self._show_info()
+            return None
         try:
             if self.db_path == self.home.kanban_db:
                 await asyncio.to_thread(self.home.ensure)
             self.board = await Board.open(self.db_path, clock=self.clock)
         except (StoreError, OSError) as exc:
             self._fail(f"The board cannot be used: {exc}")
-            return
-        self.refresh_board()
-        self.set_interval(max(0.2, self.settings.ui.refresh_seconds), self.refresh_board)
-        if self.settings.kanban.dispatch:
-            interval = self.settings.kanban.dispatch_interval_seconds
-            self.set_timer(min(interval, FIRST_TICK_SECONDS), self.dispatch)
-            self.set_interval(interval, self.dispatch)
+            return None
+        self._show_info()
+        return self.board
 
     def _fail(self, message: str) -> None:
         self.error = message
@@ -218,7 +239,7 @@ class BoardPane(Pane):
 
     @work(exclusive=True, group="board-refresh")
     async def refresh_board(self) -> None:
-        if self.board is None:
+        if await self._ensure_board(create=False) is None:  # someone may have created it since
             return
         statuses = STATUSES if self.show_archived else COLUMNS
         try:
@@ -278,6 +299,11 @@ class BoardPane(Pane):
         running = len(self._columns[RUNNING])
         if self.error:
             return
+        if self.board is None:
+            self.query_one("#board-info", Static).update(
+                f"No board yet ({self.db_path}): press n to create the first card.")
+            self.set_status("no board yet")
+            return
         state = f"dispatcher every {k.dispatch_interval_seconds:g}s" if k.dispatch else "dispatcher off"
         if self.last_tick_at is not None:
             state += f", last tick {time.strftime('%H:%M:%S', time.localtime(self.last_tick_at))}"
@@ -305,7 +331,7 @@ class BoardPane(Pane):
         """One tick on a connection of its own (so the pane's reads never wait on it)."""
         from engine.kanban.dispatcher import Dispatcher
 
-        if self.board is None:
+        if await self._ensure_board(create=False) is None:
             return None
         try:
             if self._tick_board is None:
@@ -326,8 +352,8 @@ class BoardPane(Pane):
         return result
 
     def action_dispatch_now(self) -> None:
-        if self.board is None:
-            self.notify("the board is not open", severity="warning")
+        if self.error:
+            self.notify(self.error, severity="error")
             return
         self.notify("dispatching…", timeout=2)
         self.dispatch()
@@ -368,8 +394,8 @@ class BoardPane(Pane):
     # -- actions ------------------------------------------------------------------------------
 
     def action_new_card(self) -> None:
-        if self.board is None:
-            self.notify("the board is not open", severity="warning")
+        if self.error:
+            self.notify(self.error, severity="error")
             return
         k = self.settings.kanban
         screen = NewCardScreen(sorted(k.profiles), k.default_assignee)
@@ -380,6 +406,8 @@ class BoardPane(Pane):
             self._run_change(self._create_card(new))
 
     async def _create_card(self, new: NewTask) -> str:
+        if await self._ensure_board(create=True) is None:
+            raise StoreError(self.error or "the board cannot be opened")
         parents = tuple([await self.board.resolve_id(p) for p in new.parents])
         from dataclasses import replace
 
