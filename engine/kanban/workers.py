@@ -27,6 +27,7 @@ RATE_LIMIT_EXIT_CODE = 75  # EX_TEMPFAIL: "try again later", not the worker's fa
 LAST_WORDS_BYTES = 4000
 LAST_WORDS_CHARS = 400
 LOG_ROTATE_BYTES = 2 * 1024 * 1024
+ENV_TEXT_MAX_CHARS = 32 * 1024
 RUN_HEADER_PREFIX = "=== run "  # our line before each run's output in a card log
 COPY_CHUNK_BYTES = 1024 * 1024
 
@@ -192,8 +193,10 @@ def worker_env(*, home: Path, db: Path, task_id: str, run_id: int, profile: str,
         "HERMES_KANBAN_TASK": task_id,
         "HERMES_KANBAN_DB": str(db),
         "HERMES_KANBAN_RUN_ID": str(run_id),
-        "HERMES_KANBAN_TITLE": title,
-        "HERMES_KANBAN_BODY": body,
+        "HERMES_KANBAN_TITLE": title[:ENV_TEXT_MAX_CHARS],
+        # An environment string over the kernel's limit would fail the spawn: a long
+        # body is cut here, and the whole of it stays on the board (`kanban show`).
+        "HERMES_KANBAN_BODY": body[:ENV_TEXT_MAX_CHARS],
         "HERMES_PROFILE": profile,
     })
     return env
