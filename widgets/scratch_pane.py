@@ -9,6 +9,7 @@ quarantined entry.
 
 from __future__ import annotations
 
+import threading
 import time
 
 from rich.text import Text
@@ -123,6 +124,7 @@ class ScratchPane(Pane):
         self._pruning = False
         self.last_survey = None
         self._sizes = None  # engine.scratch.entries.SizeCache, made in the worker
+        self._survey_lock = threading.Lock()  # a superseded survey thread may still be running
 
     SORTS = ("name", "state", "idle", "size")
 
@@ -164,9 +166,10 @@ class ScratchPane(Pane):
 
         try:
             target, options = self._target_and_options()
-            if self._sizes is None:
-                self._sizes = SizeCache()
-            survey = survey_scratch(target, options, with_sizes=True, size_cache=self._sizes)
+            with self._survey_lock:
+                if self._sizes is None:
+                    self._sizes = SizeCache()
+                survey = survey_scratch(target, options, with_sizes=True, size_cache=self._sizes)
         except Exception as exc:
             self.post_message(self.Surveyed(error=f"{type(exc).__name__}: {exc}"))
             return
