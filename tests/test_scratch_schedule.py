@@ -54,6 +54,12 @@ def test_fresh_stamp_skips_and_old_stamp_runs(home):
     assert child is not None and child.wait(timeout=60) == 0
 
 
+def test_mark_started_spends_the_pass(home):
+    schedule.mark_started()
+    assert maybe_start_auto_prune(home, NO_QUARANTINE) is None
+    assert not target_of(home).stamp_file.exists()
+
+
 def test_disabled_by_config(home):
     off = replace(NO_QUARANTINE, scratch=ScratchSettings(auto_prune=False))
     assert maybe_start_auto_prune(home, off) is None

@@ -40,6 +40,13 @@ def _reset_for_tests() -> None:
     _started_in_this_process = False
 
 
+def mark_started() -> None:
+    """Spend this process's one automatic pass without starting it (a test suite's
+    conftest calls this so no test starts a real detached pass by accident)."""
+    global _started_in_this_process
+    _started_in_this_process = True
+
+
 def stamp_is_fresh(stamp: os.PathLike[str] | str, now: float | None = None) -> bool:
     """True when the last pass started less than an hour ago (a missing stamp: no)."""
     now = time.time() if now is None else now
