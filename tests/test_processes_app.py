@@ -167,6 +167,7 @@ async def test_kill_asks_first_with_no_as_default(home, cleanup):
         await wait_until(pilot, lambda: not isinstance(app.screen, ConfirmModal))
         await pilot.pause(0.3)
         assert identity.is_alive(s.pid, s.fingerprint)
+        pane.table.focus()
         await pilot.press("k")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal))
         await pilot.pause()

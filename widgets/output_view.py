@@ -2,8 +2,10 @@
 
 A worker thread reads only the new bytes of the session's ``output.log`` (holding an
 incomplete UTF-8 character back), masks secrets, and posts whole lines to the UI at
-most ten times a second, so a process printing megabytes per second never floods the
-event loop. The view keeps a bounded number of lines; the full output stays on disk.
+most ten times a second. When output arrives faster than anyone can read (more than
+16 KiB per tick), only the newest lines are drawn and a note says how much was not,
+so a process printing megabytes per second never floods the event loop (or holds
+the GIL for long). The view keeps a bounded number of lines; all output stays on disk.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from textual.message import Message
 from textual.widgets import Input, RichLog, Static
 from textual.worker import get_current_worker
 
+from engine.fsutil import human_bytes
 from engine.processes.follower import OutputFollower
 from engine.processes.redact import maybe_redact
 
 FLUSH_INTERVAL = 0.1
 PARTIAL_LINE_AFTER = 0.5  # a line without its newline is shown after this long (prompts)
+DRAW_BYTES_PER_FLUSH = 16 * 1024  # at most this much new output is drawn per flush
 
 
 def _render(lines: list[str], term: str | None) -> Text:
@@ -70,6 +74,7 @@ class OutputView(Vertical):
         self._match_index = -1
         self._generation = 0
         self._title = "no session selected"
+        self.skipped_bytes = 0
         self._state = ""
 
     def compose(self) -> ComposeResult:
@@ -125,30 +130,62 @@ class OutputView(Vertical):
     def _follow(self, path: Path, offset: int, generation: int) -> None:
         worker = get_current_worker()
         follower = OutputFollower(path, offset)
-        partial = ""
+        partial = b""
         partial_since = 0.0
         try:
             while not worker.is_cancelled and generation == self._generation:
-                chunk = follower.read()
-                if chunk.reset:
-                    partial = ""
-                    self.app.call_from_thread(self._reset, generation)
-                lines: list[str] = []
-                if chunk.text:
-                    text = partial + chunk.text
-                    lines = text.split("\n")
-                    partial = lines.pop()
+                pieces, reset, skipped = self._read_newest(follower, generation)
+                if reset or skipped:
+                    skipped += 0 if reset else len(partial)  # that line began in the skipped part
+                    partial = b""
+                data = b""
+                if pieces:
+                    data = partial + b"".join(pieces)
+                    cut = data.rfind(b"\n")
+                    data, partial = data[: cut + 1], data[cut + 1 :]
                     partial_since = time.monotonic()
+                    if skipped or len(data) > DRAW_BYTES_PER_FLUSH:
+                        # Faster than anyone reads: draw only the newest whole lines and say
+                        # how much was not drawn. Bounded work per flush keeps the UI responsive.
+                        start = data.find(b"\n", max(0, len(data) - DRAW_BYTES_PER_FLUSH)) + 1
+                        if skipped and start == 0:
+                            start = data.find(b"\n") + 1
+                        skipped += start
+                        data = data[start:]
                 elif partial and time.monotonic() - partial_since > PARTIAL_LINE_AFTER:
-                    lines, partial = [partial], ""
-                if lines:
-                    if len(lines) > self.max_lines:
-                        lines = lines[-self.max_lines :]
-                    shown = maybe_redact("\n".join(lines), self.redact).split("\n")
-                    self.app.call_from_thread(self._append, shown, generation)
+                    data, partial = partial + b"\n", b""
+                if data:
+                    text = maybe_redact(data.decode("utf-8", errors="replace"), self.redact)
+                    lines = text.split("\n")
+                    if lines and lines[-1] == "":
+                        lines.pop()
+                    self.app.call_from_thread(self._append, lines, generation, skipped)
                 time.sleep(FLUSH_INTERVAL)
         finally:
             follower.close()
+
+    def _read_newest(self, follower: OutputFollower, generation: int) -> tuple[list[bytes], bool, int]:
+        """Everything new, keeping only about the newest DRAW_BYTES_PER_FLUSH of it.
+
+        Returns (kept chunks, whether the file was reset, bytes skipped). Every byte is
+        read once; what is skipped is only not drawn.
+        """
+        pieces: list[bytes] = []
+        total = skipped = 0
+        reset = False
+        while True:
+            chunk = follower.read_bytes()
+            if chunk.reset:
+                pieces, total, skipped, reset = [], 0, 0, True
+                self.app.call_from_thread(self._reset, generation)
+            if not chunk.data:
+                return pieces, reset, skipped
+            pieces.append(chunk.data)
+            total += len(chunk.data)
+            while len(pieces) > 1 and total - len(pieces[0]) >= DRAW_BYTES_PER_FLUSH:
+                first = pieces.pop(0)
+                total -= len(first)
+                skipped += len(first)
 
     def _reset(self, generation: int) -> None:
         if generation != self._generation:
@@ -156,9 +193,13 @@ class OutputView(Vertical):
         self.lines.clear()
         self.log.clear()
 
-    def _append(self, lines: list[str], generation: int) -> None:
+    def _append(self, lines: list[str], generation: int, skipped_bytes: int = 0) -> None:
         if generation != self._generation or not lines:
             return
+        if skipped_bytes:
+            self.skipped_bytes += skipped_bytes
+            self.append_note(f"… {human_bytes(skipped_bytes)} of fast output not drawn here "
+                             "(all of it is on disk: e opens it in $EDITOR)")
         self.lines.extend(lines)
         self.log.write(_render(lines, self.search_term), scroll_end=self.follow)
 

@@ -35,6 +35,7 @@ from widgets.pane import EmptyState, Pane
 
 COLUMNS = (("id", "ID"), ("status", "STATUS"), ("pid", "PID"), ("runtime", "RUNTIME"), ("cpu", "CPU%"),
            ("rss", "RSS"), ("command", "COMMAND"), ("owner", "OWNER"))
+STATUS_COLUMN = 1
 STATUS_STYLES = {"running": "green", "killed": "yellow", "lost": "magenta"}
 FOREGROUND_CHECK_SECONDS = 0.2
 NOTIFICATIONS_KEPT = 200
@@ -44,27 +45,30 @@ STUCK_REFRESH_SECONDS = 30.0
 
 @dataclass(frozen=True)
 class Snapshot:
-    """One refresh worth of data, built in a thread and applied on the UI thread."""
+    """One refresh worth of data, built in a thread and applied on the UI thread.
+
+    ``rows`` holds each session's cells as plain strings (cheap to compare), and
+    ``styles`` the status cell's style; Rich objects are made only for changed cells.
+    """
 
     sessions: tuple[ProcessSession, ...]
-    usage: dict[str, Usage]
+    rows: dict[str, tuple[str, ...]]
+    styles: dict[str, str]
     events: tuple[ProcessEvent, ...]
     taken_at: float
 
 
-def row_cells(s: ProcessSession, usage: Usage | None, now: float, redact: bool) -> tuple:
-    """The table cells of a session, in COLUMNS order."""
+def status_style(s: ProcessSession) -> str:
     if s.status == "exited":
-        style = "red" if s.exit_code else "dim"
-        status = Text(s.exit_text(), style=style)
-    else:
-        status = Text(s.status if s.status != "killed" else s.exit_text(), style=STATUS_STYLES.get(s.status, ""))
-    command = maybe_redact(" ".join(s.command.split()), redact)
-    if len(command) > 60:
-        command = command[:59] + "…"
+        return "red" if s.exit_code else "dim"
+    return STATUS_STYLES.get(s.status, "")
+
+
+def row_cells(s: ProcessSession, usage: Usage | None, now: float, command: str) -> tuple[str, ...]:
+    """The table cells of a session, in COLUMNS order (``command`` already masked)."""
     return (
         s.short_id,
-        status,
+        s.exit_text() if s.status in ("exited", "killed") else s.status,
         str(s.pid),
         human_duration(s.runtime(now)),
         f"{usage.cpu_percent:.0f}" if usage else "",
@@ -74,12 +78,9 @@ def row_cells(s: ProcessSession, usage: Usage | None, now: float, redact: bool) 
     )
 
 
-def _cell_key(cell) -> tuple:
-    return (cell.plain, str(cell.style)) if isinstance(cell, Text) else (cell, "")
-
-
-def _cells_key(cells: tuple) -> tuple:
-    return tuple(_cell_key(c) for c in cells)
+def shown_command(s: ProcessSession, redact: bool) -> str:
+    command = maybe_redact(" ".join(s.command.split()), redact)
+    return command if len(command) <= 60 else command[:59] + "…"
 
 
 class ProcessesPane(Pane):
@@ -121,7 +122,8 @@ class ProcessesPane(Pane):
         self.foreground: ProcessSession | None = None
         self.sessions: dict[str, ProcessSession] = {}
         self.notifications: list[ProcessEvent] = []
-        self._rows: dict[str, tuple] = {}
+        self._rows: dict[str, tuple[str, ...]] = {}
+        self._commands: dict[str, str] = {}  # session id -> masked, shortened command
         self._refreshing = False
         self._refresh_started = 0.0
         self.refresh_count = 0
@@ -179,25 +181,38 @@ class ProcessesPane(Pane):
         self.app.call_from_thread(self.apply_snapshot, snap)
 
     def take_snapshot(self) -> Snapshot:
-        """Everything one refresh needs (thread side): sessions, usage, events."""
+        """Everything one refresh needs (thread side): sessions, usage, cells, events."""
         sessions = self.registry.list(include_finished=True)
         usage = self.sampler.sample(s for s in sessions if s.running)
         events = self.center.poll(sessions)
-        return Snapshot(tuple(sessions), usage, tuple(events), self.clock())
+        now = self.clock()
+        rows: dict[str, tuple[str, ...]] = {}
+        styles: dict[str, str] = {}
+        commands = self._commands
+        for s in sessions:
+            command = commands.get(s.id)
+            if command is None:
+                command = commands[s.id] = shown_command(s, self.redact)
+            rows[s.id] = row_cells(s, usage.get(s.id), now, command)
+            styles[s.id] = status_style(s)
+        return Snapshot(tuple(sessions), rows, styles, tuple(events), now)
 
     def _sample_failed(self, why: str) -> None:
         self._refreshing = False
         self.set_status(f"cannot read sessions: {why}")
 
     def apply_snapshot(self, snap: Snapshot) -> None:
-        """The UI side: keyed diff of the table, status, events."""
+        """The UI side: keyed diff of the table (update_cell only where a value changed,
+        add_row for new sessions, remove_row for gone ones), status, events."""
         self._refreshing = False
         self.refresh_count += 1
         self.sessions = {s.id: s for s in snap.sessions}
         fg = self.foreground.id if self.foreground is not None else None
-        shown = [s for s in snap.sessions if s.id != fg and (self.show_finished or s.running)]
-        wanted = {s.id: row_cells(s, snap.usage.get(s.id), snap.taken_at, self.redact) for s in shown}
-        # (Rich Text equality ignores the base style, so cells are compared as (text, style).)
+        wanted = {
+            s.id: snap.rows[s.id]
+            for s in snap.sessions
+            if s.id != fg and (self.show_finished or s.running)
+        }
         table = self.table
         with self.app.batch_update():
             for key in [k for k in self._rows if k not in wanted]:
@@ -205,12 +220,15 @@ class ProcessesPane(Pane):
                 del self._rows[key]
             for key, cells in wanted.items():
                 old = self._rows.get(key)
+                if old == cells:
+                    continue
                 if old is None:
-                    table.add_row(*cells, key=key)
-                elif _cells_key(old) != _cells_key(cells):
-                    for (col, _label), new, before in zip(COLUMNS, cells, old, strict=True):
-                        if _cell_key(new) != _cell_key(before):
-                            table.update_cell(key, col, new)
+                    table.add_row(*self._cells(cells, snap.styles[key]), key=key)
+                else:
+                    for i, (col, _label) in enumerate(COLUMNS):
+                        if cells[i] != old[i]:
+                            value = Text(cells[i], style=snap.styles[key]) if i == STATUS_COLUMN else cells[i]
+                            table.update_cell(key, col, value)
                 self._rows[key] = cells
         self.set_class(bool(self._rows), "-has-rows")
         running = sum(1 for s in snap.sessions if s.running)
@@ -219,6 +237,12 @@ class ProcessesPane(Pane):
             self._show_row(next(iter(self._rows)))
         for event in snap.events:
             self._deliver(event)
+
+    @staticmethod
+    def _cells(cells: tuple[str, ...], style: str) -> list:
+        out: list = list(cells)
+        out[STATUS_COLUMN] = Text(cells[STATUS_COLUMN], style=style)
+        return out
 
     # -- selection and output -------------------------------------------------------------
 

@@ -1,46 +1,72 @@
 """Following a growing output file by byte offset.
 
-Each :meth:`OutputFollower.read` takes only the bytes appended since the last call.
-An incomplete UTF-8 sequence at the end (at most 3 bytes) stays in the incremental
-decoder until the rest arrives, so a character split across two writes is never
-mangled. A file that shrank (truncated or replaced) restarts at offset 0 and says so,
-so a view can clear itself instead of showing stale text.
+Each read takes only the bytes appended since the last one. An incomplete UTF-8
+sequence at the end (at most 3 bytes) is held back in memory and put in front of the
+next read, so a character split across two writes is never mangled and no byte is
+read from the file twice. A file that shrank (truncated or replaced) restarts at
+offset 0 and says so, so a view can clear itself instead of showing stale text.
+
+:meth:`OutputFollower.read_bytes` returns raw bytes cut at a character boundary
+(no decoding: a consumer that shows only a tail decodes only the tail);
+:meth:`OutputFollower.read` returns the decoded text.
 """
 
 from __future__ import annotations
 
-import codecs
 import os
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-READ_CHUNK = 1 << 20  # 1 MiB per read() call
+# At most this much per read call: a bounded buffer is reused by the allocator, while
+# one huge read would fault in fresh pages for every call. Callers loop until empty.
+READ_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class ByteChunk:
+    data: bytes
+    reset: bool  # the file shrank or was replaced: everything shown so far is stale
+    offset: int  # file offset after this read (held-back bytes included)
 
 
 @dataclass(frozen=True)
 class OutputChunk:
     text: str
-    reset: bool  # the file shrank: everything shown so far is stale
-    offset: int  # byte offset after this chunk (including held-back bytes)
+    reset: bool
+    offset: int
+
+
+def incomplete_tail(data: bytes | bytearray | memoryview) -> int:
+    """How many bytes at the end of ``data`` start a UTF-8 character not yet complete (0-3)."""
+    n = len(data)
+    for back in range(1, min(3, n) + 1):
+        b = data[n - back]
+        if b < 0x80:
+            return 0  # ASCII: complete
+        if b >= 0xC0:  # a lead byte: how long should its sequence be?
+            need = 2 if b < 0xE0 else 3 if b < 0xF0 else 4
+            return back if back < need else 0
+        # a continuation byte: look further back
+    return 0
 
 
 class OutputFollower:
     """Reads new bytes of ``path`` from ``offset`` on. Not thread-safe: one reader each."""
 
-    def __init__(self, path: Path | str, offset: int = 0, max_bytes_per_read: int | None = None) -> None:
+    def __init__(self, path: Path | str, offset: int = 0, max_bytes_per_read: int = READ_CHUNK) -> None:
         self.path = Path(path)
         self.offset = offset
-        self.max_bytes_per_read = max_bytes_per_read
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._fh = None
+        self.max_bytes_per_read = max(4, int(max_bytes_per_read))
+        self._pending = b""
+        self._fd: int | None = None
         self._ino: int | None = None
-        self.bytes_read = 0  # total bytes taken from the file over our life (for the benchmark)
+        self.bytes_read = 0  # bytes taken from the file over our life (each exactly once)
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def __enter__(self) -> OutputFollower:
         return self
@@ -48,63 +74,83 @@ class OutputFollower:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _open(self):
-        if self._fh is None:
-            self._fh = open(self.path, "rb", buffering=0)  # noqa: SIM115 - kept open across reads
-            self._ino = os.fstat(self._fh.fileno()).st_ino
-        return self._fh
+    def _open(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            self._ino = os.fstat(self._fd).st_ino
+        return self._fd
 
     def _restart(self) -> None:
         self.offset = 0
-        self._decoder.reset()
-
-    def read(self) -> OutputChunk:
-        """The text appended since the last read ('' when nothing new, or no file yet)."""
-        reset = False
-        try:
-            fh = self._open()
-            st = os.stat(self.path)
-        except FileNotFoundError:
-            self.close()
-            return OutputChunk("", False, self.offset)
-        if st.st_ino != self._ino:  # replaced: follow the new file from its start
-            self.close()
-            fh = self._open()
-            self._restart()
-            reset = True
-        size = os.fstat(fh.fileno()).st_size
-        if size < self.offset:
-            self._restart()
-            reset = True
-        want = size - self.offset
-        if self.max_bytes_per_read is not None:
-            want = min(want, self.max_bytes_per_read)
-        if want <= 0:
-            return OutputChunk("", reset, self.offset)
-        parts: list[str] = []
-        while want > 0:
-            data = os.pread(fh.fileno(), min(want, READ_CHUNK), self.offset)
-            if not data:
-                break
-            self.offset += len(data)
-            self.bytes_read += len(data)
-            want -= len(data)
-            parts.append(self._decoder.decode(data))
-        return OutputChunk("".join(parts), reset, self.offset)
+        self._pending = b""
 
     @property
     def pending_bytes(self) -> int:
         """Bytes read but held back as the start of an unfinished character."""
-        return len(self._decoder.getstate()[0])
+        return len(self._pending)
 
     @property
     def delivered_offset(self) -> int:
-        """The offset up to which every byte has been turned into text."""
-        return self.offset - self.pending_bytes
+        """The offset up to which every byte has been handed out."""
+        return self.offset - len(self._pending)
+
+    def read_bytes(self) -> ByteChunk:
+        """New bytes (at most ``max_bytes_per_read``), ending on a character boundary.
+        Empty data means there is nothing new right now."""
+        reset = False
+        try:
+            fd = self._open()
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            self.close()
+            return ByteChunk(b"", False, self.offset)
+        if st.st_ino != self._ino:  # replaced: follow the new file from its start
+            self.close()
+            fd = self._open()
+            self._restart()
+            reset = True
+        size = os.fstat(fd).st_size
+        if size < self.offset:
+            self._restart()
+            reset = True
+        want = min(size - self.offset, self.max_bytes_per_read)
+        if want <= 0:
+            return ByteChunk(b"", reset, self.offset)
+        data = os.pread(fd, want, self.offset)
+        self.offset += len(data)
+        self.bytes_read += len(data)
+        if self._pending:
+            data = self._pending + data
+        held = incomplete_tail(data)
+        if held:
+            self._pending = data[-held:]
+            data = data[:-held]
+        else:
+            self._pending = b""
+        return ByteChunk(data, reset, self.offset)
+
+    def read(self) -> OutputChunk:
+        """New text ('' when nothing is new, or no file yet); see :meth:`read_bytes`."""
+        chunk = self.read_bytes()
+        return OutputChunk(chunk.data.decode("utf-8", errors="replace"), chunk.reset, chunk.offset)
+
+    def read_all_text(self) -> OutputChunk:
+        """Everything new, however much: repeated reads joined (resets are reported)."""
+        parts: list[str] = []
+        reset = False
+        while True:
+            chunk = self.read()
+            if chunk.reset:
+                parts.clear()
+                reset = True
+            if not chunk.text:
+                return OutputChunk("".join(parts), reset, self.offset)
+            parts.append(chunk.text)
 
     def flush(self) -> str:
         """At the very end: a dangling partial character becomes U+FFFD."""
-        return self._decoder.decode(b"", final=True)
+        held, self._pending = self._pending, b""
+        return held.decode("utf-8", errors="replace")
 
 
 class TailBuffer:

@@ -8,6 +8,7 @@ spawned a session also holds its ``Popen`` so it can wait without polling and re
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import threading
 import time
@@ -85,6 +86,7 @@ class _State:
     children: dict[str, subprocess.Popen] = field(default_factory=dict)
     finished: dict[str, ProcessSession] = field(default_factory=dict)
     bases: dict[str, _Cached] = field(default_factory=dict)
+    pidfds: dict[str, int] = field(default_factory=dict)  # running session -> pidfd of its leader
 
 
 class ProcessRegistry:
@@ -270,12 +272,49 @@ class ProcessRegistry:
             cached = _Cached(mtime, sess.session_from_meta(d, sess.read_meta(d)))
             with self._lock:
                 self._state.bases[sid] = cached
-        current = sess.derive(cached.base)
+        current = sess.derive(cached.base, self._leader_alive)
         if current.finished:
             with self._lock:
                 self._state.finished[sid] = current
                 self._state.bases.pop(sid, None)
+                fd = self._state.pidfds.pop(sid, None)
+            if fd is not None:
+                os.close(fd)
         return current
+
+    def _leader_alive(self, s: ProcessSession) -> bool:
+        """Is the session's verified leader still running?
+
+        The first check reads /proc (fingerprint); it also opens a pidfd on the verified
+        process, so later checks are one poll() on that fd: no /proc read per refresh,
+        and a recycled pid can never be mistaken for ours.
+        """
+        with self._lock:
+            fd = self._state.pidfds.get(s.id)
+        if fd is not None:
+            if not _pidfd_exited(fd):
+                return True
+            with self._lock:
+                if self._state.pidfds.pop(s.id, None) is not None:
+                    os.close(fd)
+            return False
+        if not (_HAVE_PIDFD and identity.is_verifiable(s.fingerprint)):
+            return sess.leader_alive(s)
+        try:
+            fd = os.pidfd_open(s.pid)
+        except ProcessLookupError:
+            return False
+        except OSError:
+            return sess.leader_alive(s)
+        if not identity.is_alive(s.pid, s.fingerprint):  # checked after opening: same process
+            os.close(fd)
+            return False
+        with self._lock:
+            if s.id in self._state.pidfds:
+                os.close(fd)
+            else:
+                self._state.pidfds[s.id] = fd
+        return True
 
     def list(self, include_finished: bool = True) -> list[ProcessSession]:
         """Sessions sorted by start time (oldest first). Unreadable folders are skipped."""
@@ -423,6 +462,16 @@ class ProcessRegistry:
             self._state.finished.pop(session_id, None)
             self._state.bases.pop(session_id, None)
         return True
+
+
+_HAVE_PIDFD = identity.pidfd_available()
+
+
+def _pidfd_exited(fd: int) -> bool:
+    """A pidfd polls readable once its process has exited (zombie or reaped)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
 
 
 def _pid_reused(s: ProcessSession) -> bool:

@@ -48,24 +48,41 @@ def session_members(leader: int) -> list[int]:
 
 
 class SessionSampler:
-    """Keeps one psutil.Process per member pid; drops them when the pid goes away."""
+    """Keeps one psutil.Process per member pid; drops them when the pid goes away.
 
-    def __init__(self) -> None:
+    Members are the leader's descendants (the command and what it started; the
+    supervising wrapper itself is idle and not counted). They are re-discovered every
+    ``members_every`` samples; in between, the cached list is used and members that
+    exited simply drop out.
+    """
+
+    def __init__(self, members_every: int = 5) -> None:
         self._procs: dict[int, psutil.Process] = {}
+        self._members: dict[str, tuple[int, list[int]]] = {}  # session id -> (age, pids)
+        self.members_every = members_every
+
+    def _members_of(self, s: ProcessSession) -> list[int]:
+        age, pids = self._members.get(s.id, (self.members_every, []))
+        if age >= self.members_every:
+            pids = session_members(s.pid)[1:]
+            age = 0
+        self._members[s.id] = (age + 1, pids)
+        return pids
 
     def sample(self, sessions: Iterable[ProcessSession]) -> dict[str, Usage]:
+        """Usage of each running session (its leader is verified by the caller's listing)."""
         usage: dict[str, Usage] = {}
         live: set[int] = set()
         for s in sessions:
-            if not s.running or not identity.is_alive(s.pid, s.fingerprint):
+            if not s.running or not identity.is_verifiable(s.fingerprint):
                 continue
             cpu = 0.0
             rss = 0
             count = 0
-            for pid in session_members(s.pid):
+            for pid in self._members_of(s):
                 proc = self._procs.get(pid)
                 try:
-                    if proc is None or not proc.is_running():
+                    if proc is None:
                         proc = psutil.Process(pid)
                         proc.cpu_percent(None)  # primes the counter; the next call is real
                         self._procs[pid] = proc
@@ -83,5 +100,8 @@ class SessionSampler:
             usage[s.id] = Usage(cpu, rss, count)
         for pid in list(self._procs):
             if pid not in live:
-                del self._procs[pid]
+                del self._procs[pid]  # a pid that left a session is never reused from cache
+        for sid in list(self._members):
+            if sid not in usage:
+                del self._members[sid]
         return usage

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import signal as signal_mod
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -178,6 +179,8 @@ def read_exit_record(session_dir: Path) -> ExitRecord | None:
 
 
 def read_kill_record(session_dir: Path) -> dict[str, Any] | None:
+    if not os.path.exists(os.path.join(session_dir, KILLED_FILE)):
+        return None  # the common case, without raising and catching an exception
     try:
         data = read_json(session_dir / KILLED_FILE)
     except (OSError, ValueError):
@@ -221,7 +224,7 @@ def session_from_meta(session_dir: Path, meta: dict[str, Any]) -> ProcessSession
     )
 
 
-def _leader_alive(session: ProcessSession) -> bool:
+def leader_alive(session: ProcessSession) -> bool:
     if identity.is_verifiable(session.fingerprint):
         return identity.is_alive(session.pid, session.fingerprint)
     # No fingerprint could be taken at spawn: we can only say the pid exists. Such a
@@ -230,13 +233,16 @@ def _leader_alive(session: ProcessSession) -> bool:
     return stat is not None and not stat.is_zombie
 
 
-def derive(base: ProcessSession) -> ProcessSession:
-    """Fill in status, exit code, signal and end time from what is on disk now."""
+def derive(base: ProcessSession, alive: Callable[[ProcessSession], bool] = leader_alive) -> ProcessSession:
+    """Fill in status, exit code, signal and end time from what is on disk now.
+
+    ``alive`` says whether the verified leader still runs (the registry passes a cached
+    pidfd check; the default reads /proc)."""
     d = base.dir
     record = read_exit_record(d)
     kill = read_kill_record(d)
     if record is None and kill is None:
-        if _leader_alive(base):
+        if alive(base):
             return replace(base, status=RUNNING)
         # The wrapper may have written its record just before it exited: look again.
         record = read_exit_record(d)
