@@ -191,6 +191,9 @@ class Board:
             await conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
             await board._check_and_migrate()
             await board._configure()
+        except sqlite3.OperationalError as exc:  # busy, read-only, I/O: not the file's fault
+            await conn.close()
+            raise StoreError(f"cannot open the board {path}: {exc}") from None
         except sqlite3.DatabaseError as exc:
             await conn.close()
             raise StoreError(f"{path} is not a readable kanban board (corrupt?): {exc}; "

@@ -124,6 +124,7 @@ def _need_verb(ctx: Context) -> int:
 def _run(ctx: Context, body) -> Any:
     """Open the board, run ``body(board)``, close it. Engine refusals -> exit 1."""
     import asyncio
+    import sqlite3
 
     from engine.kanban import board_path
     from engine.kanban.store import Board, StoreError
@@ -143,6 +144,8 @@ def _run(ctx: Context, body) -> Any:
         return asyncio.run(go())
     except StoreError as exc:
         raise CliError(str(exc), EXIT_FAILED) from None
+    except sqlite3.DatabaseError as exc:  # damage found after opening, a full disk, ...
+        raise CliError(f"the board {path} cannot be used: {exc}", EXIT_FAILED) from None
 
 
 def _worker_call():
