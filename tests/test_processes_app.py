@@ -302,3 +302,14 @@ def test_pane_snapshot(snap_compare, tmp_path):
                   t0 + 20, 1, 137, "curl: (6) could not resolve host\n", owner="kanban:t_42")
     (home.processes_dir / "proc_2c3d4e5f6071" / "killed.json").write_text('{"signal": "SIGKILL", "at": 0}')
     assert snap_compare(PaneOnly(home), terminal_size=(110, 24))
+
+
+def test_output_view_memory_is_bounded_by_lines_and_size():
+    from widgets.output_view import OutputView
+
+    view = OutputView(max_lines=5, tail_chars=30)
+    view._keep([f"line {i}" for i in range(100)])
+    assert list(view.lines)[-1] == "line 99"
+    assert len(view.lines) <= 5 and sum(len(x) + 1 for x in view.lines) <= 30
+    view._keep(["x" * 100])
+    assert list(view.lines) == ["x" * 100]  # one over-long line is still kept whole

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from engine.processes import ProcessRegistry
-from engine.processes.follower import OutputFollower, TailBuffer, read_tail
+from engine.processes.follower import OutputFollower, read_tail
 
 
 def test_multibyte_char_split_across_two_writes_with_a_pause(home, settings):
@@ -76,19 +76,6 @@ def test_invalid_bytes_become_replacement_characters_and_flush(tmp_path):
     f = OutputFollower(path)
     assert f.read().text == "x\ufffdy"
     assert f.flush() == "\ufffd"
-
-
-def test_tail_buffer_is_bounded_and_keeps_whole_lines():
-    tail = TailBuffer(50)
-    for i in range(1000):
-        tail.append(f"line {i}\n")
-    assert len(tail) <= 50
-    text = tail.text()
-    assert text.endswith("line 999\n")
-    assert text.startswith("line ")  # the cut-off first line is dropped
-    assert tail.total_chars == sum(len(f"line {i}\n") for i in range(1000))
-    tail.append("x" * 500)
-    assert len(tail) == 50
 
 
 def test_read_tail_skips_a_cut_character(tmp_path):

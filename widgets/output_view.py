@@ -60,11 +60,14 @@ class OutputView(Vertical):
             self.term = term
             self.matches = matches
 
-    def __init__(self, *, max_lines: int = 10_000, redact: bool = True, **kwargs) -> None:
+    def __init__(self, *, max_lines: int = 10_000, tail_chars: int = 256 * 1024, redact: bool = True,
+                 **kwargs) -> None:
         super().__init__(**kwargs)
         self.max_lines = max_lines
+        self.tail_chars = tail_chars  # the in-memory tail is bounded by lines and by size
         self.redact = redact
         self.lines: deque[str] = deque(maxlen=max_lines)
+        self._chars = 0
         self.session_id: str | None = None
         self.path: Path | None = None
         self.follow = True
@@ -97,6 +100,7 @@ class OutputView(Vertical):
         self.session_id = session_id
         self.path = Path(path)
         self.lines.clear()
+        self._chars = 0
         self._matches = []
         self.log.clear()
         self.set_title(title)
@@ -191,6 +195,7 @@ class OutputView(Vertical):
         if generation != self._generation:
             return
         self.lines.clear()
+        self._chars = 0
         self.log.clear()
 
     def _append(self, lines: list[str], generation: int, skipped_bytes: int = 0) -> None:
@@ -200,8 +205,17 @@ class OutputView(Vertical):
             self.skipped_bytes += skipped_bytes
             self.append_note(f"… {human_bytes(skipped_bytes)} of fast output not drawn here "
                              "(all of it is on disk: e opens it in $EDITOR)")
-        self.lines.extend(lines)
+        self._keep(lines)
         self.log.write(_render(lines, self.search_term), scroll_end=self.follow)
+
+    def _keep(self, lines: list[str]) -> None:
+        for line in lines:
+            if len(self.lines) == self.max_lines:
+                self._chars -= len(self.lines[0]) + 1
+            self.lines.append(line)
+            self._chars += len(line) + 1
+        while self._chars > self.tail_chars and len(self.lines) > 1:
+            self._chars -= len(self.lines.popleft()) + 1
 
     def append_note(self, note: str) -> None:
         """A line of our own (e.g. the exit of a foreground run), styled apart from output."""

@@ -137,7 +137,8 @@ class ProcessesPane(Pane):
         for key, label in COLUMNS:
             table.add_column(label, key=key)
         yield table
-        yield OutputView(max_lines=self.settings.ui.output_max_lines, redact=self.redact)
+        yield OutputView(max_lines=self.settings.ui.output_max_lines, tail_chars=self.settings.processes.tail_bytes,
+                         redact=self.redact)
         yield Log(id="proc-notifications", max_lines=NOTIFICATIONS_KEPT, auto_scroll=True)
 
     @property

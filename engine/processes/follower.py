@@ -14,7 +14,6 @@ offset 0 and says so, so a view can clear itself instead of showing stale text.
 from __future__ import annotations
 
 import os
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -151,61 +150,6 @@ class OutputFollower:
         """At the very end: a dangling partial character becomes U+FFFD."""
         held, self._pending = self._pending, b""
         return held.decode("utf-8", errors="replace")
-
-
-class TailBuffer:
-    """The last ``limit`` characters of a stream, kept as whole lines where possible.
-
-    Bounded memory for a view of an arbitrarily long output; the full text stays on disk.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self.limit = max(1, int(limit))
-        self._parts: deque[str] = deque()
-        self._size = 0
-        self.total_chars = 0
-        self.truncated = False
-
-    def clear(self) -> None:
-        self._parts.clear()
-        self._size = 0
-        self.truncated = False
-
-    def append(self, text: str) -> None:
-        if not text:
-            return
-        self.total_chars += len(text)
-        if len(text) >= self.limit:
-            self._parts.clear()
-            text = text[-self.limit :]
-            self._size = 0
-            self.truncated = True
-        self._parts.append(text)
-        self._size += len(text)
-        while self._size > self.limit and self._parts:
-            first = self._parts[0]
-            excess = self._size - self.limit
-            if len(first) <= excess:
-                self._parts.popleft()
-                self._size -= len(first)
-            else:
-                self._parts[0] = first[excess:]
-                self._size -= excess
-            self.truncated = True
-
-    def text(self) -> str:
-        joined = "".join(self._parts)
-        if len(self._parts) > 1:
-            self._parts.clear()
-            self._parts.append(joined)
-        if self.truncated:
-            nl = joined.find("\n")
-            if 0 <= nl < len(joined) - 1:
-                return joined[nl + 1 :]  # drop the cut-off first line
-        return joined
-
-    def __len__(self) -> int:
-        return self._size
 
 
 def read_tail(path: Path | str, max_bytes: int) -> tuple[str, int]:
