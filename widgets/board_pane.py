@@ -18,6 +18,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import HorizontalScroll, Vertical
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
@@ -231,7 +232,10 @@ class BoardPane(Pane):
 
     def _fail(self, message: str) -> None:
         self.error = message
-        self.query_one("#board-error", EmptyState).update(message)
+        try:
+            self.query_one("#board-error", EmptyState).update(message)
+        except NoMatches:
+            return
         self.add_class("-failed")
         self.set_status("board unusable")
 
@@ -255,6 +259,12 @@ class BoardPane(Pane):
 
     def apply(self, views: list[CardView], counts: dict[str, int] | None = None) -> None:
         """Keyed diff: redraw only changed cards; rebuild a column only when its order changed."""
+        try:
+            self._apply(views, counts)
+        except NoMatches:  # a refresh finishing while the pane is being torn down
+            pass
+
+    def _apply(self, views: list[CardView], counts: dict[str, int] | None) -> None:
         now = self.clock()
         by_status: dict[str, list[CardView]] = {s: [] for s in STATUSES}
         for view in views:
@@ -295,6 +305,12 @@ class BoardPane(Pane):
         self._show_info()
 
     def _show_info(self) -> None:
+        try:
+            self._update_info()
+        except NoMatches:  # a worker finishing while the pane is being torn down
+            pass
+
+    def _update_info(self) -> None:
         k = self.settings.kanban
         running = len(self._columns[RUNNING])
         if self.error:

@@ -205,10 +205,26 @@ class Board:
 
     async def _configure(self) -> None:
         c = self.conn
-        await c.execute("PRAGMA journal_mode = WAL")
+        await self._use_wal()
         await c.execute("PRAGMA synchronous = FULL")
         await c.execute("PRAGMA foreign_keys = ON")
         await c.execute("PRAGMA wal_autocheckpoint = 1000")
+
+    async def _use_wal(self) -> None:
+        """Switch a new board to WAL. The switch needs the file to itself and SQLite does
+        not wait for that (no busy handler), so several processes opening a brand-new
+        board at once retry briefly; a board already in WAL needs nothing."""
+        for _attempt in range(100):
+            rows = await self.conn.execute_fetchall("PRAGMA journal_mode")
+            if rows and str(rows[0][0]).lower() == "wal":
+                return
+            try:
+                await self.conn.execute("PRAGMA journal_mode = WAL")
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                await asyncio.sleep(0.05)
+        raise sqlite3.OperationalError("database is locked (could not switch it to WAL)")
 
     async def _pragma(self, name: str) -> int:
         rows = await self.conn.execute_fetchall(f"PRAGMA {name}")
