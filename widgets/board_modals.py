@@ -27,6 +27,7 @@ from engine.kanban.workers import read_tail
 LOG_TAIL_BYTES = 6000
 LOG_TAIL_LINES = 30
 EVENTS_SHOWN = 20
+DETAILS_REFRESH_SECONDS = 2.0
 
 
 class NewCardScreen(ModalScreen[NewTask | None]):
@@ -236,6 +237,7 @@ class CardDetailsScreen(ModalScreen[str | None]):
         self.task_id = task_id
         self._log_path = log_path
         self._clock = clock
+        self._shown = ""
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -245,6 +247,7 @@ class CardDetailsScreen(ModalScreen[str | None]):
 
     def on_mount(self) -> None:
         self.load()
+        self.set_interval(DETAILS_REFRESH_SECONDS, self.load)  # a running card keeps changing
 
     @work(exclusive=True, group="card-details")
     async def load(self) -> None:
@@ -256,4 +259,7 @@ class CardDetailsScreen(ModalScreen[str | None]):
             return
         raw = await asyncio.to_thread(read_tail, self._log_path, LOG_TAIL_BYTES)
         lines = raw.decode("utf-8", errors="replace").splitlines()[-LOG_TAIL_LINES:]
-        body.update(render_details(details, "\n".join("  " + line for line in lines), self._clock()))
+        text = render_details(details, "\n".join("  " + line for line in lines), self._clock())
+        if text.plain != self._shown:
+            self._shown = text.plain
+            body.update(text)
