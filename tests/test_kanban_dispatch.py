@@ -485,3 +485,32 @@ async def test_parents_done_promote_the_child(world):
         assert (await board.get_task(child.id)).status == "ready"
     finally:
         await _close(board)
+
+
+async def test_a_worker_whose_fingerprint_capture_failed_is_never_signalled(world, monkeypatch):
+    """The boot id cannot be read at spawn (fake boundary): the worker is stored as
+    'unverified' and no tick, timeout or archive ever signals it."""
+    import os
+
+    home, clock, make = world
+    settings = kanban_settings({"w": "exec sleep 60"}, crash_grace_seconds=0)
+    board, disp, spawner = await make(settings)
+    monkeypatch.setattr(identity, "_boot_id_cache", None)
+    monkeypatch.setattr(identity, "_read_boot_id", lambda: None)
+    pid = None
+    try:
+        t = await tr.create_task(board, NewTask("unverifiable", assignee="w", max_runtime_seconds=1))
+        pid = (await disp.tick()).spawned[0].pid
+        card = await board.get_task(t.id)
+        assert card.worker_started_at == identity.UNVERIFIED
+        clock.advance(5000)  # past the max runtime and the claim TTL
+        result = await disp.tick()
+        assert t.id in result.deferred and not result.timed_out and not result.crashed
+        assert any("never verified" in w for w in result.warnings)
+        archived = await tr.archive(board, t.id, grace=0.2)
+        assert not archived.stop.attempted and archived.stop.refused
+        assert identity.read_stat(pid) is not None and not identity.read_stat(pid).is_zombie
+    finally:
+        if pid:
+            os.killpg(pid, signal.SIGKILL)  # the test's own cleanup of what the product may not touch
+        await _close(board)
