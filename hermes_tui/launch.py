@@ -37,6 +37,11 @@ def launch_app(ctx: Context) -> int:
     home.ensure()
     if not demo:
         _need_terminal()
+        # The demo home already shows a real pass in its log; an automatic one would
+        # only rearrange what the demo wants to show.
+        from hermes_tui.cli import start_auto_prune
+
+        start_auto_prune(ctx)
     app = HermesApp(home, settings, demo=demo)
     try:
         app.run()

@@ -16,6 +16,14 @@ from engine.home import HomeLayout
 
 REPO = Path(__file__).resolve().parent.parent
 
+# No test may start a real automatic scratch pass by accident: not in this process
+# (the once-per-process flag is spent) and not in the CLI subprocesses tests run (they
+# inherit HERMES_AUTO_PRUNE=0). Tests of the schedule itself reset both explicitly.
+os.environ["HERMES_AUTO_PRUNE"] = "0"
+from engine.scratch import schedule as _schedule  # noqa: E402
+
+_schedule.mark_started()
+
 
 @pytest.fixture
 def home(tmp_path: Path) -> HomeLayout:

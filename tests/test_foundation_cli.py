@@ -111,3 +111,39 @@ def test_home_mode_error_is_one_line(tmp_path):
     result = run_cli("--home", str(tmp_path / "h"), env={"HERMES_HOME_MODE": "rwx"})
     assert result.returncode == 2
     assert result.stderr.strip() == "hermes-tui: home: HERMES_HOME_MODE must be an octal mode such as 0700, got 'rwx'"
+
+
+def test_a_cli_command_starts_the_hourly_scratch_pass_detached(tmp_path):
+    """`hermes-tui ps` is not a prune command, but it starts the automatic pass (once an
+    hour per home) in a detached child: the stamp is written and the idle entry goes."""
+    import time
+
+    home = tmp_path / "h"
+    idle = home / "cache" / "scratch" / "old-run"
+    idle.mkdir(parents=True)
+    (idle / "f").write_text("x")
+    old = time.time() - 3 * 86400
+    os.utime(idle / "f", (old, old))
+    os.utime(idle, (old, old))
+    result = run_cli("--home", str(home), "ps", env={"HERMES_AUTO_PRUNE": ""})
+    assert result.returncode == 0, result.stderr
+    stamp = home / "cache" / "scratch" / ".last_prune"
+    assert stamp.exists()
+    deadline = time.monotonic() + 20
+    while idle.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not idle.exists()
+    assert "old-run" in (home / "logs" / "scratch-prune.log").read_text()
+    # Within the hour, a second command starts nothing: a new idle entry stays.
+    idle.mkdir()
+    os.utime(idle, (old, old))
+    run_cli("--home", str(home), "ps", env={"HERMES_AUTO_PRUNE": ""})
+    time.sleep(1.0)
+    assert idle.exists()
+
+
+def test_hermes_auto_prune_0_keeps_the_cli_from_pruning(tmp_path):
+    home = tmp_path / "h"
+    (home / "cache" / "scratch").mkdir(parents=True)
+    assert run_cli("--home", str(home), "ps", env={"HERMES_AUTO_PRUNE": "0"}).returncode == 0
+    assert not (home / "cache" / "scratch" / ".last_prune").exists()

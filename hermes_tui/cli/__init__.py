@@ -41,6 +41,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Commands that never start the automatic scratch pass: read-only reports, and the
+# commands where the user is looking at (or running) a prune themselves.
+NO_AUTO_PRUNE = frozenset({"doctor", "scratch", "prune"})
+
+
+def auto_prune_disabled_by_env() -> bool:
+    """HERMES_AUTO_PRUNE=0 turns the automatic pass off for this process tree (CI, tests)."""
+    return os.environ.get("HERMES_AUTO_PRUNE", "").strip().lower() in ("0", "false", "no", "off")
+
+
+def start_auto_prune(ctx: Context) -> None:
+    """Start the hourly scratch pass in a detached child if one is due; never waits.
+
+    A bad config is left for the command itself to report."""
+    if auto_prune_disabled_by_env():
+        return
+    from engine.config import ConfigError
+    from engine.scratch.schedule import maybe_start_auto_prune
+
+    try:
+        settings = ctx.settings
+    except ConfigError:
+        return
+    maybe_start_auto_prune(ctx.home, settings)
+
+
 def _open_app(ctx: Context) -> int:
     from hermes_tui.launch import launch_app
 
@@ -56,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
             return _open_app(ctx)
         if args.demo:
             raise CliError("--demo opens the app; it cannot be combined with a command", EXIT_USAGE)
+        if args.command not in NO_AUTO_PRUNE:
+            start_auto_prune(ctx)
         return args.func(ctx)
     except CliError as exc:
         print(f"hermes-tui: {exc.message}", file=sys.stderr)
