@@ -340,3 +340,61 @@ def test_corrupt_session_folder_is_skipped(reg, home):
 def test_status_dir_is_under_home(reg, home):
     s = reg.spawn("true")
     assert Path(s.dir).parent == home.processes_dir
+
+
+def test_concurrent_listing_never_reports_a_running_session_lost(reg):
+    """The pane's refresh thread and a kill worker list at the same time: a pidfd must
+    never be polled after another thread closed it (that read as 'exited' -> lost)."""
+    import threading
+
+    sessions = [reg.spawn(["sh", "-c", f"sleep 0.{i % 5 + 1}"]) for i in range(12)]
+    seen: set[str] = set()
+    stop = threading.Event()
+
+    def hammer():
+        while not stop.is_set():
+            for s in reg.list():
+                seen.add(s.status)
+
+    threads = [threading.Thread(target=hammer) for _ in range(4)]
+    for t in threads:
+        t.start()
+    try:
+        for s in sessions:
+            reg.wait(s.id, timeout=10)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert "lost" not in seen
+    assert {s.status for s in reg.list()} == {"exited"}
+
+
+def test_a_listing_between_the_exit_and_the_kill_record_does_not_freeze_exited(reg, monkeypatch):
+    """The pane refreshes while a kill is finishing: the wrapper has recorded 143 but the
+    kill's own record is not written yet. The session must still end up 'killed'."""
+    s = reg.spawn(["sleep", "30"])
+    real = identity.terminate
+    seen: list[str] = []
+
+    def terminate_then_refresh(pid, fp, grace):
+        report = real(pid, fp, grace)
+        seen.append(reg.get(s.id).status)  # a concurrent refresh at the worst moment
+        return report
+
+    monkeypatch.setattr(identity, "terminate", terminate_then_refresh)
+    report = reg.kill(s.id, grace=1)
+    assert seen == ["killed"]
+    assert report.outcome == "killed" and report.status == "killed"
+    assert reg.get(s.id).status == "killed"
+    assert ProcessRegistry(reg.home, reg.settings).get(s.id).signal == "SIGTERM"
+
+
+def test_kill_refused_leaves_no_kill_record(reg, monkeypatch):
+    s = reg.spawn(["sleep", "30"])
+    monkeypatch.setattr(identity, "terminate", lambda pid, fp, grace: identity.TerminateReport(
+        pid=pid, outcome=identity.SignalOutcome.ERROR, detail="Operation not permitted"))
+    report = reg.kill(s.id)
+    assert report.outcome == "error" and not report.ok
+    assert not (s.dir / KILLED_FILE).exists()
+    assert reg.get(s.id).status == "running"

@@ -273,13 +273,13 @@ class ProcessRegistry:
             with self._lock:
                 self._state.bases[sid] = cached
         current = sess.derive(cached.base, self._leader_alive)
-        if current.finished:
+        if current.finished and sess.is_settled(current):
             with self._lock:
                 self._state.finished[sid] = current
                 self._state.bases.pop(sid, None)
                 fd = self._state.pidfds.pop(sid, None)
-            if fd is not None:
-                os.close(fd)
+                if fd is not None:
+                    os.close(fd)
         return current
 
     def _leader_alive(self, s: ProcessSession) -> bool:
@@ -289,15 +289,16 @@ class ProcessRegistry:
         process, so later checks are one poll() on that fd: no /proc read per refresh,
         and a recycled pid can never be mistaken for ours.
         """
-        with self._lock:
+        with self._lock:  # the fd is only used and closed under the lock (no fd-number reuse)
             fd = self._state.pidfds.get(s.id)
-        if fd is not None:
-            if not _pidfd_exited(fd):
-                return True
-            with self._lock:
-                if self._state.pidfds.pop(s.id, None) is not None:
-                    os.close(fd)
-            return False
+            if fd is not None:
+                exited = _pidfd_exited(fd)
+                if exited is False:
+                    return True
+                del self._state.pidfds[s.id]
+                os.close(fd)
+                if exited:
+                    return False
         if not (_HAVE_PIDFD and identity.is_verifiable(s.fingerprint)):
             return sess.leader_alive(s)
         try:
@@ -420,19 +421,28 @@ class ProcessRegistry:
             return KillReport(**base, status=s.status, outcome="unverified",
                               detail="no fingerprint was taken at spawn, so its pid is never signalled")
         grace = self.settings.processes.kill_grace_seconds if grace is None else max(0.0, float(grace))
-        report = identity.terminate(s.pid, s.fingerprint, grace)
+        kill_file = s.dir / sess.KILLED_FILE
+        # Intent first: whoever looks while the command dies of our TERM sees "killed".
+        atomic_write_json(kill_file, {"pending": True, "signal": None, "at": time.time(), "by_pid": os.getpid()})
+        try:
+            report = identity.terminate(s.pid, s.fingerprint, grace)
+        except BaseException:
+            _unlink(kill_file)
+            raise
         self.reap()
         signals = tuple(report.signals)
         survivors = tuple(report.survivors)
-        if report.outcome is identity.SignalOutcome.SENT and not survivors:
-            record = sess.read_exit_record(s.dir)
-            if record is None or record.signal is not None:
-                last = "SIGKILL" if any(sig == "SIGKILL" for _p, sig in signals) else "SIGTERM"
-                atomic_write_json(
-                    s.dir / sess.KILLED_FILE,
-                    {"signal": last, "at": time.time(), "by_pid": os.getpid(),
-                     "signals": [{"pid": p, "signal": n} for p, n in signals]},
-                )
+        record = sess.read_exit_record(s.dir)
+        if report.outcome is identity.SignalOutcome.SENT and (record is None or record.signal is not None):
+            last = "SIGKILL" if any(sig == "SIGKILL" for _p, sig in signals) else "SIGTERM"
+            atomic_write_json(kill_file, {
+                "pending": bool(survivors), "signal": last, "at": time.time(), "by_pid": os.getpid(),
+                "signals": [{"pid": p, "signal": n} for p, n in signals],
+            })
+        else:
+            _unlink(kill_file)  # nothing was sent, or it had exited normally on its own
+        with self._lock:
+            self._state.finished.pop(s.id, None)
         after = self.get(s.id)
         if report.outcome is identity.SignalOutcome.SENT:
             if survivors:
@@ -467,17 +477,31 @@ class ProcessRegistry:
 _HAVE_PIDFD = identity.pidfd_available()
 
 
-def _pidfd_exited(fd: int) -> bool:
-    """A pidfd polls readable once its process has exited (zombie or reaped)."""
+def _pidfd_exited(fd: int) -> bool | None:
+    """A pidfd polls readable once its process has exited (zombie or reaped).
+    None when the fd itself is unusable (then /proc decides)."""
     poller = select.poll()
     poller.register(fd, select.POLLIN)
-    return bool(poller.poll(0))
+    events = poller.poll(0)
+    if not events:
+        return False
+    revents = events[0][1]
+    if revents & (select.POLLNVAL | select.POLLERR):
+        return None
+    return bool(revents & select.POLLIN)
 
 
 def _pid_reused(s: ProcessSession) -> bool:
     """The session's pid exists now but is another process (fingerprint differs)."""
     now = identity.fingerprint(s.pid)
     return now != identity.UNVERIFIED and identity.is_verifiable(s.fingerprint) and now != s.fingerprint
+
+
+def _unlink(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def _remove_tree(path: Path) -> None:

@@ -42,6 +42,8 @@ KILLED_FILE = "killed.json"
 NOTIFIED_FILE = "notified"
 WATCH_STATE_FILE = "watch.json"
 
+SETTLE_SECONDS = 10.0  # a finished session younger than this may still get its kill record
+
 ID_PREFIX = "proc_"
 ID_HEX_LEN = 12
 
@@ -237,20 +239,24 @@ def derive(base: ProcessSession, alive: Callable[[ProcessSession], bool] = leade
     """Fill in status, exit code, signal and end time from what is on disk now.
 
     ``alive`` says whether the verified leader still runs (the registry passes a cached
-    pidfd check; the default reads /proc)."""
+    pidfd check; the default reads /proc). A kill record is written *before* the first
+    signal (``pending``) and completed after, so an exit caused by our TERM is never
+    seen as a plain exit, not even for a moment.
+    """
     d = base.dir
     record = read_exit_record(d)
-    kill = read_kill_record(d)
-    if record is None and kill is None:
+    if record is None:
         if alive(base):
-            return replace(base, status=RUNNING)
+            return replace(base, status=RUNNING)  # also while a kill is in progress
         # The wrapper may have written its record just before it exited: look again.
         record = read_exit_record(d)
-        kill = read_kill_record(d)
-        if record is None and kill is None:
-            return replace(base, status=LOST)
+    kill = read_kill_record(d)
+    if record is None and kill is None:
+        return replace(base, status=LOST)
     if kill is not None and (record is None or record.signal is not None):
         sig = kill.get("signal") if isinstance(kill.get("signal"), str) else None
+        if sig is None and record is not None:
+            sig = record.signal  # the kill is still being completed: the shell's word for now
         ended = record.ended_at if record is not None else float(kill.get("at") or time.time())
         return replace(
             base,
@@ -261,6 +267,18 @@ def derive(base: ProcessSession, alive: Callable[[ProcessSession], bool] = leade
         )
     assert record is not None
     return replace(base, status=EXITED, exit_code=record.code, signal=record.signal, ended_at=record.ended_at)
+
+
+def is_settled(s: ProcessSession, now: float | None = None) -> bool:
+    """A finished session that can no longer change (safe to cache): its kill record is
+    complete, or it ended long enough ago that no kill of it can still be finishing."""
+    if s.running:
+        return False
+    kill = read_kill_record(s.dir)
+    if kill is not None:
+        return not kill.get("pending", False)
+    end = s.ended_at if s.ended_at is not None else s.started_at
+    return (time.time() if now is None else now) - end > SETTLE_SECONDS
 
 
 def load_session(session_dir: Path) -> ProcessSession:
