@@ -313,3 +313,29 @@ def test_output_view_memory_is_bounded_by_lines_and_size():
     assert len(view.lines) <= 5 and sum(len(x) + 1 for x in view.lines) <= 30
     view._keep(["x" * 100])
     assert list(view.lines) == ["x" * 100]  # one over-long line is still kept whole
+
+
+async def test_a_backgrounded_command_outlives_the_app_and_the_next_app_sees_its_exit(home, tmp_path, cleanup):
+    gate = tmp_path / "go"
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        await submit(pilot, app, f"echo started; while [ ! -e {gate} ]; do sleep 0.05; done; echo finished; exit 4")
+        await wait_until(pilot, lambda: pane.foreground is not None and "started" in pane.output.lines)
+        sid = pane.foreground.id
+        await pilot.press("ctrl+b")
+        await wait_until(pilot, lambda: pane.foreground is None)
+    # the app has quit: the command still runs
+    s = ProcessRegistry(home, Settings()).get(sid)
+    assert s.status == "running" and identity.is_alive(s.pid, s.fingerprint)
+    again = make_app(home)
+    async with again.run_test(size=WIDE) as pilot:
+        pane = again.pane("processes")
+        await wait_until(pilot, lambda: sid in pane._rows and pane.sessions[sid].running)
+        pane.table.focus()
+        await wait_until(pilot, lambda: pane.output.session_id == sid and "started" in pane.output.lines)
+        gate.touch()
+        await wait_until(pilot, lambda: pane.sessions[sid].finished and "finished" in pane.output.lines)
+        assert pane.sessions[sid].exit_code == 4
+        # it was backgrounded, so it notifies on completion
+        await wait_until(pilot, lambda: any(e.session_id == sid for e in pane.notifications))
