@@ -124,6 +124,7 @@ class ProcessesPane(Pane):
         self.notifications: list[ProcessEvent] = []
         self._rows: dict[str, tuple[str, ...]] = {}
         self._commands: dict[str, str] = {}  # session id -> masked, shortened command
+        self._sorted_once = False
         self._refreshing = False
         self._refresh_started = 0.0
         self.refresh_count = 0
@@ -215,6 +216,7 @@ class ProcessesPane(Pane):
             if s.id != fg and (self.show_finished or s.running)
         }
         table = self.table
+        reorder = False
         with self.app.batch_update():
             for key in [k for k in self._rows if k not in wanted]:
                 table.remove_row(key)
@@ -225,19 +227,40 @@ class ProcessesPane(Pane):
                     continue
                 if old is None:
                     table.add_row(*self._cells(cells, snap.styles[key]), key=key)
+                    reorder = True
                 else:
                     for i, (col, _label) in enumerate(COLUMNS):
                         if cells[i] != old[i]:
                             value = Text(cells[i], style=snap.styles[key]) if i == STATUS_COLUMN else cells[i]
                             table.update_cell(key, col, value)
+                    reorder = reorder or (old[STATUS_COLUMN] == "running") != (cells[STATUS_COLUMN] == "running")
                 self._rows[key] = cells
+            if reorder and len(self._rows) > 1:
+                self._sort(snap)
         self.set_class(bool(self._rows), "-has-rows")
         running = sum(1 for s in snap.sessions if s.running)
         self.set_status(f"{running} running" if running else "idle")
         if self.output.session_id is None and self._rows:
-            self._show_row(next(iter(self._rows)))
+            selected = self.selected
+            self._show_row(selected.id if selected is not None else next(iter(self._rows)))
         for event in snap.events:
             self._deliver(event)
+
+    def _sort(self, snap: Snapshot) -> None:
+        """Running sessions first, newest first; only when a row came or a status flipped.
+        The cursor stays on the session it was on (the view does not jump)."""
+        order = {s.short_id: (not s.running, -s.started_at, s.id) for s in snap.sessions}
+        table = self.table
+        selected = self.selected if self._sorted_once else None  # at first, start at the top
+        self._sorted_once = True
+        table.sort("id", key=lambda short: order.get(short, (True, 0.0, short)))
+        if selected is not None and selected.id in self._rows:
+            table.move_cursor(row=table.get_row_index(selected.id), animate=False)
+        else:
+            table.move_cursor(row=0, animate=False)
+            top = self.selected
+            if top is not None and self.foreground is None:
+                self._show_row(top.id)
 
     @staticmethod
     def _cells(cells: tuple[str, ...], style: str) -> list:
@@ -253,8 +276,10 @@ class ProcessesPane(Pane):
         # not take the view away from a foreground run the user is watching.
         if self.foreground is not None and not self.table.has_focus:
             return
-        if event.row_key is not None and event.row_key.value:
-            self._show_row(event.row_key.value)
+        # The event may be stale (rows were sorted since it was posted): follow the cursor.
+        selected = self.selected
+        if selected is not None:
+            self._show_row(selected.id)
 
     def _show_row(self, session_id: str) -> None:
         s = self.sessions.get(session_id)
