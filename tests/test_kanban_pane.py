@@ -79,12 +79,12 @@ def make_app(home: HomeLayout, config: str = CONFIG) -> HermesApp:
     return HermesApp(home, load_config(home.config_file), home_label="~/.hermes")
 
 
-async def wait_for(pilot, predicate, timeout: float = 10.0) -> None:
+async def wait_for(pilot, predicate, timeout: float = 20.0) -> None:
     for _ in range(int(timeout / 0.05)):
         if predicate():
             return
         await pilot.pause(0.05)
-    raise AssertionError("condition not reached")
+    raise AssertionError(f"condition not reached in {timeout}s")
 
 
 async def card_status(home: HomeLayout, task_id: str) -> str:
