@@ -339,3 +339,27 @@ async def test_a_backgrounded_command_outlives_the_app_and_the_next_app_sees_its
         assert pane.sessions[sid].exit_code == 4
         # it was backgrounded, so it notifies on completion
         await wait_until(pilot, lambda: any(e.session_id == sid for e in pane.notifications))
+
+
+async def test_editor_key_explains_what_it_needs_and_all_toggle(home, monkeypatch, cleanup):
+    reg = ProcessRegistry(home, Settings())
+    done = reg.spawn("echo hi")
+    reg.wait(done.id, timeout=10)
+    running = reg.spawn(["sleep", "30"])
+    app = PaneOnly(home, FAST)
+    async with app.run_test(size=WIDE) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        await wait_until(pilot, lambda: {done.id, running.id} <= set(pane._rows))
+        pane.table.focus()
+        monkeypatch.delenv("VISUAL", raising=False)
+        monkeypatch.delenv("EDITOR", raising=False)
+        await pilot.press("e")
+        assert any("set $EDITOR" in t for t in app.toasts)
+        monkeypatch.setenv("EDITOR", "true")
+        await pilot.press("e")  # headless: the app cannot suspend, and says so
+        assert any("cannot open the editor" in t for t in app.toasts)
+        await pilot.press("a")
+        await wait_until(pilot, lambda: set(pane._rows) == {running.id})
+        await pilot.press("a")
+        await wait_until(pilot, lambda: set(pane._rows) == {done.id, running.id})
+        assert pane.table.get_row_index(running.id) == 0  # running first
