@@ -127,9 +127,12 @@ class HermesApp(App[int]):
         for cls in pane_classes():
             status = self._statuses.get(cls.PANE_ID)
             if status:
+                # The header gets each pane's headline only; the pane's own subtitle
+                # carries the rest (the header is one line, even at 80 columns).
+                headline = status.split(" · ")[0]
                 text.append("  ·  ", style="dim")
-                text.append(f"{cls.TITLE.lower()}: ", style="dim")
-                text.append(status)
+                text.append(f"{cls.TITLE.lower()} ", style="dim")
+                text.append(headline)
         try:
             self.query_one("#header", Static).update(text)
         except Exception:

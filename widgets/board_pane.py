@@ -108,7 +108,7 @@ class BoardPane(Pane):
     DEFAULT_CSS = """
     BoardPane #board-info { height: 1; color: $text-muted; }
     BoardPane #board-columns { height: 1fr; }
-    BoardPane .board-column { width: 24; height: 1fr; margin-right: 1; }
+    BoardPane .board-column { width: 1fr; min-width: 18; height: 1fr; margin-right: 1; }
     BoardPane #column-archived { display: none; }
     BoardPane.-show-archived #column-archived { display: block; }
     BoardPane .column-title { width: 1fr; text-style: bold; color: $text-muted; background: $panel; padding: 0 1; }
