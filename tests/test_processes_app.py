@@ -363,3 +363,15 @@ async def test_editor_key_explains_what_it_needs_and_all_toggle(home, monkeypatc
         await pilot.press("a")
         await wait_until(pilot, lambda: set(pane._rows) == {done.id, running.id})
         assert pane.table.get_row_index(running.id) == 0  # running first
+
+
+async def test_quitting_the_app_backgrounds_the_foreground_run(home, cleanup, spy_signals):
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        await submit(pilot, app, "sleep 30")
+        await wait_until(pilot, lambda: pane.foreground is not None)
+        sid = pane.foreground.id
+    s = ProcessRegistry(home, Settings()).get(sid)
+    assert s.status == "running" and s.background and s.notify
+    assert spy_signals == []

@@ -185,3 +185,37 @@ def test_ctrl_c_terminates_the_command_and_exits_130(cli, home):
     assert "Traceback" not in err
     sessions = ProcessRegistry(home, Settings()).list()
     assert [s.status for s in sessions] == ["killed"]
+
+
+def test_a_reader_that_goes_away_stops_the_command_like_sigpipe(cli, home):
+    proc = spawn_cli(home, "run", "--", "yes")
+    try:
+        assert proc.stdout.readline() == "y\n"
+        proc.stdout.close()  # like `| head -1`
+        proc.wait(timeout=20)
+        err = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 141
+    assert "reader went away" in err and "Traceback" not in err
+    assert [s.status for s in ProcessRegistry(home, Settings()).list()] == ["killed"]
+
+
+def test_hangup_of_the_terminal_moves_the_command_to_the_background(cli, home):
+    proc = spawn_cli(home, "run", "--", "sh", "-c", "echo up; sleep 30")
+    try:
+        _read_until(proc, "up")
+        proc.send_signal(signal.SIGHUP)
+        proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0
+    (s,) = ProcessRegistry(home, Settings()).list()
+    assert s.status == "running" and s.background and s.notify
+
+
+def test_ps_all_with_nothing(cli):
+    assert cli("ps", "--all").stdout.strip() == "no process sessions"
+    assert json.loads(cli("ps", "--json").stdout) == []

@@ -83,3 +83,16 @@ def test_read_tail_skips_a_cut_character(tmp_path):
     path.write_bytes("ééé".encode())
     text, size = read_tail(path, 3)
     assert size == 6 and text == "é"
+
+
+def test_read_last_lines_reads_only_the_tail(tmp_path):
+    from engine.processes.follower import read_last_lines
+
+    path = tmp_path / "o.log"
+    for content in (b"", b"a\n", b"a\nb\nc\n", b"a\nb\nc", b"\n\n\n", b"x" * 100 + b"\n" + b"y" * 100):
+        path.write_bytes(content)
+        for n in (0, 1, 2, 5):
+            got, size = read_last_lines(path, n, block=3)
+            assert size == len(content)
+            assert got == (b"".join(content.splitlines(keepends=True)[-n:]) if n else b""), (content, n)
+    assert read_last_lines(tmp_path / "missing", 3) == (b"", 0)

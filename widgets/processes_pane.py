@@ -161,6 +161,14 @@ class ProcessesPane(Pane):
         self.set_interval(FOREGROUND_CHECK_SECONDS, self._check_foreground)
 
     def on_unmount(self) -> None:
+        # Quitting never stops a command: a foreground run becomes a background session
+        # (notify-on-complete), exactly as if ctrl+b had been pressed.
+        if self.foreground is not None:
+            try:
+                self.registry.move_to_background(self.foreground.id)
+            except (ProcessLookupFailed, OSError):
+                pass
+            self.foreground = None
         self.center.close()
 
     # -- refresh ------------------------------------------------------------------------

@@ -169,3 +169,33 @@ def read_tail(path: Path | str, max_bytes: int) -> tuple[str, int]:
             i += 1
         data = data[i:]
     return data.decode("utf-8", errors="replace"), size
+
+
+def read_last_lines(path: Path | str, n: int, block: int = 64 * 1024) -> tuple[bytes, int]:
+    """The last ``n`` lines of a file (raw bytes) and its total size, reading backwards
+    in blocks, so the tail of a huge log costs only the tail."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return b"", 0
+    try:
+        size = os.fstat(fd).st_size
+        if n <= 0 or size == 0:
+            return b"", size
+        pos = size
+        data = b""
+        while pos > 0:
+            step = min(block, pos)
+            pos -= step
+            data = os.pread(fd, step, pos) + data
+            # A final newline ends the last line; n lines need n newlines before the tail.
+            if data.count(b"\n", 0, len(data) - 1) >= n:
+                break
+        cut = len(data) - 1  # skip the final newline (if any) when counting back
+        for _ in range(n):
+            cut = data.rfind(b"\n", 0, cut)
+            if cut < 0:
+                return data, size  # fewer than n lines in the whole file
+        return data[cut + 1 :], size
+    finally:
+        os.close(fd)

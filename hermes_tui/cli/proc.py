@@ -178,6 +178,8 @@ def _run_foreground(ctx: Context, reg, s) -> int:
     from engine.processes.foreground import ForegroundRun
 
     yield_requested = threading.Event()
+    hung_up = threading.Event()
+    reader_gone = threading.Event()
     out = sys.stderr if ctx.json else sys.stdout
 
     def write(text: str) -> None:
@@ -185,14 +187,20 @@ def _run_foreground(ctx: Context, reg, s) -> int:
             out.write(text)
             out.flush()
         except (BrokenPipeError, ValueError):
-            pass
+            reader_gone.set()  # e.g. `hermes-tui run -- yes | head`: whoever read us is gone
 
     def on_tstp(_signum, _frame) -> None:
         yield_requested.set()
 
-    previous = signal.signal(signal.SIGTSTP, on_tstp) if hasattr(signal, "SIGTSTP") else None
+    def on_hup(_signum, _frame) -> None:  # the terminal went away: keep the command, in the background
+        hung_up.set()
+        yield_requested.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig, handler in
+                ((signal.SIGTSTP, on_tstp), (signal.SIGHUP, on_hup))}
     try:
-        outcome = ForegroundRun(reg, s).stream(write, yield_requested.is_set)
+        outcome = ForegroundRun(reg, s).stream(
+            write, lambda: yield_requested.is_set() or reader_gone.is_set())
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl+C must not cut the kill short
         report = reg.kill(s.id)
@@ -206,9 +214,17 @@ def _run_foreground(ctx: Context, reg, s) -> int:
                         "signal": "SIGINT", "yielded": False})
         return 130
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTSTP, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     final = outcome.session
+    if reader_gone.is_set() and not yield_requested.is_set():
+        # Like a shell pipeline, the command would have got SIGPIPE: stop it.
+        _silence_stdout()
+        report = reg.kill(final.id)
+        print(f"hermes-tui: output reader went away; {final.id} {report.status}", file=sys.stderr)
+        return 128 + signal.SIGPIPE
+    if hung_up.is_set():
+        return EXIT_OK
     if outcome.yielded:
         print(f"\nhermes-tui: moved to background as {final.id} (pid {final.pid}); it keeps running. "
               f"Follow it with: hermes-tui proc log {final.id}", file=sys.stderr)
@@ -220,6 +236,18 @@ def _run_foreground(ctx: Context, reg, s) -> int:
         print_json({"id": final.id, "pid": final.pid, "status": final.status, "exit_code": final.exit_code,
                     "signal": final.signal, "yielded": False})
     return _exit_code_of(final)
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so the exit flush cannot fail."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def _exit_code_of(s) -> int:
@@ -249,7 +277,7 @@ def cmd_ps(ctx: Context) -> int:
         print_json([_session_json(s, now, ctx.settings.processes.redact) for s in sessions])
         return EXIT_OK
     if not sessions:
-        print("no running process sessions" + ("" if ctx.args.all else " (--all shows finished ones)"))
+        print("no process sessions" if ctx.args.all else "no running process sessions (--all shows finished ones)")
         return EXIT_OK
     redact = ctx.settings.processes.redact
     rows = [("ID", "STATUS", "PID", "RUNTIME", "EXIT", "OWNER", "COMMAND")]
@@ -308,29 +336,28 @@ def cmd_poll(ctx: Context) -> int:
 
 
 def cmd_log(ctx: Context) -> int:
+    from engine.processes.follower import read_last_lines
     from engine.processes.redact import maybe_redact
 
     reg = _registry(ctx)
     s = _lookup(reg, ctx.args.id)
+    tail = ctx.args.tail if ctx.args.tail is not None else (None if ctx.json else DEFAULT_LOG_TAIL)
     try:
-        with open(s.output_path, "rb") as fh:
-            data = fh.read()
+        if tail is None:
+            with open(s.output_path, "rb") as fh:
+                data = fh.read()
+            total = len(data)
+        else:
+            data, total = read_last_lines(s.output_path, tail)  # only the tail is read
     except FileNotFoundError:
-        data = b""
+        data, total = b"", 0
     except OSError as exc:
         raise CliError(f"cannot read {s.output_path}: {exc.strerror or exc}") from None
-    total = len(data)
-    tail = ctx.args.tail if ctx.args.tail is not None else (None if ctx.json else DEFAULT_LOG_TAIL)
     if ctx.args.raw and not ctx.json:
-        if tail is not None:
-            data = b"".join(data.splitlines(keepends=True)[-tail:]) if tail else b""
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return EXIT_OK
-    text = data.decode("utf-8", errors="replace")
-    if tail is not None:
-        text = "".join(text.splitlines(keepends=True)[-tail:]) if tail else ""
-    text = maybe_redact(text, ctx.settings.processes.redact and not ctx.args.raw)
+    text = maybe_redact(data.decode("utf-8", errors="replace"), ctx.settings.processes.redact and not ctx.args.raw)
     if ctx.json:
         print_json({"id": s.id, "output": text, "total_bytes": total})
     else:
