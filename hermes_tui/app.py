@@ -49,9 +49,10 @@ class HermesApp(App[int]):
         Binding("4", "focus_pane('prune-log')", "Go to the prune log", show=False, id="app.pane.prune_log"),
         Binding("z", "zoom", "Zoom", tooltip="Zoom the focused pane (again to restore)", id="app.zoom"),
         Binding("colon", "focus_command_bar", "Command", tooltip="Type a command to run", id="app.command"),
-        # Works while the command bar has focus (priority); remappable by its id.
+        # Works while the command bar has focus (priority); remappable by its id. Not in the
+        # Footer: the command bar names this key while a command runs.
         Binding("ctrl+b", "background", "Background", tooltip="Move the foreground command to the background",
-                id="processes.background", priority=True),
+                id="processes.background", priority=True, show=False),
     ]
 
     def __init__(

@@ -12,7 +12,7 @@ from textual.message import Message
 from textual.widgets import Input
 
 HISTORY_LIMIT = 200
-IDLE_TITLE = "command · Enter runs in the foreground"
+IDLE_TITLE = ""  # idle, the placeholder says it all
 
 
 class CommandBar(Input):
