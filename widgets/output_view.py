@@ -163,7 +163,8 @@ class OutputView(Vertical):
                     lines = text.split("\n")
                     if lines and lines[-1] == "":
                         lines.pop()
-                    self.app.call_from_thread(self._append, lines, generation, skipped)
+                    if not self._post(self._append, lines, generation, skipped):
+                        return
                 time.sleep(FLUSH_INTERVAL)
         finally:
             follower.close()
@@ -181,7 +182,7 @@ class OutputView(Vertical):
             chunk = follower.read_bytes()
             if chunk.reset:
                 pieces, total, skipped, reset = [], 0, 0, True
-                self.app.call_from_thread(self._reset, generation)
+                self._post(self._reset, generation)
             if not chunk.data:
                 return pieces, reset, skipped
             pieces.append(chunk.data)
@@ -191,6 +192,14 @@ class OutputView(Vertical):
                 total -= len(first)
                 skipped += len(first)
 
+    def _post(self, callback, *args) -> bool:
+        """Run ``callback`` on the UI thread; False once the app has stopped."""
+        try:
+            self.app.call_from_thread(callback, *args)
+        except RuntimeError:
+            return False
+        return True
+
     def _reset(self, generation: int) -> None:
         if generation != self._generation:
             return
@@ -199,7 +208,7 @@ class OutputView(Vertical):
         self.log.clear()
 
     def _append(self, lines: list[str], generation: int, skipped_bytes: int = 0) -> None:
-        if generation != self._generation or not lines:
+        if generation != self._generation or not lines or not self.is_attached:
             return
         if skipped_bytes:
             self.skipped_bytes += skipped_bytes

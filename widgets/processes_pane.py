@@ -186,9 +186,16 @@ class ProcessesPane(Pane):
         try:
             snap = self.take_snapshot()
         except Exception as exc:  # an unreadable processes dir: say so, keep the last table
-            self.app.call_from_thread(self._sample_failed, str(exc))
+            self._post(self._sample_failed, str(exc))
             return
-        self.app.call_from_thread(self.apply_snapshot, snap)
+        self._post(self.apply_snapshot, snap)
+
+    def _post(self, callback, *args) -> None:
+        """Run ``callback`` on the UI thread, unless the app is already shutting down."""
+        try:
+            self.app.call_from_thread(callback, *args)
+        except RuntimeError:
+            pass  # the app's loop has stopped: nothing left to update
 
     def take_snapshot(self) -> Snapshot:
         """Everything one refresh needs (thread side): sessions, usage, cells, events."""
@@ -215,6 +222,8 @@ class ProcessesPane(Pane):
         """The UI side: keyed diff of the table (update_cell only where a value changed,
         add_row for new sessions, remove_row for gone ones), status, events."""
         self._refreshing = False
+        if not self.is_attached:
+            return  # unmounted while the sample was being taken
         self.refresh_count += 1
         self.sessions = {s.id: s for s in snap.sessions}
         fg = self.foreground.id if self.foreground is not None else None
@@ -412,7 +421,7 @@ class ProcessesPane(Pane):
             return
         if done.running:
             return
-        self.app.call_from_thread(self._foreground_done, done)
+        self._post(self._foreground_done, done)
 
     def _foreground_done(self, done: ProcessSession) -> None:
         if self.foreground is None or self.foreground.id != done.id:
@@ -454,7 +463,7 @@ class ProcessesPane(Pane):
         try:
             report = self.registry.kill(session_id)
         except ProcessLookupFailed as exc:
-            self.app.call_from_thread(self.app.notify, str(exc), severity="error", markup=False)
+            self._post(self._notify_kill, str(exc), "error")
             return
         if report.ok:
             message, severity = f"{report.id} {report.status}", "information"
@@ -462,8 +471,11 @@ class ProcessesPane(Pane):
             message, severity = f"{report.id}: {report.outcome} ({report.detail})", "error"
         if report.survivors:
             message += f"; still alive: {', '.join(map(str, report.survivors))}"
-        self.app.call_from_thread(self.app.notify, message, title="kill", severity=severity, markup=False)
-        self.app.call_from_thread(self.refresh_sessions)
+        self._post(self._notify_kill, message, severity)
+        self._post(self.refresh_sessions)
+
+    def _notify_kill(self, message: str, severity: str) -> None:
+        self.app.notify(message, title="kill", severity=severity, markup=False)
 
     def action_toggle_follow(self) -> None:
         on_ = self.output.toggle_follow()
