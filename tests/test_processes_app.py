@@ -375,3 +375,13 @@ async def test_quitting_the_app_backgrounds_the_foreground_run(home, cleanup, sp
     s = ProcessRegistry(home, Settings()).get(sid)
     assert s.status == "running" and s.background and s.notify
     assert spy_signals == []
+
+
+async def test_progress_bars_and_prompts_show_without_a_newline(home, cleanup):
+    reg = ProcessRegistry(home, Settings())
+    s = reg.spawn("printf 'crlf line\\r\\n'; printf ' 10%%\\r 50%%\\r100%%'; sleep 1; printf 'Continue? '; sleep 30")
+    app = PaneOnly(home, FAST)
+    async with app.run_test(size=WIDE) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        await wait_until(pilot, lambda: pane.output.session_id == s.id and "Continue? " in pane.output.lines)
+        assert list(pane.output.lines)[:2] == ["crlf line", "100%"]

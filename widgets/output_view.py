@@ -43,6 +43,14 @@ def _render(lines: list[str], term: str | None) -> Text:
     return text
 
 
+def _as_terminal_shows(line: str) -> str:
+    """A carriage return redraws the line (progress bars): keep what a terminal would show."""
+    if "\r" not in line:
+        return line
+    line = line.rstrip("\r")  # CRLF line ends
+    return line.rsplit("\r", 1)[-1]
+
+
 class OutputView(Vertical):
     """Follows one output file at a time; ``show`` switches to another."""
 
@@ -146,8 +154,10 @@ class OutputView(Vertical):
                 if pieces:
                     data = partial + b"".join(pieces)
                     cut = data.rfind(b"\n")
+                    had_partial = bool(partial)
                     data, partial = data[: cut + 1], data[cut + 1 :]
-                    partial_since = time.monotonic()
+                    if partial and (cut >= 0 or not had_partial):
+                        partial_since = time.monotonic()  # a new unfinished line starts now
                     if skipped or len(data) > DRAW_BYTES_PER_FLUSH:
                         # Faster than anyone reads: draw only the newest whole lines and say
                         # how much was not drawn. Bounded work per flush keeps the UI responsive.
@@ -156,11 +166,16 @@ class OutputView(Vertical):
                             start = data.find(b"\n") + 1
                         skipped += start
                         data = data[start:]
-                elif partial and time.monotonic() - partial_since > PARTIAL_LINE_AFTER:
-                    data, partial = partial + b"\n", b""
+                if partial and (len(partial) > DRAW_BYTES_PER_FLUSH
+                                or time.monotonic() - partial_since > PARTIAL_LINE_AFTER):
+                    # A prompt, or a progress bar redrawn with \r: show it rather than wait.
+                    if len(partial) > DRAW_BYTES_PER_FLUSH:
+                        skipped += len(partial) - DRAW_BYTES_PER_FLUSH
+                        partial = partial[-DRAW_BYTES_PER_FLUSH:]
+                    data, partial = data + partial + b"\n", b""
                 if data:
                     text = maybe_redact(data.decode("utf-8", errors="replace"), self.redact)
-                    lines = text.split("\n")
+                    lines = [_as_terminal_shows(line) for line in text.split("\n")]
                     if lines and lines[-1] == "":
                         lines.pop()
                     if not self._post(self._append, lines, generation, skipped):

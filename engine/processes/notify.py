@@ -39,6 +39,7 @@ LIFETIME_MAX_HITS = 8
 EVENT_MAX_LINES = 20
 EVENT_MAX_CHARS = 2000
 COMPLETION_TAIL_CHARS = 2000
+MAX_PARTIAL_CHARS = 64 * 1024
 BREAKER_MAX = 15
 BREAKER_WINDOW = 10.0
 BREAKER_SILENCE = 30.0
@@ -326,7 +327,10 @@ class NotificationCenter:
         w.dirty = True
         text = w.partial + chunk.text
         lines = text.split("\n")
-        w.partial = lines.pop()  # an unfinished line waits for its end
+        w.partial = lines.pop()  # an unfinished line waits for its end...
+        if len(w.partial) > MAX_PARTIAL_CHARS:  # ...unless it never ends (a \r progress bar)
+            lines.append(w.partial)
+            w.partial = ""
         events: list[ProcessEvent] = []
         if w.policy.disabled:
             self._save(w, now)
