@@ -385,3 +385,13 @@ async def test_progress_bars_and_prompts_show_without_a_newline(home, cleanup):
         pane: ProcessesPane = app.pane("processes")
         await wait_until(pilot, lambda: pane.output.session_id == s.id and "Continue? " in pane.output.lines)
         assert list(pane.output.lines)[:2] == ["crlf line", "100%"]
+
+
+async def test_a_command_that_cannot_start_says_why(home, monkeypatch, tmp_path):
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        monkeypatch.setattr(pane, "_default_cwd", lambda: str(tmp_path / "gone"))
+        await submit(pilot, app, "echo hi")
+        await wait_until(pilot, lambda: any("does not exist" in t for t in app.toasts))
+        assert pane.foreground is None

@@ -24,7 +24,7 @@ from textual.widgets import DataTable, Log
 
 from engine.config import Settings
 from engine.fsutil import human_bytes, human_duration
-from engine.home import HomeLayout
+from engine.home import HomeError, HomeLayout
 from engine.processes import ProcessLookupFailed, ProcessRegistry, ProcessSession, SpawnFailed
 from engine.processes.notify import COMPLETION, NotificationCenter, ProcessEvent
 from engine.processes.redact import maybe_redact
@@ -359,7 +359,7 @@ class ProcessesPane(Pane):
             s = await asyncio.to_thread(
                 self.registry.spawn, command, owner="app", background=False, cwd=self._default_cwd()
             )
-        except SpawnFailed as exc:
+        except (SpawnFailed, HomeError, OSError) as exc:
             self.app.notify(str(exc), title="cannot run", severity="error", markup=False)
             return None
         self.foreground = s
