@@ -199,22 +199,30 @@ def test_completion_of_a_running_session_arrives_when_it_ends(reg):
     assert "bye" in events[-1].detail
 
 
-def test_lifetime_cap_falls_back_to_notify_on_complete(reg):
-    script = "; ".join("echo HIT; sleep 0.05" for _ in range(10)) + "; sleep 0.5"
+def test_lifetime_cap_falls_back_to_notify_on_complete(reg, tmp_path):
+    # The test paces the output: line i is printed once the gate file i exists, so each
+    # poll sees exactly one new match, in a new cooldown window.
+    script = (f"for i in $(seq 1 10); do while [ ! -e {tmp_path}/gate$i ]; do sleep 0.01; done; "
+              "echo HIT $i; done; sleep 0.2")
     s = reg.spawn(script, watch=["HIT"])
     clock = Clock()
     center = NotificationCenter(reg, clock=clock)
     got = []
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and not any(e.kind == COMPLETION for e in got):
-        clock.t += 20  # every poll is a new cooldown window
+    for i in range(1, 11):
+        (tmp_path / f"gate{i}").touch()
+        deadline = time.monotonic() + 10
+        while f"HIT {i}\n" not in s.output_path.read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        clock.t += 20  # a new cooldown window
         got += center.poll()
-        time.sleep(0.03)
+    got += _poll_until(center, reg, lambda ev: any(e.kind == COMPLETION for e in got + ev))
     kinds = [e.kind for e in got if e.session_id == s.id]
     assert kinds.count(WATCH_MATCH) == 8
     assert kinds.count(WATCH_DISABLED) == 1
     assert kinds.index(WATCH_DISABLED) > max(i for i, k in enumerate(kinds) if k == WATCH_MATCH)
     assert kinds[-1] == COMPLETION  # the fallback to notify-on-complete
+    assert [e.lines for e in got if e.kind == WATCH_MATCH][-1] == ("HIT 8",)
 
 
 def test_breaker_across_18_sessions(reg):
