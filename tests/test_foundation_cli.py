@@ -147,3 +147,14 @@ def test_hermes_auto_prune_0_keeps_the_cli_from_pruning(tmp_path):
     (home / "cache" / "scratch").mkdir(parents=True)
     assert run_cli("--home", str(home), "ps", env={"HERMES_AUTO_PRUNE": "0"}).returncode == 0
     assert not (home / "cache" / "scratch" / ".last_prune").exists()
+
+
+def test_numeric_flags_are_checked_with_one_clear_line(tmp_path):
+    for argv, message in (
+        (["proc", "log", "x", "--tail", "-1"], "argument --tail: must be a whole number >= 0, got '-1'"),
+        (["proc", "wait", "x", "--timeout", "nan"], "argument --timeout: must be a positive number of seconds"),
+        (["prune", "--idle-hours", "inf"], "argument --idle-hours: must be a positive number of hours"),
+    ):
+        result = run_cli("--home", str(tmp_path / "h"), *argv)
+        assert result.returncode == 2, argv
+        assert message in result.stderr and "Traceback" not in result.stderr

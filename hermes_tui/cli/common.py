@@ -66,5 +66,28 @@ def print_json(obj: Any) -> None:
     sys.stdout.flush()
 
 
+def number_arg(*, integer: bool = False, allow_zero: bool = False, unit: str = ""):
+    """An argparse ``type=`` for a finite number > 0 (or >= 0 with ``allow_zero``).
+
+    The error names what was expected: ``must be a positive number of seconds, got 'x'``.
+    """
+    kind = "whole number" if integer else "number"
+    what = f"{'a' if allow_zero else 'a positive'} {kind}{f' of {unit}' if unit else ''}"
+    if allow_zero:
+        what += " >= 0"
+
+    def parse(text: str):
+        try:
+            value = int(text) if integer else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+        if value != value or value in (float("inf"), float("-inf")) or value < 0 or (value == 0 and not allow_zero):
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+        return value
+
+    parse.__name__ = f"{'non_negative' if allow_zero else 'positive'}_{kind.replace(' ', '_')}"
+    return parse
+
+
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document on stdout")

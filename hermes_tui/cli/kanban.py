@@ -20,6 +20,7 @@ from hermes_tui.cli.common import (
     CliError,
     Context,
     add_json_flag,
+    number_arg,
     print_json,
 )
 
@@ -53,9 +54,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--assignee", help="the worker profile (kanban.profiles) that works it")
     c.add_argument("--parent", action="append", default=[], metavar="ID", help="a card this one waits for")
     c.add_argument("--priority", type=int, default=0, help="higher is dispatched first (default 0)")
-    c.add_argument("--max-retries", type=_positive_int, help="failures before the card is blocked "
+    c.add_argument("--max-retries", type=number_arg(integer=True), help="failures before the card is blocked "
                    "(wins over kanban.failure_limit)")
-    c.add_argument("--max-runtime", type=_positive_float, metavar="S", help="seconds a run may take")
+    c.add_argument("--max-runtime", type=number_arg(unit="seconds"), metavar="S", help="seconds a run may take")
 
     lp = verb("list", "list cards", run_list)
     lp.add_argument("--status", action="append", choices=_statuses(), help="only this status (repeatable)")
@@ -80,36 +81,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     verb("archive", "archive a card (a running card's worker is stopped)", run_archive).add_argument("id")
     verb("dispatch", "run one dispatch tick now", run_dispatch)
     dp = verb("daemon", "tick until Ctrl+C", run_daemon, json_flag=False)
-    dp.add_argument("--interval", type=_positive_float, metavar="S",
+    dp.add_argument("--interval", type=number_arg(unit="seconds"), metavar="S",
                     help="seconds between ticks (default kanban.dispatch_interval_seconds)")
     tp = verb("tail", "print events as they come (all cards, or one), until Ctrl+C", run_tail, json_flag=False)
     tp.add_argument("id", nargs="?")
     tp.add_argument("--lines", type=int, default=10, metavar="N", help="earlier events to show first (default 10)")
-    tp.add_argument("--interval", type=_positive_float, default=0.5, metavar="S", help=argparse.SUPPRESS)
+    tp.add_argument("--interval", type=number_arg(unit="seconds"), default=0.5, metavar="S", help=argparse.SUPPRESS)
 
 
 def _statuses() -> tuple[str, ...]:
     return ("todo", "ready", "running", "review", "blocked", "done", "archived")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
 
 
 def _need_verb(ctx: Context) -> int:

@@ -17,6 +17,7 @@ from hermes_tui.cli.common import (
     CliError,
     Context,
     add_json_flag,
+    number_arg,
     print_json,
 )
 
@@ -61,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     log = psub.add_parser("log", help="the output of a session (redacted unless --raw)")
     log.add_argument("id", metavar="ID")
-    log.add_argument("--tail", type=_non_negative_int, metavar="N",
+    log.add_argument("--tail", type=number_arg(integer=True, allow_zero=True), metavar="N",
                      help=f"only the last N lines (default: all with --json, else {DEFAULT_LOG_TAIL})")
     log.add_argument("--raw", action="store_true", help="print the bytes as stored, without masking secrets")
     add_json_flag(log)
@@ -69,46 +70,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     wait = psub.add_parser("wait", help="wait until a session ends (exit 1 on timeout)")
     wait.add_argument("id", metavar="ID")
-    wait.add_argument("--timeout", type=_positive_float, metavar="S", help="give up after S seconds")
+    wait.add_argument("--timeout", type=number_arg(unit="seconds"), metavar="S", help="give up after S seconds")
     add_json_flag(wait)
     wait.set_defaults(func=cmd_wait)
 
     kill = psub.add_parser("kill", help="terminate a session's process group (TERM, grace, KILL)")
     kill.add_argument("id", metavar="ID")
-    kill.add_argument("--grace", type=_non_negative_float, metavar="S",
+    kill.add_argument("--grace", type=number_arg(allow_zero=True, unit="seconds"), metavar="S",
                       help="seconds between TERM and KILL (default: processes.kill_grace_seconds)")
     add_json_flag(kill)
     kill.set_defaults(func=cmd_kill)
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
-    if not value > 0 or value != value or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
-    return value
 
 
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text!r}")
-    return value
 
 
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
-    return value
 
 
 # --------------------------------------------------------------------------------------

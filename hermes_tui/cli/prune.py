@@ -12,18 +12,9 @@ from hermes_tui.cli.common import (
     CliError,
     Context,
     add_json_flag,
+    number_arg,
     print_json,
 )
-
-
-def _hours(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive number of hours, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of hours, got {text!r}")
-    return value
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="show the plan and change nothing")
     mode.add_argument("--yes", action="store_true", help="prune without asking")
-    p.add_argument("--idle-hours", type=_hours, metavar="H", help="idle window in hours (default scratch.idle_hours)")
+    p.add_argument("--idle-hours", type=number_arg(unit="hours"), metavar="H", help="idle window in hours (default scratch.idle_hours)")
     add_json_flag(p)
     p.set_defaults(func=run)
 
