@@ -195,11 +195,7 @@ class HermesApp(App[int]):
     def on_board_pane_open_worker_output(self, message) -> None:
         """A card's worker is a process session: its output opens in the processes pane."""
         self.action_focus_pane("processes")
-        show = getattr(self.pane("processes"), "show_session", None)
-        if show is not None:
-            show(message.process_id)
-        else:
-            self.notify(f"worker of {message.task_id} is process {message.process_id}")
+        self.pane("processes").show_session(message.process_id)
 
     # -- help and palette -----------------------------------------------------------------
 

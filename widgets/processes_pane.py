@@ -125,6 +125,7 @@ class ProcessesPane(Pane):
         self._rows: dict[str, tuple[str, ...]] = {}
         self._commands: dict[str, str] = {}  # session id -> masked, shortened command
         self._sorted_once = False
+        self._wanted_selection: str | None = None  # show_session() of a row not in the table yet
         self._refreshing = False
         self._refresh_started = 0.0
         self.refresh_count = 0
@@ -262,6 +263,8 @@ class ProcessesPane(Pane):
             self._show_row(selected.id if selected is not None else next(iter(self._rows)))
         for event in snap.events:
             self._deliver(event)
+        if self._wanted_selection is not None and self._wanted_selection in self._rows:
+            self._select(self._wanted_selection)
 
     def _sort(self, snap: Snapshot) -> None:
         """Running sessions first, newest first; only when a row came or a status flipped.
@@ -297,6 +300,24 @@ class ProcessesPane(Pane):
         selected = self.selected
         if selected is not None:
             self._show_row(selected.id)
+
+    def show_session(self, session_id: str) -> None:
+        """Select a session and show its output (a kanban worker opened from the board).
+
+        A session not in the table yet (just spawned, or finished while finished ones are
+        hidden) is selected as soon as a refresh brings it."""
+        self._wanted_selection = session_id
+        if session_id in self._rows:
+            self._select(session_id)
+            return
+        if not self.show_finished:
+            self.show_finished = True
+        self.refresh_sessions()
+
+    def _select(self, session_id: str) -> None:
+        self._wanted_selection = None
+        self.table.move_cursor(row=self.table.get_row_index(session_id), animate=False)
+        self._show_row(session_id)
 
     def _show_row(self, session_id: str) -> None:
         s = self.sessions.get(session_id)
