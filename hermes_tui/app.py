@@ -47,7 +47,8 @@ class HermesApp(App[int]):
         Binding("2", "focus_pane('processes')", "Go to processes", show=False, id="app.pane.processes"),
         Binding("3", "focus_pane('scratch')", "Go to scratch entries", show=False, id="app.pane.scratch"),
         Binding("4", "focus_pane('prune-log')", "Go to the prune log", show=False, id="app.pane.prune_log"),
-        Binding("z", "zoom", "Zoom", tooltip="Zoom the focused pane (again to restore)", id="app.zoom"),
+        Binding("z", "zoom", "Zoom", tooltip="Zoom the focused pane (again to restore)", id="app.zoom",
+                show=False),
         Binding("colon", "focus_command_bar", "Command", tooltip="Type a command to run", id="app.command"),
         # Works while the command bar has focus (priority); remappable by its id. Not in the
         # Footer: the command bar names this key while a command runs.

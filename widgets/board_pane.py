@@ -97,10 +97,10 @@ class BoardPane(Pane):
         Binding("greater_than_sign", "move(1)", "Move right", id="board.move_right"),
         Binding("less_than_sign", "move(-1)", "Move left", id="board.move_left"),
         Binding("e", "assign", "Assign", id="board.assign"),
-        Binding("r", "reclaim", "Reclaim", id="board.reclaim"),
+        Binding("r", "reclaim", "Reclaim", id="board.reclaim", show=False),
         Binding("a", "archive", "Archive", id="board.archive"),
-        Binding("u", "unblock", "Unblock", id="board.unblock"),
-        Binding("D", "dispatch_now", "Dispatch now", id="board.dispatch"),
+        Binding("u", "unblock", "Unblock", id="board.unblock", show=False),
+        Binding("D", "dispatch_now", "Dispatch now", id="board.dispatch", show=False),
         Binding("A", "toggle_archived", "Show archived", id="board.toggle_archived", show=False),
         Binding("o", "open_output", "Worker output", id="board.output", show=False),
     ]

@@ -95,8 +95,8 @@ class ProcessesPane(Pane):
         Binding("slash", "search", "Search", id="processes.search"),
         Binding("n", "next_match", "Next match", show=False, id="processes.next_match"),
         Binding("N", "previous_match", "Previous match", show=False, id="processes.previous_match"),
-        Binding("c", "copy_output", "Copy", id="processes.copy"),
-        Binding("e", "open_in_editor", "Editor", id="processes.editor"),
+        Binding("c", "copy_output", "Copy", show=False, id="processes.copy"),
+        Binding("e", "open_in_editor", "Editor", show=False, id="processes.editor"),
         Binding("a", "toggle_finished", "All/running", id="processes.toggle_finished"),
     ]
 
