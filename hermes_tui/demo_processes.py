@@ -26,13 +26,17 @@ FAILED_BUILD = (
     'echo "error: test_sync_conflict failed: expected 3 rows, got 2" >&2; exit 1'
 )
 PASSED_TESTS = 'echo "collected 42 items"; echo "........................................ [100%]"; echo "42 passed"'
+# The demo's endless-looking processes end by themselves: when the demo home is gone
+# (the app removes it on quit) or after about 30 minutes, so a demo killed with its
+# terminal never leaves a process running for long.
 STEADY = (
-    "i=0; while :; do i=$((i+1)); "
+    'i=0; while [ "$i" -lt 3600 ] && [ -d "$HERMES_HOME" ]; do i=$((i+1)); '
     'echo "$(date +%H:%M:%S) ingest: batch $i, $((i*250)) records, last id r-$((100000+i*7))"; '
     "sleep 0.5; done"
 )
 WATCHED = (
-    "n=0; while :; do n=$((n+1)); echo \"$(date +%H:%M:%S) queue depth $((n*13 % 90)) ok\"; sleep 2; "
+    'n=0; while [ "$n" -lt 300 ] && [ -d "$HERMES_HOME" ]; do n=$((n+1)); '
+    'echo "$(date +%H:%M:%S) queue depth $((n*13 % 90)) ok"; sleep 2; '
     'echo "$(date +%H:%M:%S) WARN queue depth $((100 + n*7)) above threshold 100"; sleep 4; done'
 )
 

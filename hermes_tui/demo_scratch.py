@@ -103,7 +103,7 @@ def _start_registered_process(home: HomeLayout, settings, cwd: Path) -> str | No
         from engine.processes import ProcessRegistry
     except ImportError:
         return None
-    session = ProcessRegistry(home, settings).spawn(["sleep", "3600"], cwd=cwd, owner="demo")
+    session = ProcessRegistry(home, settings).spawn(["sleep", "1800"], cwd=cwd, owner="demo")
     _sessions[str(home.root)] = session.id
     return session.id
 

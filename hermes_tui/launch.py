@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 
 from engine.config import load_config
@@ -43,9 +44,15 @@ def launch_app(ctx: Context) -> int:
 
         start_auto_prune(ctx)
     app = HermesApp(home, settings, demo=demo)
+    # A closed terminal (SIGHUP) or a polite kill (SIGTERM) ends the app the normal way,
+    # so its own clean-up (the demo's processes and temp home) still runs. Processes the
+    # user started are never touched by this: they live in their own sessions.
+    previous = {sig: signal.signal(sig, lambda *_: app.exit(return_code=129)) for sig in (signal.SIGHUP, signal.SIGTERM)}
     try:
         app.run()
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         if demo:
             from hermes_tui.demo import cleanup_demo_home
 
