@@ -14,7 +14,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Container
 from textual.screen import Screen
-from textual.widgets import Footer, Static, Tab, Tabs
+from textual.widgets import Static, Tab, Tabs
 
 from engine.config import Settings
 from engine.home import HomeLayout
@@ -22,6 +22,7 @@ from hermes_tui import __version__
 from hermes_tui.keymap import help_rows, pane_classes
 from widgets.command_bar import CommandBar
 from widgets.help_screen import HelpScreen
+from widgets.keys_footer import KeysFooter
 from widgets.pane import Pane
 
 # Below this size one pane is shown at a time (the tabs say which).
@@ -35,6 +36,14 @@ def _home_label(path: Path) -> str:
     if text == home or text.startswith(home + "/"):
         return "~" + text[len(home) :]
     return text
+
+
+class MainScreen(Screen):
+    """The console's screen. No auto-focus: the app focuses the active pane's widget once
+    mounted, and letting Textual first focus the first focusable widget (the tabs) would
+    be one more focus change, each of which rebuilds the Footer."""
+
+    AUTO_FOCUS = ""
 
 
 class HermesApp(App[int]):
@@ -87,9 +96,15 @@ class HermesApp(App[int]):
                    id="pane-tabs")
         with Container(id="panes"):
             for cls in pane_classes():
-                yield cls(home=self.home, settings=self.settings) if _takes_context(cls) else cls()
+                pane = cls(home=self.home, settings=self.settings) if _takes_context(cls) else cls()
+                # Born active: adding the class once mounted would restyle the pane's subtree.
+                pane.set_class(self._active_pane == cls.PANE_ID, "-active", update=False)
+                yield pane
         yield CommandBar()
-        yield Footer()
+        yield KeysFooter()
+
+    def get_default_screen(self) -> Screen:
+        return MainScreen(id="_default")
 
     def on_mount(self) -> None:
         self._apply_size(self.size.width, self.size.height)

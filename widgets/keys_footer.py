@@ -1,0 +1,43 @@
+"""Textual's Footer, made cheaper to keep current.
+
+Textual's Footer rebuilds all its keys after *every* bindings-changed signal, and a
+single focus change sends two (the focus itself, then again after the refresh); at
+start-up the screen resuming sends another. Each rebuild mounts and styles a FooterKey
+per shown binding, so the first screen paid for five rebuilds. This Footer queues one
+rebuild per burst: the rebuild reads the bindings in effect when it runs, so the keys
+shown are exactly those Textual's Footer would end with.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widgets import Footer
+
+# Textual (pinned <8.3) exports FooterKey from its private module only.
+from textual.widgets._footer import FooterKey
+
+
+class KeysFooter(Footer):
+    _rebuild_queued = False
+
+    def compose(self) -> ComposeResult:
+        for widget in super().compose():
+            if isinstance(widget, FooterKey):
+                # Textual creates each key compact, then its data binding un-compacts it
+                # on mount: two restyles per key per rebuild. Start it with the value
+                # the binding would set (set_reactive runs no watcher).
+                widget.set_reactive(FooterKey.compact, self.compact)
+            yield widget
+
+    def bindings_changed(self, screen: Screen) -> None:
+        self._bindings_ready = True
+        if not screen.app.app_focus or not self.is_attached or screen is not self.screen:
+            return
+        if not self._rebuild_queued:
+            self._rebuild_queued = True
+            self.call_after_refresh(self._rebuild)
+
+    async def _rebuild(self) -> None:
+        self._rebuild_queued = False
+        await self.recompose()
