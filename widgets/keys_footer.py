@@ -4,8 +4,9 @@ Textual's Footer rebuilds all its keys after *every* bindings-changed signal, an
 single focus change sends two (the focus itself, then again after the refresh); at
 start-up the screen resuming sends another. Each rebuild mounts and styles a FooterKey
 per shown binding, so the first screen paid for five rebuilds. This Footer queues one
-rebuild per burst: the rebuild reads the bindings in effect when it runs, so the keys
-shown are exactly those Textual's Footer would end with.
+rebuild per burst, and skips it when the keys it would show are the ones it shows: the
+rebuild reads the bindings in effect when it runs, so the keys shown are exactly those
+Textual's Footer would end with.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from textual.widgets._footer import FooterKey
 
 class KeysFooter(Footer):
     _rebuild_queued = False
+    _shown: tuple | None = None  # what the keys were built from
 
     def compose(self) -> ComposeResult:
         for widget in super().compose():
@@ -40,4 +42,21 @@ class KeysFooter(Footer):
 
     async def _rebuild(self) -> None:
         self._rebuild_queued = False
-        await self.recompose()
+        if not self.is_attached:
+            return
+        shown = self._what_compose_reads()
+        if shown != self._shown:
+            self._shown = shown
+            await self.recompose()
+
+    def _what_compose_reads(self) -> tuple:
+        """Everything Footer.compose builds the keys from (bindings, their state, display)."""
+        app = self.app
+        return (
+            self.show_command_palette,
+            app.ENABLE_COMMAND_PALETTE,
+            tuple(
+                (binding, enabled, tooltip, app.get_key_display(binding) if binding.show else None)
+                for _node, binding, enabled, tooltip in self.screen.active_bindings.values()
+            ),
+        )
