@@ -151,7 +151,7 @@ class HermesApp(App[int]):
                 text.append(f"{cls.TITLE.lower()} ", style="dim")
                 text.append(headline)
         try:
-            self.query_one("#header", Static).update(text)
+            self.query_one("#header", Static).update(text, layout=False)  # one line, always
         except Exception:
             pass
 

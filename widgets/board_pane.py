@@ -111,7 +111,7 @@ class BoardPane(Pane):
     BoardPane .board-column { width: 1fr; min-width: 18; height: 1fr; margin-right: 1; }
     BoardPane #column-archived { display: none; }
     BoardPane.-show-archived #column-archived { display: block; }
-    BoardPane .column-title { width: 1fr; text-style: bold; color: $text-muted; background: $panel; padding: 0 1; }
+    BoardPane .column-title { width: 1fr; height: 1; text-style: bold; color: $text-muted; background: $panel; padding: 0 1; }
     BoardPane CardList { height: 1fr; border: none; padding: 0; background: $surface; }
     BoardPane CardList:focus { border: none; background: $boost; }
     BoardPane EmptyState { display: none; }
@@ -301,7 +301,9 @@ class BoardPane(Pane):
                 title = self.query_one(f"#column-{status} .column-title", Label)
                 total = (counts or {}).get(status, len(column))
                 shown = f"{len(column)} of {total}" if total > len(column) else f"{len(column)}"
-                title.update(f"{status.upper()} ({shown})")
+                text = f"{status.upper()} ({shown})"
+                if title.content != text:  # fixed one-line size: a repaint, never a layout
+                    title.update(text, layout=False)
         self._show_info()
 
     def _show_info(self) -> None:
@@ -317,7 +319,7 @@ class BoardPane(Pane):
             return
         if self.board is None:
             self.query_one("#board-info", Static).update(
-                f"No board yet ({self.db_path}): press n to create the first card.")
+                f"No board yet ({self.db_path}): press n to create the first card.", layout=False)
             self.set_status("no board yet")
             return
         state = f"dispatcher every {k.dispatch_interval_seconds:g}s" if k.dispatch else "dispatcher off"
@@ -326,7 +328,7 @@ class BoardPane(Pane):
             if self.last_result is not None and self.last_result.spawned:
                 state += f": spawned {len(self.last_result.spawned)}"
         info = state + (f" · {self.last_held_back}" if self.last_held_back else "")
-        self.query_one("#board-info", Static).update(info)
+        self.query_one("#board-info", Static).update(info, layout=False)  # one line, always
         total = sum(self.counts.get(s, len(self._columns[s])) for s in COLUMNS)
         status = f"{total} cards, {running} running · {'dispatch on' if k.dispatch else 'dispatch off'}"
         if self.last_held_back:

@@ -134,7 +134,7 @@ class OutputView(Vertical):
         extra = f"  [{', '.join(flags)}]" if flags else ""
         state = f"  · {self._state}" if self._state else ""
         try:
-            self.query_one("#output-title", Static).update(f"{self._title}{state}{extra}")
+            self.query_one("#output-title", Static).update(f"{self._title}{state}{extra}", layout=False)
         except Exception:
             pass
 
