@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
 
+from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Container
@@ -44,6 +45,15 @@ class MainScreen(Screen):
     be one more focus change, each of which rebuilds the Footer."""
 
     AUTO_FOCUS = ""
+    _resumed = False
+
+    def on_screen_resume(self, event: events.ScreenResume) -> None:
+        # Runs before Screen's own handler. On the first resume every widget has just
+        # been styled by its mount, so restyling the whole tree again is pure cost;
+        # later resumes (back from a modal) restyle as usual.
+        if not self._resumed:
+            self._resumed = True
+            event.refresh_styles = False
 
 
 class HermesApp(App[int]):
