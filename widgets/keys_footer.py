@@ -6,7 +6,9 @@ start-up the screen resuming sends another. Each rebuild mounts and styles a Foo
 per shown binding, so the first screen paid for five rebuilds. This Footer queues one
 rebuild per burst, and skips it when the keys it would show are the ones it shows: the
 rebuild reads the bindings in effect when it runs, so the keys shown are exactly those
-Textual's Footer would end with.
+Textual's Footer would end with. The rebuild runs as the next message rather than after
+the next refresh, so the first frame already shows the focused pane's keys (instead of
+an empty Footer, then one more layout for the keys).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ class KeysFooter(Footer):
             return
         if not self._rebuild_queued:
             self._rebuild_queued = True
-            self.call_after_refresh(self._rebuild)
+            self.call_later(self._rebuild)
 
     async def _rebuild(self) -> None:
         self._rebuild_queued = False
