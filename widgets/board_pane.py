@@ -176,15 +176,22 @@ class BoardPane(Pane):
         return self.query_one("#cards-ready", CardList)
 
     async def on_mount(self) -> None:
+        # The board spans the screen's width in every layout of the app: size the columns
+        # for that before the first frame, not after it (which costs a second layout);
+        # on_resize corrects any other case, and changes nothing when this was right.
+        self._size_columns(self.app.size.width - self.styles.gutter.width)
         self._show_info()
         self.open_board()
 
     def on_resize(self) -> None:
+        self._size_columns(self.size.width)
+
+    def _size_columns(self, width: int) -> None:
         """Columns share the width; below MIN_COLUMN_WIDTH each they scroll sideways."""
         shown = len(STATUSES) if self.show_archived else len(COLUMNS)
-        width = max(MIN_COLUMN_WIDTH, (self.size.width - 1) // shown - 1)
+        column_width = max(MIN_COLUMN_WIDTH, (width - 1) // shown - 1)
         for column in self.query(BoardColumn):
-            column.styles.width = width
+            column.styles.width = column_width
 
     async def on_unmount(self) -> None:
         for board in (self.board, self._tick_board):
