@@ -15,6 +15,7 @@ import shlex
 import subprocess
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
@@ -28,10 +29,12 @@ from engine.home import HomeError, HomeLayout
 from engine.processes import ProcessLookupFailed, ProcessRegistry, ProcessSession, SpawnFailed
 from engine.processes.notify import COMPLETION, NotificationCenter, ProcessEvent
 from engine.processes.redact import maybe_redact
-from engine.processes.sampler import SessionSampler, Usage
 from widgets.confirm import ConfirmModal
 from widgets.output_view import OutputView
 from widgets.pane import EmptyState, Pane
+
+if TYPE_CHECKING:
+    from engine.processes.sampler import SessionSampler, Usage
 
 COLUMNS = (("id", "ID"), ("status", "STATUS"), ("pid", "PID"), ("runtime", "RUNTIME"), ("cpu", "CPU%"),
            ("rss", "RSS"), ("command", "COMMAND"), ("owner", "OWNER"))
@@ -115,7 +118,9 @@ class ProcessesPane(Pane):
         self.settings = settings
         self.clock = clock
         self.registry = ProcessRegistry(home, settings)
-        self.sampler = SessionSampler()
+        # Made (psutil imported) when a session first runs: a home with nothing running
+        # never pays for it, and a new sampler with nothing to sample has nothing cached.
+        self.sampler: SessionSampler | None = None
         self.center = NotificationCenter(self.registry, redact=settings.processes.redact)
         self.redact = settings.processes.redact
         self.show_finished = True
@@ -201,7 +206,12 @@ class ProcessesPane(Pane):
     def take_snapshot(self) -> Snapshot:
         """Everything one refresh needs (thread side): sessions, usage, cells, events."""
         sessions = self.registry.list(include_finished=True)
-        usage = self.sampler.sample(s for s in sessions if s.running)
+        running = [s for s in sessions if s.running]
+        if self.sampler is None and running:
+            from engine.processes.sampler import SessionSampler
+
+            self.sampler = SessionSampler()
+        usage = self.sampler.sample(running) if self.sampler is not None else {}
         events = self.center.poll(sessions)
         now = self.clock()
         rows: dict[str, tuple[str, ...]] = {}
