@@ -40,20 +40,23 @@ def _home_label(path: Path) -> str:
 
 
 class MainScreen(Screen):
-    """The console's screen. No auto-focus: the app focuses the active pane's widget once
-    mounted, and letting Textual first focus the first focusable widget (the tabs) would
-    be one more focus change, each of which rebuilds the Footer."""
+    """The console's screen. No auto-focus at start: the app focuses the active pane's
+    widget once mounted, and letting Textual first focus the first focusable widget (the
+    tabs) would be one more focus change, each of which rebuilds the Footer."""
 
     AUTO_FOCUS = ""
     _resumed = False
 
     def on_screen_resume(self, event: events.ScreenResume) -> None:
         # Runs before Screen's own handler. On the first resume every widget has just
-        # been styled by its mount, so restyling the whole tree again is pure cost;
-        # later resumes (back from a modal) restyle as usual.
+        # been styled by its mount, so restyling the whole tree again is pure cost.
+        # Later resumes (back from a modal) are Textual's usual ones: restyle, and
+        # auto-focus (the app's "*") if the widget that had focus is gone.
         if not self._resumed:
             self._resumed = True
             event.refresh_styles = False
+        else:
+            self.AUTO_FOCUS = None
 
 
 class HermesApp(App[int]):
