@@ -158,3 +158,28 @@ def test_numeric_flags_are_checked_with_one_clear_line(tmp_path):
         result = run_cli("--home", str(tmp_path / "h"), *argv)
         assert result.returncode == 2, argv
         assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_help_index_matches_what_each_command_registers():
+    """`--help` lists commands from an index (no module imported); each line must be the
+    one the command's own module registers, and every command must resolve."""
+    import argparse
+
+    from hermes_tui.cli import COMMANDS, build_parser, command_in
+
+    for name, (_module, line) in COMMANDS.items():
+        parser = build_parser(name)
+        action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        registered = {c.dest: c.help for c in action._choices_actions}
+        assert registered[name] == line, name
+        assert action.choices[name].add_help, f"{name} got a placeholder, not its real parser"
+    assert command_in(["--home", "doctor", "ps", "--all"]) == "ps"
+    assert command_in(["--home=/x", "kanban", "list"]) == "kanban"
+    assert command_in(["--demo"]) is None and command_in(["nope"]) is None
+
+
+def test_every_command_has_its_own_help():
+    for name in ("doctor", "run", "ps", "proc", "kanban", "scratch", "prune"):
+        result = run_cli(name, "--help")
+        assert result.returncode == 0, name
+        assert f"usage: hermes-tui {name}" in result.stdout

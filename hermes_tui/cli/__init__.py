@@ -15,8 +15,23 @@ import sys
 from hermes_tui import __version__
 from hermes_tui.cli.common import EXIT_FAILED, EXIT_USAGE, CliError, Context
 
-# Modules under hermes_tui.cli that add a subcommand, in --help order.
-COMMAND_MODULES = ("doctor", "proc", "scratch", "prune", "kanban")
+# Every subcommand: the module under hermes_tui.cli that registers it, and the line
+# `hermes-tui --help` shows for it (tests/test_foundation_cli.py checks each line is the
+# one the module registers). Only the module of the command being run is imported, so
+# `--help` and every command start without building parsers they do not use.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "doctor": ("doctor", "check the home: config, scratch size, TMPDIR, big cache folders, pidfd"),
+    "run": ("proc", "run a command in its own session (foreground: Ctrl+Z backgrounds it, Ctrl+C stops it)"),
+    "ps": ("proc", "list process sessions (running; --all adds finished ones)"),
+    "proc": ("proc", "poll, read, wait for or kill one process session"),
+    "kanban": ("kanban", "the kanban board: create and move cards, dispatch workers, follow events"),
+    "scratch": ("scratch", "list scratch entries (state, idle age, size, why kept, processes inside); "
+                "restore from quarantine"),
+    "prune": ("prune", "prune idle scratch entries (shows the plan and asks; --dry-run / --yes for scripts)"),
+}
+
+# Global options that take a value (so the word after them is not a command).
+_VALUE_OPTIONS = ("--home",)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -25,7 +40,23 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_in(argv: list[str]) -> str | None:
+    """The subcommand named in ``argv`` (the first word that is not a global option)."""
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+            continue
+        if word in _VALUE_OPTIONS:
+            skip = True
+        elif not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only ``command``'s module registers its full sub-parser, every other
+    command is a one-line entry (enough for the listing and for "invalid choice")."""
     parser = _Parser(
         prog="hermes-tui",
         description="A terminal console for an agent workspace: the kanban board, background "
@@ -36,8 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--home", metavar="DIR", help="the home directory (default: $HERMES_HOME or ~/.hermes)")
     parser.add_argument("--demo", action="store_true", help="open the app on a freshly built demo home (temp dir)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMAND_MODULES:
-        importlib.import_module(f"hermes_tui.cli.{name}").register(sub)
+    if command is not None:
+        importlib.import_module(f"hermes_tui.cli.{COMMANDS[command][0]}").register(sub)
+    for name, (_module, help_) in COMMANDS.items():
+        if name not in sub.choices:
+            sub.add_parser(name, help=help_, add_help=False)
     return parser
 
 
@@ -74,7 +108,8 @@ def _open_app(ctx: Context) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(command_in(argv))
     args = parser.parse_args(argv)
     ctx = Context(args)
     try:

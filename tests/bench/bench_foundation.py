@@ -85,7 +85,9 @@ def main() -> None:
     args = parser.parse_args()
     py = sys.executable
     print("(1) --help start-up")
-    compare("hermes-tui --help", [py, "-m", "hermes_tui", "--help"], "python -c pass", [py, "-c", "pass"], args.runs)
+    # The installed console script, as a user runs it (not `python -m`, which adds runpy).
+    script = str(Path(py).with_name("hermes-tui"))
+    compare("hermes-tui --help", [script, "--help"], "python -c pass", [py, "-c", "pass"], args.runs)
     print("(2) first screen, headless 160x48")
     with tempfile.TemporaryDirectory() as tmp:
         compare("hermes-tui app (empty home)", [py, "-c", HERMES_APP, tmp],
