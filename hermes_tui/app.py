@@ -221,6 +221,9 @@ class HermesApp(App[int]):
     async def action_background(self) -> None:
         await self.pane("processes").move_foreground_to_background()
 
+    def on_command_bar_left(self, message: CommandBar.Left) -> None:
+        self.action_focus_pane(self._active_pane)
+
     def on_board_pane_open_worker_output(self, message) -> None:
         """A card's worker is a process session: its output opens in the processes pane."""
         self.action_focus_pane("processes")

@@ -167,3 +167,19 @@ async def test_header_names_the_home(home):
 def test_shell_snapshot(snap_compare, tmp_path, size):
     home = HomeLayout(tmp_path / "home").ensure()
     assert snap_compare(make_app(home), terminal_size=size)
+
+
+async def test_escape_leaves_the_command_bar_for_the_pane_it_came_from(home):
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.press("3", "colon")
+        await pilot.pause()
+        assert app.focused.id == "command-bar"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.focused is not None and app.focused.id != "command-bar"
+        assert app.active_pane.id == "scratch"
+        await pilot.press("2")  # keys reach the app again instead of the bar
+        await pilot.pause()
+        assert app.active_pane.id == "processes"
+        assert app.query_one("#command-bar").value == ""

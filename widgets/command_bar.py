@@ -26,12 +26,16 @@ class CommandBar(Input):
     BINDINGS = [
         Binding("up", "history(-1)", "Previous command", show=False, id="command-bar.history_previous"),
         Binding("down", "history(1)", "Next command", show=False, id="command-bar.history_next"),
+        Binding("escape", "leave", "Back to the panes", id="command-bar.leave"),
     ]
 
     class Submitted(Message):
         def __init__(self, command: str) -> None:
             super().__init__()
             self.command = command
+
+    class Left(Message):
+        """The user is done typing: focus should go back to the panes."""
 
     def __init__(self, **kwargs) -> None:
         kwargs.setdefault("placeholder", "Type a command and press Enter to run it in the foreground")
@@ -56,6 +60,9 @@ class CommandBar(Input):
         self._draft = ""
         self.value = ""
         self.post_message(self.Submitted(command))
+
+    def action_leave(self) -> None:
+        self.post_message(self.Left())
 
     def action_history(self, step: int) -> None:
         if not self.history:
