@@ -357,7 +357,9 @@ class ProcessesPane(Pane):
         self.add_class("-has-notifications")
         if self.settings.ui.notifications:
             title = "process completed" if event.kind == COMPLETION else event.kind.replace("_", " ")
-            body = event.text
+            # A toast is a glance: the headline cut short (the notifications list below the
+            # output keeps the whole text), then the last lines of output.
+            body = event.text if len(event.text) <= 80 else event.text[:79] + "…"
             if event.kind == COMPLETION and event.detail:
                 last = event.detail.rstrip().splitlines()[-3:]
                 body += "\n" + "\n".join(line[:100] for line in last)
