@@ -12,6 +12,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
@@ -23,18 +24,19 @@ from textual.message import Message
 from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from engine import identity
 from engine.config import Settings
 from engine.fsutil import human_duration
 from engine.home import HomeLayout
 from engine.kanban import board_path
-from engine.kanban import transitions as tr
-from engine.kanban.models import ARCHIVED, BLOCKED, RUNNING, STATUSES, DispatchResult, NewTask, Task
-from engine.kanban.store import Board, StoreError
-from engine.kanban.workers import card_log_path, is_host_local, worker_state
-from widgets.board_modals import AssignScreen, CardDetailsScreen, NewCardScreen
-from widgets.confirm import ConfirmModal
+from engine.kanban.models import ARCHIVED, BLOCKED, RUNNING, STATUSES
 from widgets.pane import EmptyState, Pane
+
+# The store (aiosqlite), the transitions, the workers' checks and the dialogs are
+# imported where they are first used: a home without a board never needs them, and
+# the first frame does not wait for them.
+if TYPE_CHECKING:
+    from engine.kanban.models import DispatchResult, NewTask, Task
+    from engine.kanban.store import Board
 
 COLUMNS = tuple(s for s in STATUSES if s != ARCHIVED)
 MIN_COLUMN_WIDTH = 22
@@ -227,6 +229,8 @@ class BoardPane(Pane):
         if not exists and not create:
             self._show_info()
             return None
+        from engine.kanban.store import Board, StoreError
+
         try:
             if self.db_path == self.home.kanban_db:
                 await asyncio.to_thread(self.home.ensure)
@@ -252,6 +256,8 @@ class BoardPane(Pane):
     async def refresh_board(self) -> None:
         if await self._ensure_board(create=False) is None:  # someone may have created it since
             return
+        from engine.kanban.store import StoreError
+
         statuses = STATUSES if self.show_archived else COLUMNS
         try:
             tasks, counts = await self.board.board_view(statuses, RECENT_FINISHED)
@@ -355,6 +361,7 @@ class BoardPane(Pane):
     async def dispatch(self) -> DispatchResult | None:
         """One tick on a connection of its own (so the pane's reads never wait on it)."""
         from engine.kanban.dispatcher import Dispatcher
+        from engine.kanban.store import Board
 
         if await self._ensure_board(create=False) is None:
             return None
@@ -422,6 +429,8 @@ class BoardPane(Pane):
         if self.error:
             self.notify(self.error, severity="error")
             return
+        from widgets.board_modals import NewCardScreen
+
         k = self.settings.kanban
         screen = NewCardScreen(sorted(k.profiles), k.default_assignee)
         self.app.push_screen(screen, self._create)
@@ -431,6 +440,9 @@ class BoardPane(Pane):
             self._run_change(self._create_card(new))
 
     async def _create_card(self, new: NewTask) -> str:
+        from engine.kanban import transitions as tr
+        from engine.kanban.store import StoreError
+
         if await self._ensure_board(create=True) is None:
             raise StoreError(self.error or "the board cannot be opened")
         parents = tuple([await self.board.resolve_id(p) for p in new.parents])
@@ -443,6 +455,9 @@ class BoardPane(Pane):
         task = self._need_selected()
         if task is None or self.board is None:
             return
+
+        from engine.kanban.workers import card_log_path
+        from widgets.board_modals import CardDetailsScreen
 
         def closed(answer: str | None) -> None:
             if answer == "output":
@@ -473,6 +488,8 @@ class BoardPane(Pane):
         task = self._need_selected()
         if task is None:
             return
+        from engine.kanban import transitions as tr
+
         target = _next_allowed(task.status, step)
         if target is None:
             direction = "right" if step > 0 else "left"
@@ -494,6 +511,8 @@ class BoardPane(Pane):
         self._run_change(self._move(task.id, target))
 
     async def _move(self, task_id: str, target: str) -> str:
+        from engine.kanban import transitions as tr
+
         result = await tr.move(self.board, task_id, target)
         return f"{result.task_id}: {result.from_status} → {result.to_status}"
 
@@ -501,6 +520,8 @@ class BoardPane(Pane):
         task = self._need_selected()
         if task is None:
             return
+        from engine.kanban import transitions as tr
+        from widgets.board_modals import AssignScreen
 
         def chosen(name: str | None) -> None:
             if name is not None:
@@ -515,6 +536,8 @@ class BoardPane(Pane):
         if task.status != RUNNING:
             self.notify(f"{task.id} is {task.status}: only a running card can be reclaimed", severity="warning")
             return
+        from engine.kanban import transitions as tr
+
         grace = self.settings.processes.kill_grace_seconds
         body = (f"{task.id} \"{task.title}\" goes back to ready and its failure counter "
                 f"({task.consecutive_failures}) resets to 0.\n\n" + _worker_plan(task, grace))
@@ -528,6 +551,8 @@ class BoardPane(Pane):
         if task.status == ARCHIVED:
             self.notify(f"{task.id} is already archived", severity="warning")
             return
+        from engine.kanban import transitions as tr
+
         grace = self.settings.processes.kill_grace_seconds
         body = f"{task.id} \"{task.title}\" moves from {task.status} to archived (hidden unless 'show archived')."
         if task.status == RUNNING:
@@ -547,6 +572,8 @@ class BoardPane(Pane):
                 "again.")
         if task.last_failure_error:
             body += f"\n\nLast failure: {task.last_failure_error}"
+        from engine.kanban import transitions as tr
+
         self._confirm(f"Unblock {task.id}?", body, "Unblock", lambda: tr.unblock(self.board, task.id))
 
     def action_toggle_archived(self) -> None:
@@ -558,6 +585,8 @@ class BoardPane(Pane):
     # -- running changes ---------------------------------------------------------------------------
 
     def _confirm(self, title: str, body: str, yes: str, change) -> None:
+        from widgets.confirm import ConfirmModal
+
         def answered(yes_: bool | None) -> None:
             if yes_:
                 self._run_change(_describe(change()))
@@ -566,6 +595,8 @@ class BoardPane(Pane):
 
     @work(group="board-change")
     async def _run_change(self, coro) -> None:
+        from engine.kanban.store import StoreError
+
         try:
             message = await coro
         except StoreError as exc:
@@ -594,6 +625,8 @@ async def _describe_assign(coro) -> str:
 
 def _worker_plan(task: Task, grace: float) -> str:
     """Exactly what will happen to the card's worker, for the confirm dialog."""
+    from engine.kanban.workers import is_host_local, worker_state
+
     if not task.worker_pid:
         return "No worker process is recorded for it: nothing is signalled."
     if not is_host_local(task.claim_lock):
@@ -613,6 +646,8 @@ def _next_allowed(status: str, step: int) -> str | None:
     """The nearest column in ``step``'s direction that a person may move the card to."""
     if status not in COLUMNS:
         return None
+    from engine.kanban import transitions as tr
+
     allowed = tr.MOVES.get(status, ())
     i = COLUMNS.index(status) + step
     while 0 <= i < len(COLUMNS):
@@ -624,6 +659,9 @@ def _next_allowed(status: str, step: int) -> str | None:
 
 def _with_liveness(tasks: list[Task]) -> list[CardView]:
     """Card views with the live marker (reads /proc: run in a thread)."""
+    from engine import identity
+    from engine.kanban.workers import is_host_local, worker_state
+
     views = []
     for t in tasks:
         live = None
