@@ -15,9 +15,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
+# PyYAML (~10 ms to import) is loaded only when there is a file to parse: a home
+# without config.yaml, and every caller that only reads the defaults, never pays for it.
+if TYPE_CHECKING:
+    import yaml
 
 
 class ConfigError(Exception):
@@ -279,6 +282,8 @@ class _Reader:
         return self.loader.construct_object(node, deep=True)
 
     def mapping_items(self, node: yaml.Node, where: str) -> list[tuple[str, yaml.Node, yaml.Node]]:
+        import yaml
+
         if isinstance(node, yaml.ScalarNode) and self.value(node) is None:
             return []  # "scratch:" with nothing under it
         if not isinstance(node, yaml.MappingNode):
@@ -308,6 +313,8 @@ def _unknown(reader: _Reader, key_node: yaml.Node, key: str, where: str, known: 
 
 
 def _read_profiles(reader: _Reader, node: yaml.Node) -> Mapping[str, ProfileSettings]:
+    import yaml
+
     profiles: dict[str, ProfileSettings] = {}
     for name, name_node, value_node in reader.mapping_items(node, "kanban.profiles"):
         where = f"kanban.profiles.{name}"
@@ -337,6 +344,8 @@ def _read_profiles(reader: _Reader, node: yaml.Node) -> Mapping[str, ProfileSett
 
 def parse_config(text_: str, path: Path | str = "config.yaml") -> Settings:
     """Parse config text. Raises ConfigError with file:line on any problem."""
+    import yaml
+
     path = Path(path)
     loader = yaml.SafeLoader(text_)
     try:

@@ -145,7 +145,7 @@ class ProcessesPane(Pane):
         )
         table = DataTable(id="proc-table", cursor_type="row", zebra_stripes=False)
         for key, label in COLUMNS:
-            table.add_column(label, key=key)
+            table.add_column(Text(label), key=key)  # plain text: no markup parse
         yield table
         yield OutputView(max_lines=self.settings.ui.output_max_lines, tail_chars=self.settings.processes.tail_bytes,
                          redact=self.redact)

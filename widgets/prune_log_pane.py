@@ -80,10 +80,8 @@ class PruneLogPane(Pane):
         yield Input(placeholder="filter: text in path or detail (/ to focus, a cycles the action)",
                     id="prune-log-filter")
         table = DataTable(id="prune-log-table", cursor_type="row", zebra_stripes=True)
-        table.add_column("Time", key="time")
-        table.add_column("Action", key="action")
-        table.add_column("Path", key="path")
-        table.add_column("Detail", key="detail")
+        for key, label in (("time", "Time"), ("action", "Action"), ("path", "Path"), ("detail", "Detail")):
+            table.add_column(Text(label), key=key)  # plain text: no markup parse
         yield table
         yield EmptyState("No prune has been logged yet (<home>/logs/scratch-prune.log).")
 

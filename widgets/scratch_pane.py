@@ -131,7 +131,7 @@ class ScratchPane(Pane):
     def compose(self) -> ComposeResult:
         table = DataTable(id="scratch-table", cursor_type="row", zebra_stripes=True)
         for key, label in COLUMNS:
-            table.add_column(label, key=key)
+            table.add_column(Text(label), key=key)  # plain text: no markup parse
         yield table
         yield Static(id="scratch-detail", markup=False)
         yield Static(id="scratch-progress-label")

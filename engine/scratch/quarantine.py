@@ -14,9 +14,8 @@ empty directory at the target).
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import errno
+import functools
 import os
 import re
 import time
@@ -29,7 +28,13 @@ _RENAME_NOREPLACE = 1
 _AT_FDCWD = -100
 
 
+@functools.cache
 def _libc_renameat2():
+    """libc's renameat2, looked up on the first rename: ctypes and the library lookup
+    (which runs ldconfig) cost a few ms that listing the quarantine never needs."""
+    import ctypes
+    import ctypes.util
+
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         fn = libc.renameat2
@@ -40,14 +45,14 @@ def _libc_renameat2():
     return fn
 
 
-_renameat2 = _libc_renameat2()
-
-
 def rename_noreplace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
     """Rename ``src`` to ``dst``; FileExistsError if ``dst`` exists (never replaces)."""
     src_b, dst_b = os.fsencode(src), os.fsencode(dst)
-    if _renameat2 is not None:
-        rc = _renameat2(_AT_FDCWD, src_b, _AT_FDCWD, dst_b, _RENAME_NOREPLACE)
+    renameat2 = _libc_renameat2()
+    if renameat2 is not None:
+        import ctypes
+
+        rc = renameat2(_AT_FDCWD, src_b, _AT_FDCWD, dst_b, _RENAME_NOREPLACE)
         if rc == 0:
             return
         err = ctypes.get_errno()
