@@ -13,7 +13,6 @@ from __future__ import annotations
 import time
 from collections import deque
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
@@ -24,9 +23,8 @@ from textual.widgets import Input, RichLog, Static
 from textual.worker import get_current_worker
 
 from engine.fsutil import human_bytes
-
-if TYPE_CHECKING:  # imported by the follow worker, off the first frame's path
-    from engine.processes.follower import OutputFollower
+from engine.processes.follower import OutputFollower
+from engine.processes.redact import maybe_redact
 
 FLUSH_INTERVAL = 0.1
 PARTIAL_LINE_AFTER = 0.5  # a line without its newline is shown after this long (prompts)
@@ -142,9 +140,6 @@ class OutputView(Vertical):
 
     @work(thread=True, exclusive=True, group="output-follow")
     def _follow(self, path: Path, offset: int, generation: int) -> None:
-        from engine.processes.follower import OutputFollower
-        from engine.processes.redact import maybe_redact
-
         worker = get_current_worker()
         follower = OutputFollower(path, offset)
         partial = b""

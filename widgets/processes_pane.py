@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
+import shlex
+import subprocess
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -25,14 +26,14 @@ from textual.widgets import DataTable, Log
 from engine.config import Settings
 from engine.fsutil import human_bytes, human_duration
 from engine.home import HomeError, HomeLayout
+from engine.processes import ProcessLookupFailed, ProcessRegistry, ProcessSession, SpawnFailed
+from engine.processes.notify import COMPLETION, NotificationCenter, ProcessEvent
+from engine.processes.redact import maybe_redact
+from widgets.confirm import ConfirmModal
 from widgets.output_view import OutputView
 from widgets.pane import EmptyState, Pane
 
-# engine.processes is imported where it is first used (the first sample runs in a
-# worker thread): the first frame does not wait for it.
 if TYPE_CHECKING:
-    from engine.processes import ProcessRegistry, ProcessSession
-    from engine.processes.notify import NotificationCenter, ProcessEvent
     from engine.processes.sampler import SessionSampler, Usage
 
 COLUMNS = (("id", "ID"), ("status", "STATUS"), ("pid", "PID"), ("runtime", "RUNTIME"), ("cpu", "CPU%"),
@@ -81,8 +82,6 @@ def row_cells(s: ProcessSession, usage: Usage | None, now: float, command: str) 
 
 
 def shown_command(s: ProcessSession, redact: bool) -> str:
-    from engine.processes.redact import maybe_redact
-
     command = maybe_redact(" ".join(s.command.split()), redact)
     return command if len(command) <= 60 else command[:59] + "…"
 
@@ -118,13 +117,11 @@ class ProcessesPane(Pane):
         self.home = home
         self.settings = settings
         self.clock = clock
-        # The registry and the notification center are made on first use (see registry).
-        self._registry: ProcessRegistry | None = None
-        self._center: NotificationCenter | None = None
-        self._engine_lock = threading.Lock()
+        self.registry = ProcessRegistry(home, settings)
         # Made (psutil imported) when a session first runs: a home with nothing running
         # never pays for it, and a new sampler with nothing to sample has nothing cached.
         self.sampler: SessionSampler | None = None
+        self.center = NotificationCenter(self.registry, redact=settings.processes.redact)
         self.redact = settings.processes.redact
         self.show_finished = True
         self.foreground: ProcessSession | None = None
@@ -152,26 +149,6 @@ class ProcessesPane(Pane):
         yield Log(id="proc-notifications", max_lines=NOTIFICATIONS_KEPT, auto_scroll=True)
 
     @property
-    def registry(self) -> ProcessRegistry:
-        """The home's sessions; made (engine.processes imported) by whoever asks first,
-        usually the first sample's worker thread."""
-        if self._registry is None:
-            with self._engine_lock:
-                if self._registry is None:
-                    from engine.processes import ProcessRegistry
-                    from engine.processes.notify import NotificationCenter
-
-                    registry = ProcessRegistry(self.home, self.settings)
-                    self._center = NotificationCenter(registry, redact=self.redact)
-                    self._registry = registry
-        return self._registry
-
-    @property
-    def center(self) -> NotificationCenter:
-        self.registry  # noqa: B018 - makes the center along with the registry
-        return self._center
-
-    @property
     def table(self) -> DataTable:
         return self.query_one("#proc-table", DataTable)
 
@@ -193,15 +170,12 @@ class ProcessesPane(Pane):
         # Quitting never stops a command: a foreground run becomes a background session
         # (notify-on-complete), exactly as if ctrl+b had been pressed.
         if self.foreground is not None:
-            from engine.processes import ProcessLookupFailed
-
             try:
                 self.registry.move_to_background(self.foreground.id)
             except (ProcessLookupFailed, OSError):
                 pass
             self.foreground = None
-        if self._center is not None:
-            self._center.close()
+        self.center.close()
 
     # -- refresh ------------------------------------------------------------------------
 
@@ -363,8 +337,6 @@ class ProcessesPane(Pane):
         self.output.set_state(s.exit_text())
 
     def _title_of(self, s: ProcessSession) -> str:
-        from engine.processes.redact import maybe_redact
-
         return f"{s.id} · pid {s.pid} · {maybe_redact(' '.join(s.command.split()), self.redact)[:60]}"
 
     @property
@@ -384,12 +356,8 @@ class ProcessesPane(Pane):
         self.query_one("#proc-notifications", Log).write_line(f"{stamp} {event.kind:<24} {event.text}")
         self.add_class("-has-notifications")
         if self.settings.ui.notifications:
-            from engine.processes.notify import COMPLETION
-
             title = "process completed" if event.kind == COMPLETION else event.kind.replace("_", " ")
-            # A toast is a glance: the headline cut short (the notifications list below the
-            # output keeps the whole text), then the last lines of output.
-            body = event.text if len(event.text) <= 80 else event.text[:79] + "…"
+            body = event.text
             if event.kind == COMPLETION and event.detail:
                 last = event.detail.rstrip().splitlines()[-3:]
                 body += "\n" + "\n".join(line[:100] for line in last)
@@ -415,8 +383,6 @@ class ProcessesPane(Pane):
 
     async def run_foreground(self, command: str) -> ProcessSession | None:
         """Run ``command`` in the foreground; a running one yields first (redirect)."""
-        from engine.processes import SpawnFailed
-
         redirected = None
         if self.foreground is not None:
             redirected = await self.move_foreground_to_background(announce=False)
@@ -453,8 +419,6 @@ class ProcessesPane(Pane):
                 self.app.notify("nothing runs in the foreground", severity="warning")
             return None
         self.foreground = None
-        from engine.processes import ProcessLookupFailed
-
         try:
             moved = await asyncio.to_thread(self.registry.move_to_background, fg.id)
         except (ProcessLookupFailed, OSError) as exc:
@@ -482,8 +446,6 @@ class ProcessesPane(Pane):
 
     @work(thread=True, group="processes-foreground")
     def _finish_foreground(self, fg: ProcessSession) -> None:
-        from engine.processes import ProcessLookupFailed
-
         try:
             done = self.registry.get(fg.id)
         except ProcessLookupFailed:
@@ -513,9 +475,6 @@ class ProcessesPane(Pane):
         if not s.running:
             self.app.notify(f"{s.id} already {s.exit_text()}", markup=False)
             return
-        from engine.processes.redact import maybe_redact
-        from widgets.confirm import ConfirmModal
-
         grace = self.settings.processes.kill_grace_seconds
         body = (
             f"Command: {maybe_redact(s.command, self.redact)}\n"
@@ -532,8 +491,6 @@ class ProcessesPane(Pane):
 
     @work(thread=True, group="processes-kill")
     def _kill(self, session_id: str) -> None:
-        from engine.processes import ProcessLookupFailed
-
         try:
             report = self.registry.kill(session_id)
         except ProcessLookupFailed as exc:
@@ -593,9 +550,6 @@ class ProcessesPane(Pane):
         if not editor:
             self.app.notify("set $EDITOR (or $VISUAL) to open the output in an editor", severity="warning")
             return
-        import shlex
-        import subprocess
-
         try:
             with self.app.suspend():
                 subprocess.run([*shlex.split(editor), str(path)], check=False)
