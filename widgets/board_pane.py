@@ -28,7 +28,7 @@ from engine.config import Settings
 from engine.fsutil import human_duration
 from engine.home import HomeLayout
 from engine.kanban import board_path
-from engine.kanban.models import ARCHIVED, BLOCKED, RUNNING, STATUSES
+from engine.kanban.statuses import ARCHIVED, BLOCKED, RUNNING, STATUSES
 from widgets.pane import EmptyState, Pane
 
 # The store (aiosqlite), the transitions, the workers' checks and the dialogs are

@@ -7,17 +7,18 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# Statuses, in board (column) order. ``archived`` is shown only behind a toggle.
-TODO = "todo"
-READY = "ready"
-RUNNING = "running"
-REVIEW = "review"
-BLOCKED = "blocked"
-DONE = "done"
-ARCHIVED = "archived"
-STATUSES = (TODO, READY, RUNNING, REVIEW, BLOCKED, DONE, ARCHIVED)
-# A parent in one of these no longer holds its children back.
-FINISHED = (DONE, ARCHIVED)
+# Statuses, in board (column) order (defined in engine.kanban.statuses, re-exported here).
+from engine.kanban.statuses import (  # noqa: F401 - re-exported
+    ARCHIVED,
+    BLOCKED,
+    DONE,
+    FINISHED,
+    READY,
+    REVIEW,
+    RUNNING,
+    STATUSES,
+    TODO,
+)
 
 # Run outcomes (task_runs.outcome); an open run has outcome NULL.
 OUTCOME_COMPLETED = "completed"
