@@ -12,6 +12,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -325,6 +326,13 @@ class BoardPane(Pane):
         except NoMatches:  # a worker finishing while the pane is being torn down
             pass
 
+    def _shown_db_path(self) -> str:
+        """The board file as a user reads it: relative to the home when it lives there."""
+        try:
+            return str(Path(self.db_path).relative_to(self.home.root))
+        except ValueError:
+            return str(self.db_path)
+
     def _update_info(self) -> None:
         k = self.settings.kanban
         running = len(self._columns[RUNNING])
@@ -332,7 +340,7 @@ class BoardPane(Pane):
             return
         if self.board is None:
             self.query_one("#board-info", Static).update(
-                f"No board yet ({self.db_path}): press n to create the first card.", layout=False)
+                f"No board yet ({self._shown_db_path()}): press n to create the first card.", layout=False)
             self.set_status("no board yet")
             return
         state = f"dispatcher every {k.dispatch_interval_seconds:g}s" if k.dispatch else "dispatcher off"
