@@ -133,6 +133,9 @@ class HermesApp(App[int]):
     def _apply_size(self, width: int, height: int) -> None:
         narrow = width < WIDE_MIN_WIDTH or height < WIDE_MIN_HEIGHT
         self.screen.set_class(narrow, "-narrow")
+        # Below 100 columns the keys lose their padding, so a pane's everyday keys fit.
+        for footer in self.query(KeysFooter):
+            footer.compact = width < 100
 
     @property
     def narrow(self) -> bool:
@@ -151,7 +154,7 @@ class HermesApp(App[int]):
         text.append(" hermes-tui ", style="bold reverse")
         text.append(f" {__version__}  ", style="dim")
         if self.demo:
-            text.append("DEMO ", style="bold yellow")
+            text.append("DEMO  ", style="bold yellow")
         text.append("home ", style="dim")
         text.append(self.home_label, style="bold")
         for cls in pane_classes():
