@@ -355,7 +355,7 @@ class ScratchPane(Pane):
         if message.error:
             self.notify(f"prune failed: {message.error}", severity="error", timeout=8)
         else:
-            self.notify(prune_summary(message.result), title="Prune done",
+            self.notify(message.result.summary(restore_hint="u restores"), title="Prune done",
                         severity="information" if message.result.ok else "warning", timeout=8)
         self.refresh_entries()
 
@@ -386,22 +386,3 @@ class ScratchPane(Pane):
         self.app.call_from_thread(self.notify, f"restored {show_name(rec.path)}", timeout=4)
         self.app.call_from_thread(self.refresh_entries)
 
-
-def prune_summary(result) -> str:
-    parts = [f"{result.removed_count} entr{'y' if result.removed_count == 1 else 'ies'} pruned, "
-             f"{human_bytes(result.bytes_freed)} freed"]
-    if result.quarantined:
-        parts.append(f"{len(result.quarantined)} in quarantine (u restores)")
-    terms = sum(1 for s in result.signalled if s.signal == "SIGTERM")
-    if terms:
-        parts.append(f"{terms} process(es) signalled")
-    rescued = [k for k in result.kept if k.reason == "touched since selection"]
-    if rescued:
-        parts.append(f"{len(rescued)} rescued (written to since the plan)")
-    if result.restored:
-        parts.append(f"{len(result.restored)} restored from quarantine")
-    if result.failures:
-        parts.append(f"{len(result.failures)} failed (see the prune log)")
-    if result.process_error:
-        parts.append("process check failed: nothing deleted")
-    return "; ".join(parts)

@@ -115,6 +115,31 @@ class PruneResult:
     def ok(self) -> bool:
         return not (self.failures or self.process_error or self.busy)
 
+    def summary(self, restore_hint: str = "") -> str:
+        """One line for a person: what went, what was signalled, rescued, restored or failed.
+        The CLI prints it and the scratch pane toasts it (``restore_hint``: how to undo)."""
+        from engine.fsutil import human_bytes
+
+        n = self.removed_count
+        parts = [f"{n} entr{'y' if n == 1 else 'ies'} pruned, {human_bytes(self.bytes_freed)} freed"]
+        if self.quarantined:
+            parts.append(f"{len(self.quarantined)} in quarantine" + (f" ({restore_hint})" if restore_hint else ""))
+        terms = sum(1 for s in self.signalled if s.signal == "SIGTERM")
+        if terms:
+            parts.append(f"{terms} process(es) signalled")
+        rescued = [k for k in self.kept if k.reason == "touched since selection"]
+        if rescued:
+            parts.append(f"{len(rescued)} rescued (written to since the plan)")
+        if self.restored:
+            parts.append(f"{len(self.restored)} restored from quarantine")
+        if self.expired:
+            parts.append(f"{len(self.expired)} expired from quarantine")
+        if self.failures:
+            parts.append(f"{len(self.failures)} failed (see the prune log)")
+        if self.process_error:
+            parts.append("process check failed: nothing deleted")
+        return "; ".join(parts)
+
     def to_json(self) -> dict:
         return {
             "dry_run": self.dry_run,

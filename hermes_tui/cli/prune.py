@@ -34,21 +34,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _summary(result) -> str:
-    from engine.fsutil import human_bytes
-
-    parts = [f"{result.removed_count} entr{'y' if result.removed_count == 1 else 'ies'} pruned "
-             f"({human_bytes(result.bytes_freed)})"]
-    if result.quarantined:
-        parts.append(f"{len(result.quarantined)} in quarantine")
-    sig = sum(1 for s in result.signalled if s.signal == "SIGTERM")
-    if sig:
-        parts.append(f"{sig} process(es) signalled")
-    if result.restored:
-        parts.append(f"{len(result.restored)} restored")
-    if result.expired:
-        parts.append(f"{len(result.expired)} expired from quarantine")
-    return ", ".join(parts)
 
 
 def run(ctx: Context) -> int:
@@ -98,7 +83,7 @@ def run(ctx: Context) -> int:
     if ctx.json:
         print_json(result.to_json())
     else:
-        print(_summary(result))
+        print(result.summary(restore_hint="hermes-tui scratch restore NAME"))
         for f in result.failures:
             print(f"  {f}")
         if result.process_error:
