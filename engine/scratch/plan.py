@@ -140,14 +140,19 @@ def describe_plan(plan: PrunePlan) -> list[str]:
     CLI prompt and the approval modal, so both show exactly the same plan."""
     verb = f"to quarantine for {plan.quarantine_hours:g}h" if plan.quarantines else "to delete"
     n = len(plan.candidates)
-    lines = [f"Idle window {plan.idle_hours:g}h. {n} entr{'y' if n == 1 else 'ies'} {verb}, "
-             f"{human_bytes(plan.total_bytes)}:"]
+    scratch = plan.scratch_dir.rstrip("/") + "/"
+
+    def short(path: str) -> str:  # entries are named relative to the scratch dir the header names
+        return show_name(path[len(scratch):] if path.startswith(scratch) else path)
+
+    lines = [f"Scratch {show_name(plan.scratch_dir)}, idle window {plan.idle_hours:g}h.",
+             f"{n} entr{'y' if n == 1 else 'ies'} {verb}, {human_bytes(plan.total_bytes)}:"]
     for c in plan.candidates:
-        lines.append(f"  - {show_name(c.path)}  idle {human_duration(c.idle_seconds)}, {human_bytes(c.size_bytes)}")
+        lines.append(f"  - {short(c.path)}  idle {human_duration(c.idle_seconds)}, {human_bytes(c.size_bytes)}")
     if plan.signals:
         lines.append("Processes to signal (SIGTERM, then SIGKILL if still running after the grace period):")
         for s in plan.signals:
-            lines.append(f"  - pid {s.pid} ({show_name(s.name)}) cwd {show_name(s.cwd)}: {s.why}")
+            lines.append(f"  - pid {s.pid} ({show_name(s.name)}) cwd {short(s.cwd)}: {s.why}")
     if plan.expiring:
         lines.append("Quarantined entries whose hours are over (deleted unless written to since):")
         for e in plan.expiring:
@@ -155,7 +160,7 @@ def describe_plan(plan: PrunePlan) -> list[str]:
     if plan.kept:
         lines.append("Staying:")
         for k in plan.kept:
-            lines.append(f"  - {show_name(k.path)}: {k.reason}")
+            lines.append(f"  - {short(k.path)}: {k.reason}")
     if plan.process_error:
         lines.append(f"The process check failed ({plan.process_error}): nothing is deleted.")
     return lines
