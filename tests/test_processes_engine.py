@@ -398,3 +398,24 @@ def test_kill_refused_leaves_no_kill_record(reg, monkeypatch):
     assert report.outcome == "error" and not report.ok
     assert not (s.dir / KILLED_FILE).exists()
     assert reg.get(s.id).status == "running"
+
+
+def test_an_unreadable_session_makes_live_processes_fail_closed(home, settings):
+    """A session whose metadata cannot be read may be a live registered process: callers
+    that spare registered processes (the pruner) must not mistake it for a stranger."""
+    from engine.processes import ProcessRegistry
+    from engine.processes.session import SessionCorrupt
+
+    reg = ProcessRegistry(home, settings)
+    s = reg.spawn(["sleep", "30"])
+    try:
+        assert [sid for _pid, _fp, sid in reg.live_processes()] == [s.id]
+        broken = home.processes_dir / "proc_0123456789ab"
+        broken.mkdir()
+        (broken / "meta.json").write_text("{not json")
+        assert reg.unreadable() == ["proc_0123456789ab"]
+        assert [x.id for x in reg.list()] == [s.id]  # listing still works, without it
+        with pytest.raises(SessionCorrupt, match="proc_0123456789ab"):
+            reg.live_processes()
+    finally:
+        assert reg.kill(s.id, grace=0.5).ok

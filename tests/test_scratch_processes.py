@@ -280,3 +280,17 @@ def test_another_users_process_keeps_its_entry_and_is_never_signalled(home, chil
     result = prune_pass(t, options())
     assert e.exists() and p.poll() is None and result.signalled == ()
     assert "a process of another user pid=" in log_text(home)
+
+
+def test_a_corrupt_session_in_the_real_registry_signals_nobody(home, settings, children):
+    """The real registry (not a stub): one session folder with unreadable metadata may be a
+    live registered process, so the pass spares every process and says why."""
+    t = target_of(home)
+    busy = make_entry(t.scratch_dir, "busy")
+    p = _start(children, ["sleep", "60"], busy)
+    broken = home.processes_dir / "proc_0123456789ab"
+    broken.mkdir(parents=True)
+    (broken / "meta.json").write_text("{not json")
+    result = prune_pass(t, options(registered=registry_provider(home, settings)))
+    assert busy.exists() and p.poll() is None and result.signalled == ()
+    assert "proc_0123456789ab" in log_text(home)

@@ -318,9 +318,18 @@ class ProcessRegistry:
         return True
 
     def list(self, include_finished: bool = True) -> list[ProcessSession]:
-        """Sessions sorted by start time (oldest first). Unreadable folders are skipped."""
+        """Sessions sorted by start time (oldest first). Unreadable folders are skipped
+        here and named by :meth:`unreadable` (``ps`` warns about them)."""
+        return self._scan(include_finished)[0]
+
+    def unreadable(self) -> list[str]:
+        """Ids of session folders that exist but whose metadata cannot be read."""
+        return self._scan(include_finished=False)[1]
+
+    def _scan(self, include_finished: bool) -> tuple[list[ProcessSession], list[str]]:
         self.reap()
         found: list[ProcessSession] = []
+        bad: list[str] = []
         names = self._names()
         with self._lock:
             gone = set(self._state.finished) - set(names)
@@ -330,19 +339,24 @@ class ProcessRegistry:
             try:
                 s = self._load(sid)
             except (SessionCorrupt, OSError):
+                if self.session_dir(sid).is_dir():  # not just removed by retention meanwhile
+                    bad.append(sid)
                 continue
             if include_finished or s.running:
                 found.append(s)
         found.sort(key=lambda s: (s.started_at, s.id))
-        return found
+        return found, bad
 
     def live_processes(self) -> list[tuple[int, str, str]]:
-        """(pid, fingerprint, session id) of running sessions whose leader is verified."""
-        return [
-            (s.pid, s.fingerprint, s.id)
-            for s in self.list(include_finished=False)
-            if identity.is_alive(s.pid, s.fingerprint)
-        ]
+        """(pid, fingerprint, session id) of running sessions whose leader is verified.
+
+        Raises :class:`SessionCorrupt` when a session folder cannot be read: its process
+        may be live and registered, so a caller that spares registered processes (the
+        scratch pruner) must fail closed rather than treat it as a stranger."""
+        sessions, bad = self._scan(include_finished=False)
+        if bad:
+            raise SessionCorrupt(f"unreadable process session(s): {', '.join(sorted(bad)[:5])}")
+        return [(s.pid, s.fingerprint, s.id) for s in sessions if identity.is_alive(s.pid, s.fingerprint)]
 
     # -- waiting ------------------------------------------------------------------------
 
