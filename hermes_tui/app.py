@@ -58,6 +58,20 @@ class MainScreen(Screen):
         else:
             self.AUTO_FOCUS = None
 
+    def on_mount(self) -> None:
+        self.watch(self, "focused", self._focus_changed, init=False)
+
+    def _focus_changed(self, focused) -> None:
+        # The focused widget can vanish under the user (a table rebuilt by a refresh, a
+        # pane's body swapped): focus would then be nowhere and the pane's keys dead
+        # until a number key. Put it back on the active pane instead.
+        if focused is None and self.is_current:
+            self.call_after_refresh(self._refocus)
+
+    def _refocus(self) -> None:
+        if self.focused is None and self.is_current and self.app.is_running:
+            self.app.action_focus_pane(self.app._active_pane)
+
 
 class HermesApp(App[int]):
     CSS_PATH = "app.tcss"

@@ -183,3 +183,18 @@ async def test_escape_leaves_the_command_bar_for_the_pane_it_came_from(home):
         await pilot.pause()
         assert app.active_pane.id == "processes"
         assert app.query_one("#command-bar").value == ""
+
+
+async def test_focus_dropped_to_nowhere_returns_to_the_active_pane(home):
+    """Seen once after an approved prune: focus ended on no widget, so the pane's keys
+    were dead until a number key. Whatever drops it, it comes back to the active pane."""
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.press("3")
+        await pilot.pause()
+        assert app.focused is not None
+        app.screen.set_focus(None)
+        await pilot.pause(0.2)
+        assert app.focused is not None
+        assert app.active_pane.id == "scratch"
+        assert app.focused is app.pane("scratch") or app.pane("scratch") in app.focused.ancestors

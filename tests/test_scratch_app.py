@@ -120,10 +120,19 @@ async def test_modal_yes_removes_exactly_the_plan_candidates(home):
         qkeys = [k for k in pane._rows if k.startswith("q:")]
         assert len(qkeys) == 2
         table = pane.table
-        table.move_cursor(row=table.get_row_index(qkeys[0]))
-        await pilot.press("u")
         restored = qkeys[0][2:].rsplit(".", 1)[0]
-        assert await wait_for(pilot, lambda: paths[restored].exists())
+        # A background re-survey may re-sort the rows between placing the cursor and the
+        # key: place it again until the key lands on the quarantined row (at most 3 tries).
+        for _attempt in range(3):
+            table.focus()
+            table.move_cursor(row=table.get_row_index(qkeys[0]))
+            await pilot.pause()
+            if table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value != qkeys[0]:
+                continue
+            await pilot.press("u")
+            if await wait_for(pilot, lambda: paths[restored].exists(), tries=250):
+                break
+        assert paths[restored].exists()
         # the prune log pane shows what happened
         log = app.query_one(PruneLogPane)
         assert await wait_for(pilot, lambda: sum(r.action == "quarantined" for r in log.records) == 2, tries=400)

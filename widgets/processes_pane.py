@@ -21,6 +21,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.css.query import NoMatches
 from textual.widgets import DataTable, Log
 
 from engine.config import Settings
@@ -235,6 +236,12 @@ class ProcessesPane(Pane):
         self._refreshing = False
         if not self.is_attached:
             return  # unmounted while the sample was being taken
+        try:
+            self._apply_snapshot(snap)
+        except NoMatches:  # the app is tearing the pane down while the sample arrived
+            pass
+
+    def _apply_snapshot(self, snap: Snapshot) -> None:
         self.refresh_count += 1
         self.sessions = {s.id: s for s in snap.sessions}
         fg = self.foreground.id if self.foreground is not None else None
