@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
+import threading
 
 from engine.config import load_config
 from hermes_tui.cli.common import EXIT_USAGE, CliError, Context
+
+# How long a signalled app may take to shut its UI down before it is left behind.
+SHUTDOWN_GRACE_SECONDS = 3.0
 
 
 def _need_terminal() -> None:
@@ -44,17 +49,36 @@ def launch_app(ctx: Context) -> int:
 
         start_auto_prune(ctx)
     app = HermesApp(home, settings, demo=demo)
-    # A closed terminal (SIGHUP) or a polite kill (SIGTERM) ends the app the normal way,
-    # so its own clean-up (the demo's processes and temp home) still runs. Processes the
-    # user started are never touched by this: they live in their own sessions.
-    previous = {sig: signal.signal(sig, lambda *_: app.exit(return_code=129)) for sig in (signal.SIGHUP, signal.SIGTERM)}
-    try:
-        app.run()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    ui_done = threading.Event()
+
+    def clean_up() -> None:
         if demo:
             from hermes_tui.demo import cleanup_demo_home
 
             cleanup_demo_home(home)
+
+    def on_signal(signum, _frame) -> None:
+        """A closed terminal (SIGHUP) or a polite kill (SIGTERM): end the app the normal
+        way, so its own clean-up (the demo's processes and temp home) runs. When the
+        terminal is really gone the UI may never finish shutting down (its writes have
+        nowhere to go), so after a grace period clean up here and leave. Processes the
+        user started are never touched: they live in their own sessions."""
+        app.exit(return_code=128 + signum)
+
+        def watchdog() -> None:
+            if ui_done.wait(SHUTDOWN_GRACE_SECONDS):
+                return  # the normal path finished the UI and does the clean-up
+            clean_up()
+            os._exit(128 + signum)
+
+        threading.Thread(target=watchdog, name="hermes-shutdown-watchdog", daemon=True).start()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGHUP, signal.SIGTERM)}
+    try:
+        app.run()
+    finally:
+        ui_done.set()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        clean_up()
     return app.return_code or 0

@@ -3,11 +3,16 @@ app, and a closed terminal (SIGHUP) still stops the demo's processes and removes
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pty
+import select
+import shutil
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import threading
 import time
 from pathlib import Path
@@ -64,3 +69,69 @@ def test_a_hangup_still_stops_the_demo_and_removes_its_home(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         os.close(master)
+
+
+def _stop_demo_sessions(screen: bytearray) -> None:
+    """If the app under test failed to clean up, do it here: no test leaves processes."""
+    if b"demo home at " not in screen:
+        return
+    root = Path(bytes(screen).split(b"demo home at ", 1)[1].split(b"\n", 1)[0].decode().strip())
+    if root.is_dir() and root.name.startswith("hermes-demo-"):
+        home = HomeLayout(root)
+        registry = ProcessRegistry(home, load_config(home.config_file))
+        for session in registry.list(include_finished=False):
+            registry.kill(session.id, grace=0.5)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _read_for(master: int, screen: bytearray, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if select.select([master], [], [], 0.1)[0]:
+            try:
+                screen.extend(os.read(master, 65536))
+            except OSError:
+                return
+
+
+def test_a_hangup_after_the_terminal_is_gone_still_cleans_up(tmp_path):
+    """The terminal really closes (the pty's master end is gone) while a dialog is open,
+    then SIGHUP arrives: the UI can no longer finish shutting down (seen: hung for good),
+    but the demo's processes still stop, its home goes and the app exits."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 48, 160, 0, 0))
+    env = {**os.environ, "TERM": "xterm-256color"}
+    proc = subprocess.Popen([sys.executable, "-m", "hermes_tui", "--demo"], stdin=slave, stdout=slave,
+                            stderr=slave, cwd=REPO, env=env, start_new_session=True)
+    os.close(slave)
+    screen = bytearray()
+    try:
+        deadline = time.monotonic() + 60
+        while b"Board" not in screen and time.monotonic() < deadline:
+            _read_for(master, screen, 0.2)
+        line = bytes(screen).split(b"demo home at ", 1)[1].split(b"\n", 1)[0].decode().strip()
+        home = HomeLayout(Path(line))
+        _read_for(master, screen, 3.0)
+        running = [s for s in ProcessRegistry(home, load_config(home.config_file)).list() if s.running]
+        assert running
+        # The terminal stops reading (a frozen or closing window) while the app keeps
+        # drawing and a dialog opens; then it closes for good.
+        for key in (b"2", b"k"):
+            os.write(master, key)
+            time.sleep(1.5)
+        os.close(master)  # the terminal window closes...
+        master = None
+        proc.send_signal(signal.SIGHUP)  # ...and the kernel hangs up on the session
+        assert proc.wait(timeout=30) is not None
+        deadline = time.monotonic() + 10
+        while home.root.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not home.root.exists()
+        assert not any(is_alive(s.pid, s.fingerprint) for s in running)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        if master is not None:
+            os.close(master)
+        _stop_demo_sessions(screen)
