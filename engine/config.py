@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -419,15 +419,3 @@ def load_config(path: Path | str) -> Settings:
         line = data[: exc.start].count(b"\n") + 1
         raise ConfigError(path, line, "is not valid UTF-8") from None
     return parse_config(text_, path)
-
-
-def section_names() -> list[str]:
-    return list(_SECTIONS)
-
-
-def section_keys(section: str) -> list[str]:
-    return list(_SECTIONS[section][1])
-
-
-def settings_fields(cls: type) -> list[str]:
-    return [f.name for f in fields(cls)]

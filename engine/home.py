@@ -138,7 +138,3 @@ class HomeLayout:
         """Create the root of the home (sub-folders are created by whoever needs them)."""
         self.ensure_dir(self.root, environ)
         return self
-
-
-def home_from(cli_home: str | os.PathLike[str] | None = None) -> HomeLayout:
-    return HomeLayout(resolve_home(cli_home))
