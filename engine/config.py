@@ -112,7 +112,6 @@ class Settings:
     source: Path | None = None
 
 
-DEFAULTS = Settings()
 
 # --------------------------------------------------------------------------------------
 # Value checkers: (value, dotted name) -> converted value, or raise _Bad("must be ...")

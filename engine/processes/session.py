@@ -281,9 +281,6 @@ def is_settled(s: ProcessSession, now: float | None = None) -> bool:
     return (time.time() if now is None else now) - end > SETTLE_SECONDS
 
 
-def load_session(session_dir: Path) -> ProcessSession:
-    return derive(session_from_meta(session_dir, read_meta(session_dir)))
-
 
 def claim_notification(session_dir: Path) -> bool:
     """Atomically claim the right to show this session's completion (True once, ever)."""

@@ -129,10 +129,6 @@ def _walk(root_path: str, cutoff: float, newest: float, size: int) -> Activity:
     return Activity(TouchState.IDLE, None if newest == float("-inf") else newest, size)
 
 
-def subtree_touch_state(path: str | os.PathLike[str], cutoff: float) -> TouchState:
-    """Only the state (the reference's three-way answer)."""
-    return scan_activity(path, cutoff).state
-
 
 # --------------------------------------------------------------------------------------
 # Many entries at once: split across processes

@@ -37,6 +37,3 @@ def registry_provider(home: HomeLayout, settings: Settings) -> RegisteredProvide
 
     return provide
 
-
-def no_registered_processes() -> list[tuple[int, str, str]]:
-    return []
