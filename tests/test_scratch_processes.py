@@ -294,3 +294,34 @@ def test_a_corrupt_session_in_the_real_registry_signals_nobody(home, settings, c
     result = prune_pass(t, options(registered=registry_provider(home, settings)))
     assert busy.exists() and p.poll() is None and result.signalled == ()
     assert "proc_0123456789ab" in log_text(home)
+
+
+def test_a_process_that_survives_kill_is_reported_not_hidden(home, children, monkeypatch):
+    """A process stuck in the kernel ignores even KILL; that cannot be made real here, so
+    the /proc boundary keeps showing it alive after the (real) KILL. The pass must say so
+    in the log and in its failures."""
+    import subprocess
+
+    t = target_of(home)
+    idle = make_entry(t.scratch_dir, "idle")
+    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(60)"
+    p = children([sys.executable, "-c", code], cwd=idle, stdout=subprocess.PIPE)
+    assert p.stdout.readline().strip() == b"ready"
+    alive_stat = identity._read_stat_bytes(p.pid)
+    real_read = identity._read_stat_bytes
+    killed = []
+    real_send = identity.send_signal
+
+    def send(pid, fp, sig, **kw):
+        result = real_send(pid, fp, sig, **kw)
+        if pid == p.pid and sig == signal.SIGKILL and result.sent:
+            killed.append(pid)
+        return result
+
+    monkeypatch.setattr(identity, "send_signal", send)
+    monkeypatch.setattr(identity, "_read_stat_bytes",
+                        lambda pid: alive_stat if pid == p.pid and killed else real_read(pid))
+    result = prune_pass(t, options(grace=0.3))
+    assert killed == [p.pid]
+    assert f"pid {p.pid} still running after KILL" in result.failures
+    assert f"pid={p.pid} still running after KILL" in log_text(home)

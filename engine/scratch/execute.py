@@ -356,6 +356,10 @@ def _only_what_was_planned(
     return out, allowed
 
 
+# How long a KILLed process may take to be gone before it is reported as a survivor.
+KILL_SETTLE_SECONDS = 1.0
+
+
 def _signal(run: _Run, targets: list[tuple[JudgedProcess, str]]) -> None:
     """TERM every target, wait the grace period, KILL the ones still running.
     Every signal goes through identity.send_signal (verified, pidfd)."""
@@ -376,13 +380,23 @@ def _signal(run: _Run, targets: list[tuple[JudgedProcess, str]]) -> None:
     while living and time.monotonic() < deadline:
         time.sleep(0.05)
         living = {pid: j for pid, j in living.items() if identity.is_alive(pid, j.proc.fingerprint)}
+    killed: dict[int, JudgedProcess] = {}
     for pid, j in sorted(living.items()):
         if not identity.is_alive(pid, j.proc.fingerprint):  # exited, or only a zombie now
             continue
         res = identity.send_signal(pid, j.proc.fingerprint, signal.SIGKILL)
         if res.sent:
+            killed[pid] = j
             run.signalled.append(SignalRecord(pid, j.proc.name, j.proc.cwd, "SIGKILL"))
             run.audit.sent_kill(pid)
+    # Survivors are reported, never hidden (a process stuck in the kernel ignores KILL).
+    deadline = time.monotonic() + KILL_SETTLE_SECONDS
+    while killed and time.monotonic() < deadline:
+        time.sleep(0.02)
+        killed = {pid: j for pid, j in killed.items() if identity.is_alive(pid, j.proc.fingerprint)}
+    for pid in sorted(killed):
+        run.audit.survivor(pid)
+        run.failures.append(f"pid {pid} still running after KILL")
 
 
 _rm_ok: bool | None = None
