@@ -28,6 +28,11 @@ def binding_sources() -> list[tuple[str, str, type]]:
         for extra in getattr(cls, "EXTRA_BINDING_CLASSES", ()):
             sources.append((f"{cls.NUMBER} {cls.TITLE}", cls.PANE_ID, extra))
     sources.append(("Command bar", "command-bar", CommandBar))
+    # The board's dialogs are imported here, not by the board pane at start-up.
+    from widgets.board_modals import AssignScreen, CardDetailsScreen, NewCardScreen
+
+    for dialog in (NewCardScreen, AssignScreen, CardDetailsScreen):
+        sources.append(("Board dialogs", "modal", dialog))
     sources.append(("Confirm dialogs", "modal", ConfirmModal))
     sources.append(("Help", "modal", HelpScreen))
     return sources

@@ -198,3 +198,15 @@ async def test_focus_dropped_to_nowhere_returns_to_the_active_pane(home):
         assert app.focused is not None
         assert app.active_pane.id == "scratch"
         assert app.focused is app.pane("scratch") or app.pane("scratch") in app.focused.ancestors
+
+
+def test_every_binding_id_in_the_widgets_is_known_to_help_and_keys():
+    """Every Binding with an id anywhere in widgets/ is listed by ? and remappable."""
+    import re
+
+    from tests.conftest import REPO
+
+    declared = set()
+    for path in (REPO / "widgets").glob("*.py"):
+        declared |= set(re.findall(r'Binding\([^)]*?id="([^"]+)"', path.read_text(), flags=re.S))
+    assert declared and declared <= set(known_binding_ids())
