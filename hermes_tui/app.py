@@ -123,7 +123,7 @@ class HermesApp(App[int]):
                    id="pane-tabs")
         with Container(id="panes"):
             for cls in pane_classes():
-                pane = cls(home=self.home, settings=self.settings) if _takes_context(cls) else cls()
+                pane = cls(home=self.home, settings=self.settings)
                 # Born active: adding the class once mounted would restyle the pane's subtree.
                 pane.set_class(self._active_pane == cls.PANE_ID, "-active", update=False)
                 yield pane
@@ -272,10 +272,3 @@ class HermesApp(App[int]):
             await self.run_action(action, pane)
         else:
             await self.run_action(action)
-
-
-def _takes_context(cls: type) -> bool:
-    import inspect
-
-    params = inspect.signature(cls.__init__).parameters
-    return "home" in params and "settings" in params
