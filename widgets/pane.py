@@ -68,6 +68,9 @@ class Pane(Vertical, can_focus=True):
             target.focus()
 
     def set_status(self, text: str) -> None:
+        """Panes call this on every refresh; only a change reaches the header."""
+        if text == self.border_subtitle:
+            return
         self.border_subtitle = text
         self.post_message(self.StatusChanged(self.PANE_ID, text))
 
