@@ -2,8 +2,9 @@
 
 Resolution order is fixed by the architecture: ``--home DIR`` > ``$HERMES_HOME`` >
 ``~/.hermes``. Directories are created on demand with the home's permission policy:
-mode 0700 unless ``HERMES_HOME_MODE`` (an octal string) says otherwise, and never a
-chmod at all when ``<home>/.managed`` exists (someone else manages permissions).
+mode 0700 unless ``HERMES_HOME_MODE`` (an octal string) says otherwise. Only directories
+hermes-tui creates get that mode: an existing directory (or one reached through a
+symlink) keeps its own, and nothing is chmod-ed when ``<home>/.managed`` exists.
 """
 
 from __future__ import annotations
@@ -106,33 +107,50 @@ class HomeLayout:
     def ensure_dir(self, path: Path, environ: dict[str, str] | None = None) -> Path:
         """Create ``path`` (and its parents up to the root) with the home's policy.
 
-        Existing directories of ours get their mode fixed unless the home is managed;
-        directories outside the home are created but never chmod-ed.
+        Only a directory this call creates gets the home's mode (mkdir's mode is cut by
+        the umask, so it is set again). A directory that already existed keeps its mode,
+        whoever made it, and so does anything reached through a symlink (a shared 1777
+        or 2775 scratch keeps its sticky and setgid bits): ``doctor`` reports a home that
+        is too open instead of fixing it silently. Directories outside the home are
+        created but never chmod-ed, and a managed home is never chmod-ed at all.
         """
         mode = home_mode(environ)
-        managed = self.is_managed
+        chain = self._chain_to_root(path)
+        may_chmod = chain[-1] == self.root and not self.is_managed
+        for d in reversed(chain):
+            if self._make_dir(d, mode) and may_chmod:
+                try:
+                    if (os.lstat(d).st_mode & 0o7777) != mode:
+                        os.chmod(d, mode)  # just made by us: not a symlink
+                except OSError as exc:
+                    raise HomeError(f"cannot set mode {mode:o} on {d}: {exc.strerror or exc}") from None
+        return path
+
+    def _chain_to_root(self, path: Path) -> list[Path]:
+        """``path`` and its parents up to the home's root (or the filesystem root)."""
         chain: list[Path] = []
         p = path
         while True:
             chain.append(p)
             if p == self.root or p.parent == p:
-                break
+                return chain
             p = p.parent
-        inside = chain[-1] == self.root
-        for d in reversed(chain):
-            try:
-                d.mkdir(mode=mode, exist_ok=True)
-            except FileExistsError:
+
+    @staticmethod
+    def _make_dir(d: Path, mode: int) -> bool:
+        """mkdir ``d``; True only when this call created it (an existing directory, or a
+        symlink to one, is left exactly as it is)."""
+        try:
+            d.mkdir(mode=mode)
+            return True
+        except FileExistsError:
+            if not d.is_dir():
                 raise HomeError(f"{d} exists and is not a directory") from None
-            except OSError as exc:
-                raise HomeError(f"cannot create {d}: {exc.strerror or exc}") from None
-            if inside and not managed and not (d == self.root and d.is_symlink()):
-                try:
-                    if (os.stat(d).st_mode & 0o7777) != mode:
-                        os.chmod(d, mode)
-                except OSError as exc:
-                    raise HomeError(f"cannot set mode {mode:o} on {d}: {exc.strerror or exc}") from None
-        return path
+            return False
+        except NotADirectoryError:
+            raise HomeError(f"cannot create {d}: a parent of it is a file, not a directory") from None
+        except OSError as exc:
+            raise HomeError(f"cannot create {d}: {exc.strerror or exc}") from None
 
     def ensure(self, environ: dict[str, str] | None = None) -> HomeLayout:
         """Create the root of the home (sub-folders are created by whoever needs them)."""

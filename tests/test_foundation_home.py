@@ -35,13 +35,46 @@ def test_created_with_0700(tmp_path, monkeypatch):
     assert mode_of(h.cache_dir) == 0o700 and mode_of(h.scratch_dir) == 0o700
 
 
-def test_existing_dirs_get_fixed_mode(tmp_path, monkeypatch):
+def test_an_existing_home_keeps_its_mode(tmp_path, monkeypatch):
+    """Issue 12: an existing home's mode is never changed silently (it used to become
+    0700); doctor warns about an open home instead. Changed assertion: was 0700."""
     monkeypatch.delenv("HERMES_HOME_MODE", raising=False)
     root = tmp_path / "h"
-    root.mkdir(mode=0o777)
-    os.chmod(root, 0o777)
-    HomeLayout(root).ensure()
-    assert mode_of(root) == 0o700
+    root.mkdir()
+    os.chmod(root, 0o755)
+    (root / "logs").mkdir()
+    os.chmod(root / "logs", 0o775)
+    h = HomeLayout(root).ensure()
+    h.ensure_dir(h.prune_log.parent)
+    h.ensure_dir(h.scratch_dir)
+    assert mode_of(root) == 0o755 and mode_of(root / "logs") == 0o775
+    # what hermes-tui created itself gets the home's mode
+    assert mode_of(h.cache_dir) == 0o700 and mode_of(h.scratch_dir) == 0o700
+
+
+@pytest.mark.parametrize("shared_mode", [0o1777, 0o2775])
+@pytest.mark.parametrize("link", ["cache/scratch", "logs", "cache"])
+def test_a_symlinked_dir_keeps_mode_sticky_and_setgid(tmp_path, monkeypatch, shared_mode, link):
+    """Issue 9: a directory reached through a symlink keeps its mode and special bits."""
+    monkeypatch.delenv("HERMES_HOME_MODE", raising=False)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, shared_mode)
+    h = HomeLayout(tmp_path / "h").ensure()
+    (h.root / link).parent.mkdir(parents=True, exist_ok=True)
+    (h.root / link).symlink_to(shared)
+    h.ensure_dir(h.scratch_dir)
+    h.ensure_dir(h.prune_log.parent)
+    h.ensure_dir(h.quarantine_dir)
+    assert mode_of(shared) == shared_mode
+
+
+def test_a_symlink_to_a_file_is_a_clear_error(tmp_path):
+    (tmp_path / "f").write_text("x")
+    h = HomeLayout(tmp_path / "h").ensure()
+    (h.root / "logs").symlink_to(tmp_path / "f")
+    with pytest.raises(HomeError, match="exists and is not a directory"):
+        h.ensure_dir(h.prune_log.parent)
 
 
 def test_home_mode_env_is_octal(tmp_path, monkeypatch):
