@@ -17,6 +17,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from engine.hermes.config_keys import HERMES_KANBAN_KEYS, HERMES_SECTIONS
+
 # PyYAML (~10 ms to import) is loaded only when there is a file to parse: a home
 # without config.yaml, and every caller that only reads the defaults, never pays for it.
 if TYPE_CHECKING:
@@ -110,6 +112,19 @@ class Settings:
     # binding id -> line in config.yaml, so the app can report an unknown id with its line.
     key_lines: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     source: Path | None = None
+    # Top-level sections hermes-tui does not use (hermes-agent's, or another program's),
+    # kept as (name, line) so doctor can list them as someone else's.
+    foreign_sections: tuple[tuple[str, int], ...] = ()
+    # Keys inside a shared section that hermes-agent defines and hermes-tui leaves to it,
+    # e.g. "kanban.dispatch_in_gateway".
+    hermes_keys: tuple[str, ...] = ()
+    # Every "section.key" the file sets, so a caller can tell "set to the default" from
+    # "not set" (scratch.auto_prune must be set explicitly in a guest home).
+    explicit_keys: frozenset[str] = frozenset()
+
+    def is_set(self, dotted: str) -> bool:
+        """True when config.yaml sets ``dotted`` (e.g. "scratch.auto_prune") itself."""
+        return dotted in self.explicit_keys
 
 
 
@@ -122,12 +137,41 @@ class _Bad(Exception):
     pass
 
 
+# Bounds for every number in the schema: far above any sensible value, far below what
+# would overflow a float, a C int or a timer.
+MAX_NUMBER = 1e9
+MAX_INT = 2**31 - 1
+
+# Control characters no value may hold (tab, newline and carriage return are allowed in
+# text a user types; a path or a name gets none at all).
+_CONTROL = "".join(chr(c) for c in range(32) if chr(c) not in "\t\n\r") + "\x7f"
+
+
 def _num(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
+    if isinstance(value, int) and abs(value) > MAX_NUMBER:
+        raise _Bad(f"must be at most {MAX_NUMBER:.0f}")
     if isinstance(value, (int, float)) and math.isfinite(value):
+        if abs(value) > MAX_NUMBER:
+            raise _Bad(f"must be at most {MAX_NUMBER:.0f}")
         return float(value)
     return None
+
+
+def _bounded_int(value: Any, floor: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < floor:
+        raise _Bad(what)
+    if value > MAX_INT:
+        raise _Bad(f"must be at most {MAX_INT}")
+    return value
+
+
+def _no_control(value: str, also: str = "") -> str:
+    bad = next((ch for ch in value if ch in _CONTROL or ch in also), None)
+    if bad is not None:
+        raise _Bad(f"must not contain the control character {bad!r}")
+    return value
 
 
 def positive_number(value: Any) -> float:
@@ -145,15 +189,11 @@ def non_negative_number(value: Any) -> float:
 
 
 def positive_int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise _Bad("must be a positive integer")
-    return value
+    return _bounded_int(value, 1, "must be a positive integer")
 
 
 def non_negative_int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _Bad("must be an integer >= 0")
-    return value
+    return _bounded_int(value, 0, "must be an integer >= 0")
 
 
 def boolean(value: Any) -> bool:
@@ -165,11 +205,12 @@ def boolean(value: Any) -> bool:
 def text(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise _Bad("must be a non-empty string")
-    return value
+    return _no_control(value)
 
 
 def optional_text(value: Any) -> str | None:
-    if value is None:
+    """A string, or nothing: null and '' (hermes-agent writes ``default_assignee: ''``)."""
+    if value is None or value == "":
         return None
     return text(value)
 
@@ -177,7 +218,7 @@ def optional_text(value: Any) -> str | None:
 def optional_path(value: Any) -> Path | None:
     if value is None:
         return None
-    return Path(text(value)).expanduser()
+    return Path(_no_control(text(value), "\t\n\r")).expanduser()
 
 
 def profile_list(value: Any) -> tuple[str, ...]:
@@ -341,25 +382,143 @@ def _read_profiles(reader: _Reader, node: yaml.Node) -> Mapping[str, ProfileSett
     return MappingProxyType(profiles)
 
 
-def parse_config(text_: str, path: Path | str = "config.yaml") -> Settings:
-    """Parse config text. Raises ConfigError with file:line on any problem."""
+# Limits checked before and while parsing, so any file answers within a second with
+# one line: hermes-agent's own full config is ~20 KiB, ~2,000 values, 5 levels deep.
+MAX_CONFIG_BYTES = 256 * 1024
+MAX_DEPTH = 32
+MAX_VALUES = 50_000
+
+# The only tags a value may carry: the ones YAML gives plain text by itself. Anything
+# else (``!foo``, ``!!python/object/...``, ``!!binary``, ``!!set``) is refused.
+_PLAIN_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp")
+)
+
+
+def _check_characters(text_: str, path: Path) -> None:
+    """No NUL or other control character anywhere in the file (tab and newlines aside)."""
+    for lineno, line in enumerate(text_.split("\n"), start=1):
+        bad = next((ch for ch in line if ch in _CONTROL and ch != "\t"), None)
+        if bad is not None:
+            raise ConfigError(path, lineno, f"contains the control character {bad!r}; "
+                              "config.yaml must be plain text")
+
+
+def _check_tree(root: yaml.Node, path: Path) -> None:
+    """Walk the composed nodes (without recursion): refuse tags, too deep nesting and
+    too many values (which is also how an alias bomb shows itself)."""
     import yaml
 
-    path = Path(path)
-    loader = yaml.SafeLoader(text_)
+    stack: list[tuple[yaml.Node, int]] = [(root, 1)]
+    seen = 0
+    while stack:
+        node, depth = stack.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            raise ConfigError(path, _line(node), f"holds more than {MAX_VALUES} values; refusing to read further")
+        if depth > MAX_DEPTH:
+            raise ConfigError(path, _line(node), f"is nested more than {MAX_DEPTH} levels deep")
+        if node.tag not in _PLAIN_TAGS:
+            raise ConfigError(path, _line(node), f"the YAML tag {node.tag!r} is not allowed; "
+                              "write plain values")
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                stack.append((key_node, depth + 1))
+                stack.append((value_node, depth + 1))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, depth + 1) for item in node.value)
+
+
+def _compose(text_: str, path: Path) -> tuple[Any, yaml.Node | None]:
+    """(loader, root node) with every YAML problem turned into one ConfigError line."""
+    import yaml
+
+    loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: fast, no recursion
+    loader = loader_class(text_)
     try:
-        try:
-            root = loader.get_single_node()
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            problem = exc.problem or exc.context or "invalid YAML"
-            if mark is None:
-                raise ConfigError(path, None, problem) from None
-            raise ConfigError(path, mark.line + 1, problem, column=mark.column + 1) from None
-        except yaml.YAMLError as exc:
-            raise ConfigError(path, None, f"invalid YAML: {exc}") from None
+        root = loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        loader.dispose()
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "invalid YAML"
+        if mark is None:
+            raise ConfigError(path, None, problem) from None
+        raise ConfigError(path, mark.line + 1, problem, column=mark.column + 1) from None
+    except RecursionError:
+        loader.dispose()
+        line = getattr(loader, "line", None)
+        raise ConfigError(path, None if line is None else line + 1,
+                          f"is nested more than {MAX_DEPTH} levels deep") from None
+    except yaml.YAMLError as exc:
+        loader.dispose()
+        raise ConfigError(path, None, f"invalid YAML: {exc}") from None
+    return loader, root
+
+
+def _close_section_name(name: str) -> str | None:
+    import difflib
+
+    ours = [s for s in _SECTIONS]
+    match = difflib.get_close_matches(name, ours, n=1, cutoff=0.75)
+    return match[0] if match else None
+
+
+def _read_foreign_section(reader: _Reader, name: str, key_node: yaml.Node) -> tuple[str, int]:
+    """A top-level section hermes-tui does not use: someone else's, unless it looks
+    like a misspelling of one of ours (then it is the error it always was)."""
+    if name not in HERMES_SECTIONS:
+        near = _close_section_name(name)
+        if near is not None:
+            raise reader.fail(key_node, f"unknown section '{name}' (did you mean '{near}'? "
+                              f"hermes-tui's sections: {', '.join(_SECTIONS)})")
+    return name, _line(key_node)
+
+
+def _read_section(reader: _Reader, section: str, value_node: yaml.Node, explicit: set[str],
+                  hermes_keys: list[str]) -> Any:
+    """One of hermes-tui's sections -> its settings object; hermes-agent's keys in a
+    shared section are accepted (honoured where they mean the same, else kept for it)."""
+    cls, schema = _SECTIONS[section]
+    values: dict[str, Any] = {}
+    for key, kn, vn in reader.mapping_items(value_node, section):
+        if key not in schema:
+            if section == "kanban" and key in HERMES_KANBAN_KEYS:
+                hermes_keys.append(f"kanban.{key}")
+                continue
+            raise _unknown(reader, kn, key, section, list(schema))
+        explicit.add(f"{section}.{key}")
+        if section == "kanban" and key == "profiles":
+            values[key] = _read_profiles(reader, vn)
+        else:
+            values[key] = reader.check(schema[key], vn, f"{section}.{key}")
+    return cls(**values)
+
+
+def _read_keys(reader: _Reader, value_node: yaml.Node) -> tuple[dict[str, str], dict[str, int]]:
+    keys: dict[str, str] = {}
+    key_lines: dict[str, int] = {}
+    for bid, bkn, bvn in reader.mapping_items(value_node, "keys"):
+        raw = reader.value(bvn)
+        if not isinstance(raw, str) or not raw.strip():
+            raise reader.fail(bvn, f"keys.{bid} must be a key such as 'ctrl+b' "
+                              f"(several separated by commas), got {_show(raw)}")
+        keys[bid] = reader.check(text, bvn, f"keys.{bid}").strip()
+        key_lines[bid] = _line(bkn)
+    return keys, key_lines
+
+
+def parse_config(text_: str, path: Path | str = "config.yaml") -> Settings:
+    """Parse config text. Raises ConfigError with file:line on any problem."""
+    path = Path(path)
+    if len(text_) > MAX_CONFIG_BYTES:
+        raise ConfigError(path, None, f"is {len(text_)} characters long; config.yaml may hold at most "
+                          f"{MAX_CONFIG_BYTES // 1024} KiB")
+    _check_characters(text_, path)
+    loader, root = _compose(text_, path)
+    try:
         if root is None:
             return Settings(source=path)
+        _check_tree(root, path)
         reader = _Reader(path, loader)
         try:
             items = reader.mapping_items(root, "the top level")
@@ -369,33 +528,24 @@ def parse_config(text_: str, path: Path | str = "config.yaml") -> Settings:
         sections: dict[str, Any] = {}
         keys: dict[str, str] = {}
         key_lines: dict[str, int] = {}
+        foreign: list[tuple[str, int]] = []
+        explicit: set[str] = set()
+        hermes_keys: list[str] = []
         for section, key_node, value_node in items:
             if section not in _SECTIONS:
-                raise reader.fail(key_node, f"unknown section '{section}' (known: {', '.join(_SECTIONS)})")
-            cls, schema = _SECTIONS[section]
-            if section == "keys":
-                for bid, bkn, bvn in reader.mapping_items(value_node, "keys"):
-                    raw = reader.value(bvn)
-                    if not isinstance(raw, str) or not raw.strip():
-                        raise reader.fail(bvn, f"keys.{bid} must be a key such as 'ctrl+b' "
-                                          f"(several separated by commas), got {_show(raw)}")
-                    keys[bid] = raw.strip()
-                    key_lines[bid] = _line(bkn)
-                continue
-            values: dict[str, Any] = {}
-            for key, kn, vn in reader.mapping_items(value_node, section):
-                if key not in schema:
-                    raise _unknown(reader, kn, key, section, list(schema))
-                if section == "kanban" and key == "profiles":
-                    values[key] = _read_profiles(reader, vn)
-                else:
-                    values[key] = reader.check(schema[key], vn, f"{section}.{key}")
-            sections[section] = cls(**values)
+                foreign.append(_read_foreign_section(reader, section, key_node))
+            elif section == "keys":
+                keys, key_lines = _read_keys(reader, value_node)
+            else:
+                sections[section] = _read_section(reader, section, value_node, explicit, hermes_keys)
         return Settings(
             **sections,
             keys=MappingProxyType(keys),
             key_lines=MappingProxyType(key_lines),
             source=path,
+            foreign_sections=tuple(foreign),
+            hermes_keys=tuple(hermes_keys),
+            explicit_keys=frozenset(explicit),
         )
     finally:
         loader.dispose()
@@ -405,13 +555,17 @@ def load_config(path: Path | str) -> Settings:
     """Read ``path``; a missing file means all defaults. Unreadable -> ConfigError."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         return Settings(source=None)
     except IsADirectoryError:
         raise ConfigError(path, None, "is a directory, expected a YAML file") from None
     except OSError as exc:
         raise ConfigError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(path, None, f"is larger than {MAX_CONFIG_BYTES // 1024} KiB; "
+                          "config.yaml may hold at most that")
     try:
         text_ = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -71,7 +71,7 @@ def test_empty_dispatch_profiles_means_none_not_any():
         ("\n\nscratch:\n  idle_hourz: 3\n",
          "config.yaml:4: unknown key 'idle_hourz' in 'scratch' (known: idle_hours, quarantine_hours, "
          "auto_prune, kill_grace_seconds)"),
-        ("bogus:\n  a: 1\n", "config.yaml:1: unknown section 'bogus'"),
+        ("scrach:\n  a: 1\n", "config.yaml:1: unknown section 'scrach' (did you mean 'scratch'?"),
         ("scratch: 5\n", "config.yaml:1: scratch must be a mapping, got 5"),
         ("- a\n- b\n", "config.yaml:1: the top level must be a mapping"),
         ("kanban:\n  profiles:\n    w:\n      env: {}\n", "config.yaml:3: kanban.profiles.w needs a 'command'"),
