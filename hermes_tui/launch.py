@@ -30,8 +30,9 @@ def launch_app(ctx: Context) -> int:
         _need_terminal()
         from hermes_tui.demo import build_demo_home
 
+        # Not printed: the header names it while the app runs, and once the app quits
+        # the demo home is removed, so a printed path would point at nothing.
         home = build_demo_home()
-        print(f"hermes-tui: demo home at {home.root}", file=sys.stderr)
     else:
         home = ctx.home
     settings = load_config(home.config_file)

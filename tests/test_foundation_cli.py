@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import REPO, run_cli
 
 
@@ -114,8 +116,10 @@ def test_home_mode_error_is_one_line(tmp_path):
 
 
 def test_a_cli_command_starts_the_hourly_scratch_pass_detached(tmp_path):
-    """`hermes-tui ps` is not a prune command, but it starts the automatic pass (once an
-    hour per home) in a detached child: the stamp is written and the idle entry goes."""
+    """`kanban create` is not a prune command, but once it has succeeded it starts the
+    automatic pass (once an hour per home) in a detached child: the stamp is written and
+    the idle entry goes. (Changed: this used `ps`, which is read-only and no longer starts
+    the pass, issue 11.)"""
     import time
 
     home = tmp_path / "h"
@@ -125,7 +129,7 @@ def test_a_cli_command_starts_the_hourly_scratch_pass_detached(tmp_path):
     old = time.time() - 3 * 86400
     os.utime(idle / "f", (old, old))
     os.utime(idle, (old, old))
-    result = run_cli("--home", str(home), "ps", env={"HERMES_AUTO_PRUNE": ""})
+    result = run_cli("--home", str(home), "kanban", "create", "a card", env={"HERMES_AUTO_PRUNE": ""})
     assert result.returncode == 0, result.stderr
     stamp = home / "cache" / "scratch" / ".last_prune"
     assert stamp.exists()
@@ -137,9 +141,22 @@ def test_a_cli_command_starts_the_hourly_scratch_pass_detached(tmp_path):
     # Within the hour, a second command starts nothing: a new idle entry stays.
     idle.mkdir()
     os.utime(idle, (old, old))
-    run_cli("--home", str(home), "ps", env={"HERMES_AUTO_PRUNE": ""})
+    run_cli("--home", str(home), "kanban", "create", "another", env={"HERMES_AUTO_PRUNE": ""})
     time.sleep(1.0)
     assert idle.exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["ps"], ["ps", "--all"], ["scratch"], ["doctor"], ["kanban", "list"], ["proc", "poll", "proc_nope"],
+    ["kanban", "show", "999"], ["kanban", "assign", "999", "nobody"], ["proc", "kill", "proc_nope"],
+])
+def test_read_only_and_failing_commands_never_start_the_pass(tmp_path, argv):
+    """Issue 11: read-only commands and commands that fail start no automatic pass (the
+    stamp is written before a pass starts, so no stamp means no pass)."""
+    home = tmp_path / "h"
+    (home / "cache" / "scratch").mkdir(parents=True)
+    run_cli("--home", str(home), *argv, env={"HERMES_AUTO_PRUNE": ""})
+    assert not (home / "cache" / "scratch" / ".last_prune").exists()
 
 
 def test_hermes_auto_prune_0_keeps_the_cli_from_pruning(tmp_path):

@@ -24,9 +24,19 @@ from engine.processes import ProcessRegistry
 from tests.conftest import REPO
 
 
+def _demo_root(tmp: Path, deadline: float) -> Path:
+    """The demo home the app built under ``TMPDIR=tmp`` (the app no longer prints it)."""
+    while time.monotonic() < deadline:
+        found = sorted(tmp.glob("hermes-demo-*"))
+        if found:
+            return found[0]
+        time.sleep(0.05)
+    raise AssertionError("the demo built no home")
+
+
 def test_a_hangup_still_stops_the_demo_and_removes_its_home(tmp_path):
     master, slave = pty.openpty()
-    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "160", "LINES": "48"}
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "160", "LINES": "48", "TMPDIR": str(tmp_path)}
     proc = subprocess.Popen([sys.executable, "-m", "hermes_tui", "--demo"], stdin=slave, stdout=slave,
                             stderr=slave, cwd=REPO, env=env, start_new_session=True)
     os.close(slave)
@@ -45,10 +55,7 @@ def test_a_hangup_still_stops_the_demo_and_removes_its_home(tmp_path):
     threading.Thread(target=drain, daemon=True).start()
     try:
         deadline = time.monotonic() + 60
-        while b"demo home at " not in screen and time.monotonic() < deadline:
-            time.sleep(0.05)
-        line = bytes(screen).split(b"demo home at ", 1)[1].split(b"\n", 1)[0].decode().strip()
-        home = HomeLayout(Path(line))
+        home = HomeLayout(_demo_root(tmp_path, deadline))
         while b"Board" not in screen and time.monotonic() < deadline:
             time.sleep(0.1)
         assert b"Board" in screen and b"Processes" in screen
@@ -71,12 +78,9 @@ def test_a_hangup_still_stops_the_demo_and_removes_its_home(tmp_path):
         os.close(master)
 
 
-def _stop_demo_sessions(screen: bytearray) -> None:
+def _stop_demo_sessions(tmp: Path) -> None:
     """If the app under test failed to clean up, do it here: no test leaves processes."""
-    if b"demo home at " not in screen:
-        return
-    root = Path(bytes(screen).split(b"demo home at ", 1)[1].split(b"\n", 1)[0].decode().strip())
-    if root.is_dir() and root.name.startswith("hermes-demo-"):
+    for root in tmp.glob("hermes-demo-*"):
         home = HomeLayout(root)
         registry = ProcessRegistry(home, load_config(home.config_file))
         for session in registry.list(include_finished=False):
@@ -100,7 +104,7 @@ def test_a_hangup_after_the_terminal_is_gone_still_cleans_up(tmp_path):
     but the demo's processes still stop, its home goes and the app exits."""
     master, slave = pty.openpty()
     fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 48, 160, 0, 0))
-    env = {**os.environ, "TERM": "xterm-256color"}
+    env = {**os.environ, "TERM": "xterm-256color", "TMPDIR": str(tmp_path)}
     proc = subprocess.Popen([sys.executable, "-m", "hermes_tui", "--demo"], stdin=slave, stdout=slave,
                             stderr=slave, cwd=REPO, env=env, start_new_session=True)
     os.close(slave)
@@ -109,8 +113,7 @@ def test_a_hangup_after_the_terminal_is_gone_still_cleans_up(tmp_path):
         deadline = time.monotonic() + 60
         while b"Board" not in screen and time.monotonic() < deadline:
             _read_for(master, screen, 0.2)
-        line = bytes(screen).split(b"demo home at ", 1)[1].split(b"\n", 1)[0].decode().strip()
-        home = HomeLayout(Path(line))
+        home = HomeLayout(_demo_root(tmp_path, deadline))
         _read_for(master, screen, 3.0)
         running = [s for s in ProcessRegistry(home, load_config(home.config_file)).list() if s.running]
         assert running
@@ -134,4 +137,34 @@ def test_a_hangup_after_the_terminal_is_gone_still_cleans_up(tmp_path):
             proc.wait()
         if master is not None:
             os.close(master)
-        _stop_demo_sessions(screen)
+        _stop_demo_sessions(tmp_path)
+
+
+def test_quitting_the_demo_prints_no_path_of_the_removed_home(tmp_path):
+    """Issue 12: after quitting, nothing on the terminal names the demo home just removed."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 48, 160, 0, 0))
+    env = {**os.environ, "TERM": "xterm-256color", "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-m", "hermes_tui", "--demo"], stdin=slave, stdout=slave,
+                            stderr=slave, cwd=REPO, env=env, start_new_session=True)
+    os.close(slave)
+    screen = bytearray()
+    try:
+        deadline = time.monotonic() + 60
+        root = _demo_root(tmp_path, deadline)
+        while b"Board" not in screen and time.monotonic() < deadline:
+            _read_for(master, screen, 0.2)
+        os.write(master, b"q")
+        while proc.poll() is None and time.monotonic() < deadline:
+            _read_for(master, screen, 0.2)
+        _read_for(master, screen, 0.3)
+        assert proc.poll() is not None and not root.exists()
+        before_app = bytes(screen).split(b"\x1b[?1049h", 1)[0]
+        after_app = bytes(screen).rsplit(b"\x1b[?1049l", 1)[-1]
+        assert root.name.encode() not in before_app + after_app
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        os.close(master)
+        _stop_demo_sessions(tmp_path)

@@ -1,9 +1,10 @@
-"""The processes this product registered (process sessions and kanban workers).
+"""The processes registered in this home: our own process sessions and kanban
+workers, and the background processes hermes-agent lists in ``processes.json``.
 
 A registered live process, or a descendant of one, keeps every scratch entry it
 works in and is never signalled by the prune. The list comes from the process
-registry; the prune reaches it through a *provider* (a callable returning
-``(pid, fingerprint, label)`` tuples) so the registry is one seam, and tests can
+registries; the prune reaches them through a *provider* (a callable returning
+``(pid, fingerprint, label)`` tuples) so the registries are one seam, and tests can
 register real processes of their own through it.
 """
 
@@ -21,19 +22,34 @@ class RegistryUnreadable(Exception):
     """The registry exists but could not be read: treat every process as registered."""
 
 
+def _our_sessions(home: HomeLayout, settings: Settings) -> list[tuple[int, str, str]]:
+    try:
+        from engine.processes import ProcessRegistry
+    except ImportError:
+        return []  # this build has no process registry: nothing is registered
+    return [(int(pid), str(fp), str(label))
+            for pid, fp, label in ProcessRegistry(home, settings).live_processes()]
+
+
+def _hermes_sessions(home: HomeLayout) -> list[tuple[int, str, str]]:
+    from engine.hermes.processes import ProcessesFileUnreadable, live_hermes_processes
+
+    try:
+        return live_hermes_processes(home.root)
+    except ProcessesFileUnreadable as exc:
+        raise RegistryUnreadable(f"hermes-agent's processes.json cannot be read ({exc})") from None
+
+
 def registry_provider(home: HomeLayout, settings: Settings) -> RegisteredProvider:
-    """The default provider: ``ProcessRegistry(home, settings).live_processes()``."""
+    """The default provider: our process registry's live sessions plus hermes-agent's
+    verified ``processes.json`` entries."""
 
     def provide() -> list[tuple[int, str, str]]:
+        hermes = _hermes_sessions(home)
         try:
-            from engine.processes import ProcessRegistry
-        except ImportError:
-            return []  # this build has no process registry: nothing is registered
-        try:
-            return [(int(pid), str(fp), str(label))
-                    for pid, fp, label in ProcessRegistry(home, settings).live_processes()]
+            ours = _our_sessions(home, settings)
         except Exception as exc:  # any failure: fail closed
             raise RegistryUnreadable(f"cannot read the process registry: {exc}") from exc
+        return ours + hermes
 
     return provide
-

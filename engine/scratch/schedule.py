@@ -3,7 +3,9 @@ detached child, so no app start or CLI command ever waits on a prune.
 
 The launcher:
 1. sets the once-per-process flag first (even when it then skips);
-2. skips when ``scratch.auto_prune`` is off or ``<scratch>/.last_prune`` is younger
+2. skips when ``scratch.auto_prune`` is off, when the home is a guest home (hermes-agent's,
+   or anyone else's: see engine/hermes/guest.py) and its config does not set
+   ``scratch.auto_prune: true`` explicitly, or when ``<scratch>/.last_prune`` is younger
    than an hour; otherwise touches the stamp *before* the pass (concurrent launchers
    see it and skip);
 3. computes its own lineage as (pid, fingerprint) pairs and hands them over, with
@@ -89,6 +91,18 @@ def child_argv(target: PruneTarget, settings: Settings, lineage_text: str | None
     return argv
 
 
+def allowed_in(home: HomeLayout, settings: Settings) -> bool:
+    """The automatic pass may run in this home: it is on, and in a guest home it was
+    asked for explicitly (a default of true is not consent in someone else's home)."""
+    if not settings.scratch.auto_prune:
+        return False
+    if settings.is_set("scratch.auto_prune"):
+        return True
+    from engine.hermes.guest import home_owner
+
+    return not home_owner(home.root, settings).is_guest
+
+
 def maybe_start_auto_prune(home: HomeLayout, settings: Settings, *, now: float | None = None
                            ) -> subprocess.Popen | None:
     """Start the hourly pass in a detached child if one is due. Never raises, never
@@ -98,7 +112,7 @@ def maybe_start_auto_prune(home: HomeLayout, settings: Settings, *, now: float |
         return None
     _started_in_this_process = True
     try:
-        if not settings.scratch.auto_prune:
+        if not allowed_in(home, settings):
             return None
         target = PruneTarget.of(home)
         home.ensure_dir(target.scratch_dir)

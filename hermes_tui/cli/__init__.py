@@ -75,9 +75,24 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-# Commands that never start the automatic scratch pass: read-only reports, and the
-# commands where the user is looking at (or running) a prune themselves.
-NO_AUTO_PRUNE = frozenset({"doctor", "scratch", "prune"})
+# Commands that never start the automatic scratch pass: read-only ones (they create and
+# change nothing in a home), and the ones where the user is looking at (or running) a
+# prune themselves. A command's verbs that only read are listed per command.
+NO_AUTO_PRUNE = frozenset({"doctor", "scratch", "prune", "ps"})
+READ_ONLY_VERBS = {
+    "kanban": ("verb", frozenset({"list", "show", "tail", None})),
+    "proc": ("proc_command", frozenset({"poll", "log", "wait", None})),
+}
+
+
+def starts_auto_prune(args: argparse.Namespace) -> bool:
+    """Whether this command, once it has succeeded, may start the automatic pass."""
+    if args.command in NO_AUTO_PRUNE:
+        return False
+    if args.command in READ_ONLY_VERBS:
+        attr, read_only = READ_ONLY_VERBS[args.command]
+        return getattr(args, attr, None) not in read_only
+    return True
 
 
 def auto_prune_disabled_by_env() -> bool:
@@ -117,9 +132,12 @@ def main(argv: list[str] | None = None) -> int:
             return _open_app(ctx)
         if args.demo:
             raise CliError("--demo opens the app; it cannot be combined with a command", EXIT_USAGE)
-        if args.command not in NO_AUTO_PRUNE:
+        code = args.func(ctx)
+        # After the command, and only when it succeeded: a failing command (a bad
+        # config, a refused action) never starts a pass.
+        if code == 0 and starts_auto_prune(args):
             start_auto_prune(ctx)
-        return args.func(ctx)
+        return code
     except CliError as exc:
         print(f"hermes-tui: {exc.message}", file=sys.stderr)
         return exc.code
