@@ -1,12 +1,22 @@
-"""``hermes-tui doctor``: a read-only health report of a home. Creates nothing."""
+"""``hermes-tui doctor``: a read-only health report of a home. Creates nothing.
+
+Besides the config and the scratch sizes it says whose home this is: a home with
+hermes-agent's files is a guest home (hermes-tui starts no automatic prune there and
+changes no modes), and the config sections that belong to someone else are listed.
+A home readable or writable by others is reported, never fixed silently.
+"""
 
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from engine.config import ConfigError, Settings, load_config
 from engine.fsutil import tree_size
+from engine.hermes.config_keys import HERMES_AGENT_VERSION, HERMES_SECTIONS
+from engine.hermes.guest import home_owner
 from engine.home import HomeLayout
 from engine.identity import pidfd_available, proc_readable
 
@@ -38,10 +48,24 @@ class DoctorReport:
     large_cache_dirs: list[LargeDir] = field(default_factory=list)
     pidfd_available: bool = False
     proc_readable: bool = False
+    config_exists: bool = False
+    # Signs that the home is someone else's (hermes-agent's files); empty: our own home.
+    guest_signs: list[str] = field(default_factory=list)
+    # Top-level config sections hermes-tui does not use, and hermes's kanban keys it leaves alone.
+    hermes_sections: list[str] = field(default_factory=list)
+    other_sections: list[str] = field(default_factory=list)
+    hermes_keys: list[str] = field(default_factory=list)
+    hermes_agent_version_known: str = HERMES_AGENT_VERSION
+    home_mode: str | None = None  # octal, e.g. "0755"
+    home_open_to_others: bool = False
 
     @property
     def ok(self) -> bool:
         return self.config_ok
+
+    @property
+    def is_guest(self) -> bool:
+        return bool(self.guest_signs)
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -78,6 +102,14 @@ def large_unpruned_cache_dirs(home: HomeLayout, threshold: int = GIB) -> list[La
     return found
 
 
+def home_mode_of(root: Path) -> int | None:
+    """The permission bits of the home (following a symlinked home), None if absent."""
+    try:
+        return stat.S_IMODE(os.stat(root).st_mode)
+    except OSError:
+        return None
+
+
 def run_doctor(home: HomeLayout, environ: dict[str, str] | None = None) -> tuple[DoctorReport, Settings | None]:
     env = os.environ if environ is None else environ
     settings: Settings | None = None
@@ -86,6 +118,8 @@ def run_doctor(home: HomeLayout, environ: dict[str, str] | None = None) -> tuple
         settings = load_config(home.config_file)
     except ConfigError as exc:
         error = str(exc)
+    mode = home_mode_of(home.root)
+    foreign = [name for name, _line in settings.foreign_sections] if settings else []
     report = DoctorReport(
         home=str(home.root),
         home_exists=home.root.is_dir(),
@@ -101,5 +135,12 @@ def run_doctor(home: HomeLayout, environ: dict[str, str] | None = None) -> tuple
         large_cache_dirs=large_unpruned_cache_dirs(home),
         pidfd_available=pidfd_available(),
         proc_readable=proc_readable(),
+        config_exists=home.config_file.is_file(),
+        guest_signs=list(home_owner(home.root, settings).signs) if home.root.is_dir() else [],
+        hermes_sections=[n for n in foreign if n in HERMES_SECTIONS],
+        other_sections=[n for n in foreign if n not in HERMES_SECTIONS],
+        hermes_keys=list(settings.hermes_keys) if settings else [],
+        home_mode=None if mode is None else f"{mode:04o}",
+        home_open_to_others=mode is not None and bool(mode & 0o077),
     )
     return report, settings

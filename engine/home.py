@@ -10,6 +10,7 @@ symlink) keeps its own, and nothing is chmod-ed when ``<home>/.managed`` exists.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +47,26 @@ def home_mode(environ: dict[str, str] | None = None) -> int:
     if not 0 <= mode <= 0o7777:
         raise HomeError(f"HERMES_HOME_MODE must be an octal mode such as 0700, got {raw!r}")
     return mode
+
+
+def check_home_path(root: Path) -> None:
+    """Refuse a home that can never be one, before anything reads inside it: the path
+    (or one of its parents) is a file. A home that does not exist yet is fine."""
+    p = Path(root)
+    for candidate in [p, *p.parents]:
+        try:
+            st = os.stat(candidate)
+        except FileNotFoundError:
+            continue
+        except NotADirectoryError:
+            continue  # a parent higher up is the file: found on a later turn
+        except OSError as exc:
+            raise HomeError(f"{root} cannot be used: {exc.strerror or exc}") from None
+        if stat.S_ISDIR(st.st_mode):
+            return
+        if candidate == p:
+            raise HomeError(f"{root} is a file, not a directory (a home must be a directory)")
+        raise HomeError(f"{root} cannot be created: {candidate} is a file, not a directory")
 
 
 @dataclass(frozen=True)
@@ -142,6 +163,13 @@ class HomeLayout:
         symlink to one, is left exactly as it is)."""
         try:
             d.mkdir(mode=mode)
+            return True
+        except FileNotFoundError:  # the home's parents are missing: make them (never chmod-ed)
+            try:
+                d.parent.mkdir(parents=True, exist_ok=True)
+                d.mkdir(mode=mode)
+            except OSError as exc:
+                raise HomeError(f"cannot create {d}: {exc.strerror or exc}") from None
             return True
         except FileExistsError:
             if not d.is_dir():

@@ -55,18 +55,75 @@ def known_binding_ids() -> list[str]:
     return ids
 
 
+def _keys_of(binding, keymap) -> list[str]:
+    """The keys a binding answers to once ``keys:`` is applied."""
+    raw = keymap.get(binding.id, binding.key) if binding.id else binding.key
+    return [k.strip() for k in raw.split(",") if k.strip()]
+
+
+def key_scopes() -> list[tuple[str, list]]:
+    """(scope name, bindings) for each place where one key press can mean one action:
+    a pane with the app's own keys (they work in every pane), the command bar, and
+    each dialog on its own."""
+    app_bindings: list = []
+    scopes: dict[str, list] = {}
+    for section, namespace, cls in binding_sources():
+        own = list(_own_bindings(cls))
+        if namespace == "app":
+            app_bindings = own
+        elif namespace == "modal":
+            scopes.setdefault(f"{section}: {cls.__name__}", []).extend(own)
+        else:
+            scopes.setdefault(section, list(app_bindings) if namespace != "command-bar" else []).extend(own)
+    return list(scopes.items())
+
+
+def _key_error(settings: Settings, bid: str, message: str) -> ConfigError:
+    return ConfigError(settings.source or "config.yaml", settings.key_lines.get(bid), message)
+
+
+def _check_clashes(settings: Settings, scope: str, bindings: list, keymap: dict[str, str]) -> None:
+    """Two actions of one scope on one key, where ``keys:`` made them meet: refused."""
+    owner: dict[str, object] = {}
+    for b in bindings:
+        for key in _keys_of(b, keymap):
+            other = owner.setdefault(key, b)
+            if other is b or other.id == b.id:
+                continue
+            if b.id in keymap or other.id in keymap:
+                moved = b.id if b.id in keymap else other.id
+                raise _key_error(settings, moved, f"keys: '{other.id}' and '{b.id}' would both be "
+                                 f"'{key}' in {scope}; give one of them another key")
+
+
+def _check_quit(settings: Settings, scope: str, bindings: list, keymap: dict[str, str]) -> None:
+    """Some key must still quit in every pane: a pane's own binding on the quit key wins."""
+    quit_binding = next((b for b in bindings if b.id == "app.quit"), None)
+    if quit_binding is None:
+        return
+    taken = {key: b for b in bindings if b.id != "app.quit" for key in _keys_of(b, keymap)}
+    quit_keys = _keys_of(quit_binding, keymap)
+    if quit_keys and all(key in taken for key in quit_keys):
+        thief = taken[quit_keys[0]]
+        bid = "app.quit" if "app.quit" in keymap else thief.id
+        raise _key_error(settings, bid, f"keys: 'app.quit' ({', '.join(quit_keys)}) is taken by "
+                         f"'{thief.id}' in {scope}: no key would quit there")
+
+
 def validate_keys(settings: Settings) -> None:
-    """Raise ConfigError (file:line) for a ``keys:`` entry that names no binding."""
+    """Raise ConfigError (file:line) for a ``keys:`` entry that names no binding, that
+    puts two actions of one pane on one key, or that leaves a pane with no key to quit.
+    The app and ``doctor`` both call this, so both say the same line."""
     if not settings.keys:
         return
     known = known_binding_ids()
     for bid in settings.keys:
         if bid not in known:
-            raise ConfigError(
-                settings.source or "config.yaml",
-                settings.key_lines.get(bid),
-                f"unknown key '{bid}' in 'keys' (known: {', '.join(known)})",
-            )
+            raise _key_error(settings, bid, f"unknown key '{bid}' in 'keys' (known: {', '.join(known)})")
+    keymap = dict(settings.keys)
+    for scope, bindings in key_scopes():
+        _check_quit(settings, scope, bindings, keymap)
+        _check_clashes(settings, scope, bindings, keymap)
 
 
 def help_rows(app) -> list:

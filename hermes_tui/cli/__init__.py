@@ -128,6 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     ctx = Context(args)
     try:
+        if not args.demo:
+            from engine.home import check_home_path
+
+            check_home_path(ctx.home.root)
         if args.command is None:
             return _open_app(ctx)
         if args.demo:

@@ -17,19 +17,62 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _check_keys(report, settings) -> None:
+    """``keys:`` is checked against the app's bindings here too, so doctor and the app
+    give the same line. Only a config with ``keys:`` pays for importing the bindings."""
+    if settings is None or not settings.keys:
+        return
+    from engine.config import ConfigError
+    from hermes_tui.keymap import validate_keys
+
+    try:
+        validate_keys(settings)
+    except ConfigError as exc:
+        report.config_ok, report.config_error = False, str(exc)
+
+
+def _owner_lines(report) -> list[str]:
+    lines = []
+    if report.is_guest:
+        signs = ", ".join(report.guest_signs[:4]) + (", ..." if len(report.guest_signs) > 4 else "")
+        lines.append(f"owner       a guest home (hermes-agent's or another program's: {signs}); "
+                     "hermes-tui changes no modes here and starts no automatic prune unless "
+                     "scratch.auto_prune: true is set")
+    elif report.home_exists:
+        lines.append("owner       hermes-tui's own home")
+    if report.home_open_to_others:
+        lines.append(f"mode        WARNING the home is {report.home_mode}: open to other users "
+                     f"(hermes-tui leaves it so; chmod 700 {report.home} to close it)")
+    return lines
+
+
+def _config_lines(report) -> list[str]:
+    if not report.config_ok:
+        return [f"config      ERROR {report.config_error}"]
+    if not report.config_exists:
+        return [f"config      no config.yaml (defaults) - {report.config_file}"]
+    lines = [f"config      OK ({report.config_file})"]
+    if report.hermes_sections:
+        lines.append(f"            hermes-agent's sections, left to it: {', '.join(report.hermes_sections)}")
+    if report.hermes_keys:
+        lines.append(f"            hermes-agent's kanban keys, left to it: {', '.join(report.hermes_keys)}")
+    if report.other_sections:
+        lines.append(f"            sections of another program, left alone: {', '.join(report.other_sections)}")
+    return lines
+
+
 def run(ctx: Context) -> int:
     from engine.doctor import run_doctor
     from engine.fsutil import human_bytes
 
-    report, _settings = run_doctor(ctx.home)
+    report, settings = run_doctor(ctx.home)
+    _check_keys(report, settings)
     if ctx.json:
         print_json(report.to_json())
         return EXIT_OK if report.ok else EXIT_USAGE
     lines = [f"home        {report.home}" + ("" if report.home_exists else "  (not created yet)")]
-    if report.config_ok:
-        lines.append(f"config      OK ({report.config_file})")
-    else:
-        lines.append(f"config      ERROR {report.config_error}")
+    lines += _owner_lines(report)
+    lines += _config_lines(report)
     lines.append(f"scratch     {report.scratch_dir}  {human_bytes(report.scratch_bytes)}")
     lines.append(f"quarantine  {report.quarantine_dir}  {human_bytes(report.quarantine_bytes)}")
     if report.tmpdir_user_set:
