@@ -63,4 +63,7 @@ def test_s5_scratch_permissions_follow_the_home_policy(tmp_path):
     other.scratch_dir.mkdir(parents=True)
     os.chmod(other.scratch_dir, 0o750)
     other.ensure_dir(other.scratch_dir)
-    assert _mode(other.scratch_dir) == 0o700
+    # Issues 9 and 12: a directory that existed before keeps its mode (was: fixed to 0700);
+    # what hermes-tui creates itself gets the policy.
+    assert _mode(other.scratch_dir) == 0o750
+    assert _mode(other.ensure_dir(other.quarantine_dir)) == 0o700
