@@ -98,16 +98,23 @@ def _read_for(master: int, screen: bytearray, seconds: float) -> None:
                 return
 
 
+def _start_demo(tmp: Path) -> tuple[subprocess.Popen, int]:
+    """``hermes-tui --demo`` on a 160x48 pseudo-terminal, building its home under ``tmp``:
+    (the app's process, the terminal's master end)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 48, 160, 0, 0))
+    env = {**os.environ, "TERM": "xterm-256color", "TMPDIR": str(tmp)}
+    proc = subprocess.Popen([sys.executable, "-m", "hermes_tui", "--demo"], stdin=slave, stdout=slave,
+                            stderr=slave, cwd=REPO, env=env, start_new_session=True)
+    os.close(slave)
+    return proc, master
+
+
 def test_a_hangup_after_the_terminal_is_gone_still_cleans_up(tmp_path):
     """The terminal really closes (the pty's master end is gone) while a dialog is open,
     then SIGHUP arrives: the UI can no longer finish shutting down (seen: hung for good),
     but the demo's processes still stop, its home goes and the app exits."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 48, 160, 0, 0))
-    env = {**os.environ, "TERM": "xterm-256color", "TMPDIR": str(tmp_path)}
-    proc = subprocess.Popen([sys.executable, "-m", "hermes_tui", "--demo"], stdin=slave, stdout=slave,
-                            stderr=slave, cwd=REPO, env=env, start_new_session=True)
-    os.close(slave)
+    proc, master = _start_demo(tmp_path)
     screen = bytearray()
     try:
         deadline = time.monotonic() + 60
@@ -142,12 +149,7 @@ def test_a_hangup_after_the_terminal_is_gone_still_cleans_up(tmp_path):
 
 def test_quitting_the_demo_prints_no_path_of_the_removed_home(tmp_path):
     """Issue 12: after quitting, nothing on the terminal names the demo home just removed."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 48, 160, 0, 0))
-    env = {**os.environ, "TERM": "xterm-256color", "TMPDIR": str(tmp_path)}
-    proc = subprocess.Popen([sys.executable, "-m", "hermes_tui", "--demo"], stdin=slave, stdout=slave,
-                            stderr=slave, cwd=REPO, env=env, start_new_session=True)
-    os.close(slave)
+    proc, master = _start_demo(tmp_path)
     screen = bytearray()
     try:
         deadline = time.monotonic() + 60
