@@ -100,6 +100,9 @@ def test_bad_keys_are_the_same_line_in_doctor_and_the_app(tmp_path, text, expect
     doctor = run_cli("--home", str(home), "doctor")
     assert doctor.returncode == 2
     assert f"config      ERROR {home}/{expected}" in doctor.stdout
+    app = run_cli("--home", str(home))  # the app checks keys: before it needs a terminal
+    assert app.returncode == 2 and app.stderr.startswith(f"hermes-tui: {home}/{expected}")
+    assert len(app.stderr.strip().splitlines()) == 1
 
 
 def test_a_remap_that_clashes_with_nothing_is_fine():
