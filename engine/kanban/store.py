@@ -260,6 +260,9 @@ class Board:
             raise StoreError(f"cannot open the board {path}: {exc}") from None
         except sqlite3.DatabaseError as exc:
             await conn.close()
+            if "file is not a database" in str(exc):  # SQLite's own header check said no
+                raise StoreError(f"{path} is not an SQLite database (or its header is damaged); "
+                                 "refusing to use or overwrite it") from None
             raise StoreError(f"{path} is not a readable kanban board (corrupt?): {exc}; "
                              "refusing to use or overwrite it") from None
         except BaseException:
@@ -458,6 +461,10 @@ class Board:
         else:
             rows = await self.fetch(f"SELECT {EVENT_COLUMNS} FROM task_events {where} ORDER BY id", params)
         return [event_from_row(r) for r in rows]
+
+    async def last_event_id(self) -> int:
+        rows = await self.fetch("SELECT coalesce(max(id), 0) FROM task_events")
+        return int(rows[0][0])
 
     async def details(self, task_id: str, event_limit: int | None = None) -> TaskDetails:
         task = await self.get_task(task_id)
