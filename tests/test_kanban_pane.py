@@ -226,9 +226,9 @@ async def test_reclaim_stops_a_real_worker_after_confirming(home):
     app = make_app(home)
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
-        await wait_for(pilot, lambda: pane.board is not None)
-        task = await tr.create_task(pane.board, NewTask("real worker", assignee="coder"))
-        result = await pane.dispatch().wait()
+        await wait_for(pilot, lambda: pane.service is not None)
+        task = await pane.service.create(NewTask("real worker", assignee="coder"))
+        result = await app.dispatch_loop.tick()
         try:
             assert [s.task_id for s in result.spawned] == [task.id]
             pid = result.spawned[0].pid
@@ -245,8 +245,9 @@ async def test_reclaim_stops_a_real_worker_after_confirming(home):
 
             assert identity.read_stat(pid) is None or identity.read_stat(pid).is_zombie
         finally:
-            for session in pane._get_spawner().registry.list(include_finished=False):
-                pane._get_spawner().registry.kill(session.id, grace=0.2)
+            registry = app.dispatch_loop.spawner.registry
+            for session in registry.list(include_finished=False):
+                registry.kill(session.id, grace=0.2)
 
 
 async def test_dispatch_now_and_the_held_back_line(home):
@@ -256,7 +257,7 @@ async def test_dispatch_now_and_the_held_back_line(home):
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
         await wait_for(pilot, lambda: len(pane.cards) == 7)
-        pane._spawner = NullSpawner()
+        app.dispatch_loop.spawner = NullSpawner()
         await select(pilot, pane, made["ready"])
         await pilot.press("D")
         await wait_for(pilot, lambda: pane.last_result is not None)
@@ -276,7 +277,7 @@ async def test_in_app_dispatcher_ticks_on_its_interval_and_can_be_off(home):
     ticks: list = []
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
-        pane._spawner = NullSpawner()
+        app.dispatch_loop.spawner = NullSpawner()
         app.screen.on_board_pane_tick_done = lambda m: ticks.append(m.result)  # noqa: B023
         await wait_for(pilot, lambda: pane.last_tick_at is not None and pane.last_held_back)
         assert "skipped_nonspawnable" in pane.last_held_back

@@ -202,8 +202,10 @@ class BoardService:
 
     # -- dispatching ------------------------------------------------------------------------------
 
-    async def tick(self) -> DispatchResult:
-        """One dispatch tick (skipped_locked when another dispatcher holds the board)."""
+    async def tick(self, spawner=None) -> DispatchResult:
+        """One dispatch tick (skipped_locked when another dispatcher holds the board).
+        ``spawner`` overrides the service's own for this tick (the app's loop has its own)."""
         from engine.kanban.dispatcher import Dispatcher
 
-        return await Dispatcher(self._board, home=self.home, settings=self.settings, spawner=self.spawner).tick()
+        return await Dispatcher(self._board, home=self.home, settings=self.settings,
+                                spawner=spawner or self.spawner).tick()
