@@ -63,26 +63,16 @@ asyncio.run(main(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]))
 """
 
 HOLDER = """
-import asyncio, json, os, sys
+import asyncio, json, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, sys.argv[1] + "/tests")
+from kanban_support import deleted_board_files as deleted
 from engine.config import Settings
 from engine.home import HomeLayout
 from engine.kanban.service import BoardService
 from engine.kanban.statuses import STATUSES
 from engine.kanban.workers import NullSpawner
-
-
-def deleted():
-    out = []
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if "kanban.db" in target and target.endswith("(deleted)"):
-            out.append(target)
-    return out
 
 
 async def main(root, ready, stop):
