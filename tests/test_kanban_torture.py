@@ -223,6 +223,13 @@ async def test_the_app_the_cli_and_real_workers_lose_nothing(home, tmp_path):
                 await pilot.pause(0.1)
             deleted.update(deleted_board_files())
             assert app.dispatch_loop.ticks > 0
+            # The app and the CLI agree, card for card.
+            listed = await asyncio.to_thread(subprocess.run, cli_argv(home, "list", "--all", "--json"),
+                                             capture_output=True, timeout=120)
+            cli_cards = {t["id"]: t["status"] for t in json.loads(listed.stdout)["tasks"]}
+            while cli_cards != {i: v.task.status for i, v in pane.cards.items()}:
+                assert time.monotonic() < deadline, "the app and the CLI show different boards"
+                await pilot.pause(0.1)
             stop.write_text("stop")
             await asyncio.to_thread(dispatcher.communicate, timeout=WAIT_SECONDS)
         assert deleted == set()
