@@ -164,6 +164,9 @@ def test_a_board_service_process_the_cli_and_real_workers_lose_nothing(home, tmp
     _write_home(home)
     ready, stop, report = tmp_path / "ready", tmp_path / "stop", tmp_path / "report.json"
     tests_dir = str(Path(__file__).parent)
+    # The board exists before the holder opens it, as a board does when the app starts
+    # (a process that created the board itself did not show the old lock loss).
+    subprocess.run(cli_argv(home, "list"), check=True, capture_output=True, timeout=120)
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(home.root), str(ready), str(stop), str(report),
                                tests_dir], stderr=subprocess.PIPE, start_new_session=True)
     dispatcher = None
