@@ -321,3 +321,22 @@ async def test_opening_the_board_again_keeps_this_process_s_locks(home):
     finally:
         await second.close()
         await first.close()
+
+
+async def test_a_foreign_wal_database_is_refused_without_a_trace_in_its_folder(home):
+    """Like hermes-agent's own kanban.db: a WAL-mode database of another program. The
+    refusal reads it through SQLite without creating a -wal/-shm beside it, so not even
+    the folder's modification time changes."""
+    import os
+
+    con = sqlite3.connect(home.kanban_db)
+    con.execute("PRAGMA journal_mode = WAL")
+    con.execute("CREATE TABLE tasks (id TEXT)")
+    con.execute("INSERT INTO tasks VALUES ('t_1')")
+    con.commit()
+    con.close()
+    folder = home.kanban_db.parent
+    before = (sorted(os.listdir(folder)), folder.stat().st_mtime_ns, home.kanban_db.read_bytes())
+    with pytest.raises(StoreError, match="another program"):
+        await open_board(home)
+    assert (sorted(os.listdir(folder)), folder.stat().st_mtime_ns, home.kanban_db.read_bytes()) == before

@@ -19,6 +19,7 @@ import secrets
 import shlex
 import sqlite3
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -142,6 +143,61 @@ def event_from_row(row: Sequence[Any]) -> Event:
     return Event(row[0], row[1], row[2], row[3], load_payload(row[4]), row[5])
 
 
+def refusal(path: Path, *, app_id: int, version: int, objects: int, pages: int) -> str | None:
+    """Why the file at ``path`` is not ours to use, or None when it is (or is a blank
+    SQLite database we may initialise)."""
+    if pages == 0:
+        return (f"{path} is an empty file that hermes-tui did not create; refusing to use it. "
+                f"To start a new board, remove it (rm {shlex.quote(str(path))}) and run again")
+    # The version before the owner: an empty file from a newer program is not ours to rewrite.
+    if version > SCHEMA_VERSION:
+        return (f"{path} was written by a newer hermes-tui (schema {version}, "
+                f"this one knows {SCHEMA_VERSION}); refusing to use it")
+    if app_id == 0 and objects == 0 and version == 0:
+        return None  # an empty SQLite database with nothing in it: ours to initialise
+    if app_id != APPLICATION_ID:
+        return (f"{path} is an SQLite database of another program "
+                "(not a hermes-tui board); refusing to use or overwrite it")
+    return None
+
+
+def _not_sqlite(path: Path, exc: sqlite3.DatabaseError) -> StoreError:
+    if "file is not a database" in str(exc):  # SQLite's own header check said no
+        return StoreError(f"{path} is not an SQLite database (or its header is damaged); "
+                          "refusing to use or overwrite it")
+    return StoreError(f"{path} is not a readable kanban board (corrupt?): {exc}; refusing to use or overwrite it")
+
+
+def _precheck(path: Path) -> None:
+    """Refuse a file that is not ours before opening it for writing.
+
+    Read through SQLite itself (never Python's open(): see the module doc), with an
+    ``immutable`` read-only connection: it takes no lock and creates no -wal/-shm, so a
+    foreign file and its folder are left exactly as they were. It reads the main file
+    only (not a WAL's newer pages), which is enough to refuse; the read-write open
+    checks again, under the write lock, before it changes anything.
+    """
+    uri = f"file:{urllib.parse.quote(str(path))}?mode=ro&immutable=1"
+    try:
+        conn = sqlite3.connect(uri, uri=True)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open the board {path}: {exc}") from None
+    try:
+        facts = {name: int(conn.execute(f"PRAGMA {name}").fetchone()[0])
+                 for name in ("application_id", "user_version", "page_count")}
+        objects = int(conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]) if facts["page_count"] else 0
+    except sqlite3.OperationalError as exc:
+        raise StoreError(f"cannot open the board {path}: {exc}") from None
+    except sqlite3.DatabaseError as exc:
+        raise _not_sqlite(path, exc) from None
+    finally:
+        conn.close()
+    why = refusal(path, app_id=facts["application_id"], version=facts["user_version"], objects=objects,
+                  pages=facts["page_count"])
+    if why:
+        raise StoreError(why)
+
+
 def _init_new_board(conn: sqlite3.Connection) -> None:
     """Schema, ownership and WAL for a board being born (its file is not visible yet)."""
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
@@ -244,6 +300,7 @@ class Board:
             if not create:
                 raise StoreError(f"no board at {path}")
             await asyncio.to_thread(_create_board_file, path)
+        await asyncio.to_thread(_precheck, path)
         try:
             conn = await aiosqlite.connect(str(path), timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
         except sqlite3.Error as exc:
@@ -260,11 +317,7 @@ class Board:
             raise StoreError(f"cannot open the board {path}: {exc}") from None
         except sqlite3.DatabaseError as exc:
             await conn.close()
-            if "file is not a database" in str(exc):  # SQLite's own header check said no
-                raise StoreError(f"{path} is not an SQLite database (or its header is damaged); "
-                                 "refusing to use or overwrite it") from None
-            raise StoreError(f"{path} is not a readable kanban board (corrupt?): {exc}; "
-                             "refusing to use or overwrite it") from None
+            raise _not_sqlite(path, exc) from None
         except BaseException:
             await conn.close()
             raise
@@ -302,16 +355,13 @@ class Board:
         version = await self._pragma("user_version")
         if app_id == APPLICATION_ID and version == SCHEMA_VERSION:
             return
-        if await self._pragma("page_count") == 0:
-            raise StoreError(f"{self.path} is an empty file that hermes-tui did not create; refusing to use it. "
-                             f"To start a new board, remove it (rm {shlex.quote(str(self.path))}) and run again")
-        self._refuse_unless_ours(app_id, version, await self._table_count())
+        await self._refuse_unless_ours(app_id, version)
         await self.conn.execute("BEGIN IMMEDIATE")
         try:
             # Re-read under the write lock: another process may have initialised it.
             app_id = await self._pragma("application_id")
             version = await self._pragma("user_version")
-            self._refuse_unless_ours(app_id, version, await self._table_count())
+            await self._refuse_unless_ours(app_id, version)
             if app_id == 0:
                 await self.conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             for step in range(version, SCHEMA_VERSION):
@@ -327,16 +377,11 @@ class Board:
         rows = await self.conn.execute_fetchall("SELECT count(*) FROM sqlite_master")
         return int(rows[0][0])
 
-    def _refuse_unless_ours(self, app_id: int, version: int, objects: int) -> None:
-        # The version first: an empty file from a newer program is not ours to rewrite.
-        if version > SCHEMA_VERSION:
-            raise StoreError(f"{self.path} was written by a newer hermes-tui (schema {version}, "
-                             f"this one knows {SCHEMA_VERSION}); refusing to use it")
-        if app_id == 0 and objects == 0 and version == 0:
-            return  # an empty SQLite database with nothing in it: ours to initialise
-        if app_id != APPLICATION_ID:
-            raise StoreError(f"{self.path} is an SQLite database of another program "
-                             "(not a hermes-tui board); refusing to use or overwrite it")
+    async def _refuse_unless_ours(self, app_id: int, version: int) -> None:
+        why = refusal(self.path, app_id=app_id, version=version, objects=await self._table_count(),
+                      pages=await self._pragma("page_count"))
+        if why:
+            raise StoreError(why)
 
     async def close(self) -> None:
         await self.conn.close()
