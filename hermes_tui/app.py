@@ -20,6 +20,7 @@ from textual.widgets import Static, Tab, Tabs
 from engine.config import Settings
 from engine.home import HomeLayout
 from hermes_tui import __version__
+from hermes_tui.dispatch_loop import DispatchLoop
 from hermes_tui.keymap import help_rows, pane_classes
 from widgets.command_bar import CommandBar
 from widgets.help_screen import HelpScreen
@@ -107,6 +108,8 @@ class HermesApp(App[int]):
         self.home_label = home_label or _home_label(home.root)
         self._statuses: dict[str, str] = {}
         self._active_pane = "board"
+        # The app, not the board pane, spawns workers: see hermes_tui/dispatch_loop.py.
+        self.dispatch_loop = DispatchLoop(self, home, settings)
         if settings.ui.theme:
             try:
                 self.theme = settings.ui.theme
@@ -137,6 +140,7 @@ class HermesApp(App[int]):
         self._apply_size(self.size.width, self.size.height)
         self._update_header()
         self.action_focus_pane(self._active_pane)
+        self.dispatch_loop.start()
         bad = getattr(self, "_bad_theme", None)
         if bad:
             self.notify(f"ui.theme {bad!r} is not a known theme; using the default", severity="warning")
@@ -240,6 +244,9 @@ class HermesApp(App[int]):
 
     def on_command_bar_left(self, message: CommandBar.Left) -> None:
         self.action_focus_pane(self._active_pane)
+
+    def on_board_pane_dispatch_requested(self, message) -> None:
+        self.dispatch_loop.request()
 
     def on_board_pane_open_worker_output(self, message) -> None:
         """A card's worker is a process session: its output opens in the processes pane."""

@@ -62,37 +62,33 @@ def _append_config(home: HomeLayout) -> None:
 
 
 async def _build(home: HomeLayout) -> None:
-    from engine.kanban import transitions as tr
-    from engine.kanban.dispatcher import Dispatcher
     from engine.kanban.models import NewTask
     from engine.kanban.registry_spawner import RegistrySpawner
-    from engine.kanban.store import Board
+    from engine.kanban.service import BoardService
 
     settings = load_config(home.config_file)
     spawner = RegistrySpawner(home, settings)
-    board = await Board.open(home.kanban_db)
-    try:
-        notes = await tr.create_task(board, NewTask(
+    async with await BoardService.open(home, settings, spawner=spawner) as board:
+        notes = await board.create(NewTask(
             "Write the release notes", assignee="demo", priority=3,
             body="Summarise the changes since 0.1 for the changelog."))
-        await tr.create_task(board, NewTask(
+        await board.create(NewTask(
             "Migrate the staging database", assignee="demo", priority=2,
             body="Apply migrations 41-43 on staging. FAIL: the demo worker cannot reach it."))
-        await tr.create_task(board, NewTask(
+        await board.create(NewTask(
             "Update the pinned dependencies", assignee="demo", priority=1,
             body="Bump the lock file and run the tests."))
-        await tr.create_task(board, NewTask(
+        await board.create(NewTask(
             "Triage incoming bug reports", body="Nobody is assigned: the dispatcher holds this one back."))
-        await tr.create_task(board, NewTask(
+        await board.create(NewTask(
             "Publish the release notes", assignee="demo", parents=(notes.id,),
             body="Waits for the release notes card; promoted when it is done."))
-        review = await tr.create_task(board, NewTask(
+        review = await board.create(NewTask(
             "Review the CLI help texts", assignee="demo", body="Sent to review by hand."))
-        await tr.review(board, review.id, "please check the wording")
-        dispatcher = Dispatcher(board, home=home, settings=settings, spawner=spawner)
+        await board.review(review.id, "please check the wording")
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            result = await dispatcher.tick()
+            result = await board.tick()
             for spawned in result.spawned:
                 if spawned.process_id:
                     await asyncio.to_thread(spawner.registry.wait, spawned.process_id, 15)
@@ -101,11 +97,9 @@ async def _build(home: HomeLayout) -> None:
                 break
             await asyncio.sleep(0.6)  # past the crash grace, so the next tick classifies exits
         # Left for the app's own dispatcher: it spawns this one a few seconds after start.
-        await tr.create_task(board, NewTask(
+        await board.create(NewTask(
             "Refactor the auth module", assignee="demo", priority=0,
             body="SLOW: takes a few seconds, so the running column and its live pid can be watched."))
-    finally:
-        await board.close()
 
 
 def build(home: HomeLayout) -> None:

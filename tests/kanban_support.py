@@ -69,3 +69,47 @@ def kill_all_workers(spawner) -> None:
 def read_log(home: HomeLayout, task_id: str) -> str:
     path = Path(home.kanban_logs_dir) / f"{task_id}.log"
     return path.read_text(errors="replace") if path.exists() else ""
+
+
+def deleted_board_files(pid: int | str = "self") -> list[str]:
+    """The board files (kanban.db, -wal, -shm) a process holds open although they were
+    unlinked: the mark of a process whose SQLite locks were dropped under it."""
+    import os
+
+    found = []
+    fd_dir = f"/proc/{pid}/fd"
+    for fd in os.listdir(fd_dir):
+        try:
+            target = os.readlink(f"{fd_dir}/{fd}")
+        except OSError:
+            continue
+        if "kanban.db" in target and target.endswith("(deleted)"):
+            found.append(target)
+    return found
+
+
+def cli_argv(home: HomeLayout, *args: str) -> list[str]:
+    return [sys.executable, "-m", "hermes_tui", "--home", str(home.root), "kanban", *args]
+
+
+def integrity(db: Path) -> str:
+    """``PRAGMA integrity_check`` of a board nobody has open any more."""
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    try:
+        return con.execute("PRAGMA integrity_check").fetchone()[0]
+    finally:
+        con.close()
+
+
+def runs_per_card(db: Path) -> dict[str, int]:
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute("SELECT t.id, count(r.id) FROM tasks t LEFT JOIN task_runs r ON r.task_id = t.id "
+                           "GROUP BY t.id").fetchall()
+    finally:
+        con.close()
+    return {task_id: n for task_id, n in rows}

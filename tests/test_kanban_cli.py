@@ -204,3 +204,37 @@ def test_assign_and_relative_db_paths(home, tmp_path):
     assert kanban(home, "assign", card, "-").stdout.strip() == f"Assigned {card} to nobody"
     r = run_cli("--home", str(home.root), "kanban", "--db", "rel.db", "create", "here", cwd=tmp_path)
     assert r.returncode == 0 and (tmp_path / "rel.db").exists()
+
+
+def test_a_short_id_prefix_archives_nothing_and_is_a_usage_error(home):
+    card = create(home, "keep me")
+    for short in ("t_", "t_" + card[2:4]):
+        r = kanban(home, "archive", short)
+        assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "at least 4" in r.stderr, r.stderr
+    r = kanban(home, "show", card, "--json")
+    assert json.loads(r.stdout)["status"] == "ready"
+
+
+@pytest.mark.parametrize("args", [
+    ("create", "x", "--priority", "99999999999999999999999"),
+    ("create", "x", "--priority", "-99999999999999999999999"),
+    ("create", "x", "--max-retries", "99999999999999999999999"),
+    ("tail", "--lines", "-1"),
+])
+def test_numbers_out_of_range_are_usage_errors_not_internal_errors(home, args):
+    r = kanban(home, *args)
+    assert r.returncode == 2, r.stderr
+    assert "internal error" not in r.stderr and "Traceback" not in r.stderr
+    assert "must be" in r.stderr
+    assert not home.kanban_db.exists()  # nothing was created
+
+
+def test_an_assignee_that_is_no_profile_here_creates_the_card_and_warns(home):
+    home.config_file.write_text("kanban:\n  profiles:\n    coder:\n      command: 'true'\n    writer:\n"
+                                "      command: 'true'\n")
+    r = kanban(home, "create", "for elsewhere", "--assignee", "reviewer", "--json")
+    assert r.returncode == 0
+    assert json.loads(r.stdout)["status"] == "ready"
+    assert "no profile here is called 'reviewer'" in r.stderr and "coder, writer" in r.stderr
+    r = kanban(home, "create", "for here", "--assignee", "coder")
+    assert r.returncode == 0 and r.stderr == ""

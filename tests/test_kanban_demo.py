@@ -41,3 +41,40 @@ async def test_demo_board_is_lived_in_and_its_cleanup_stops_workers(home):
         await board.close()
     demo_kanban.cleanup(home)
     assert not identity.is_alive(worker.worker_pid, worker.worker_started_at)
+
+
+async def test_the_app_s_own_dispatcher_completes_the_demo_s_slow_card(home):
+    """The demo's last card is left for the app: its worker (a real CLI `complete`, while
+    the app holds the board open) must finish it. It used to be refused with "run N is
+    not the current run": the app's second Board.open read the header with Python's
+    open()/close(), which dropped the app's SQLite locks, so the worker's CLI process
+    deleted the -wal/-shm under the app and the two saw different boards."""
+    import os
+
+    from hermes_tui.app import HermesApp
+    from widgets.board_pane import BoardPane
+
+    await __import__("asyncio").to_thread(demo_kanban.build, home)
+    app = HermesApp(home, load_config(home.config_file))
+    async with app.run_test(size=(160, 48)) as pilot:
+        pane = app.query_one(BoardPane)
+        try:
+            def slow_card():
+                return next((v.task for v in pane.cards.values() if v.task.title == "Refactor the auth module"), None)
+
+            for _ in range(2400):  # generous: the worker itself sleeps 12 s
+                card = slow_card()
+                if card is not None and card.status in ("done", "ready", "blocked") and card.current_run_id is None \
+                        and (card.started_at is not None):
+                    break
+                await pilot.pause(0.05)
+            card = slow_card()
+            assert card is not None and card.status == "done", card
+            details = await pane.service.details(card.id)
+            assert [e.kind for e in details.events if e.kind in ("completed", "crashed", "protocol_violation")] == [
+                "completed"]
+            fds = [os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
+                   if os.path.exists(f"/proc/self/fd/{fd}")]
+            assert not [f for f in fds if "kanban.db" in f and f.endswith("(deleted)")]
+        finally:
+            demo_kanban.cleanup(home)

@@ -44,6 +44,21 @@ async def _close(board):
     await board.close()
 
 
+async def _status_is(board, task_id: str, status: str) -> bool:
+    return (await board.get_task(task_id)).status == status
+
+
+async def _until(condition, timeout: float = 60.0) -> None:
+    """Wait for an async condition (a generous timeout: only a broken build hits it)."""
+    import asyncio
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not await condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.05)
+
+
 async def test_worker_completes_its_card_through_the_cli(world):
     home, clock, make = world
     settings = kanban_settings({"w": f'echo "working on $HERMES_KANBAN_TITLE in $PWD"; '
@@ -149,8 +164,11 @@ async def test_exit_zero_without_a_board_call_is_a_protocol_violation_with_its_o
 
 
 async def test_complete_on_exit_profile_finishes_the_card_on_exit_zero(world):
+    """Judged on the next tick, although crash_grace_seconds is 30 and the board's clock
+    does not move: the recorded exit is enough (the grace is for a worker gone without one)."""
     home, clock, make = world
-    settings = kanban_settings({"plain": {"command": "true", "complete_on_exit": True}}, crash_grace_seconds=0)
+    settings = kanban_settings({"plain": {"command": "sleep 1", "complete_on_exit": True}},
+                               crash_grace_seconds=30)
     board, disp, spawner = await make(settings)
     try:
         t = await tr.create_task(board, NewTask("plain command", assignee="plain"))
@@ -262,16 +280,15 @@ async def test_worker_alive_120s_after_its_run_closed_is_reaped(world):
         t = await tr.create_task(board, NewTask("lingers", assignee="w"))
         first = await disp.tick()
         pid = first.spawned[0].pid
-        for _ in range(300):
-            if (await board.get_task(t.id)).status == "done":
-                break
-            await __import__("asyncio").sleep(0.05)
+        await _until(lambda: _status_is(board, t.id, "done"))
         run = (await board.runs_of(t.id))[0]
         assert run.outcome == "completed" and run.worker_pid == pid  # evidence kept on the closed run
-        clock.advance(60)
+        # The run was closed by the worker's own CLI call, at a real time: the fake clock
+        # is set relative to that time, so a slow machine cannot move the grace window.
+        clock.now = run.ended_at + 60
         assert not (await disp.tick()).reaped_terminal_workers  # inside the grace: not signalled
         assert identity.is_alive(pid, run.worker_started_at)
-        clock.advance(61)
+        clock.now = run.ended_at + 121
         result = await disp.tick()
         assert result.reaped_terminal_workers == (t.id,)
         assert not identity.is_alive(pid, run.worker_started_at)
@@ -513,4 +530,46 @@ async def test_a_worker_whose_fingerprint_capture_failed_is_never_signalled(worl
     finally:
         if pid:
             os.killpg(pid, signal.SIGKILL)  # the test's own cleanup of what the product may not touch
+        await _close(board)
+
+
+async def test_a_gone_worker_without_an_exit_record_still_waits_out_the_grace(world, children):
+    home, clock, make = world
+    settings = kanban_settings({"w": "true"}, crash_grace_seconds=30)
+    board, disp, spawner = await make(settings)
+    try:
+        child = children(["true"])
+        child.wait()
+        task_id = await _plant_running(board, child.pid, identity.UNVERIFIED, started_ago=0)
+        async with board.transaction() as conn:  # a fresh claim: only the crash check may act
+            await conn.execute("UPDATE tasks SET claim_expires = ? WHERE id = ?", (clock.now + 3600, task_id))
+        assert task_id not in (await disp.tick()).crashed
+        clock.advance(31)
+        assert (await disp.tick()).crashed == (task_id,)
+    finally:
+        await _close(board)
+
+
+async def test_a_worker_s_leftover_children_end_with_its_run_and_it_is_logged(world, tmp_path):
+    home, clock, make = world
+    pid_file = tmp_path / "leftover.pid"
+    settings = kanban_settings({"w": {"command": f"sleep 1000 & echo $! > {pid_file}; exit 0",
+                                      "complete_on_exit": True}})
+    board, disp, spawner = await make(settings)
+    try:
+        t = await tr.create_task(board, NewTask("leaves a child", assignee="w"))
+        result = await disp.tick()
+        wait_exit(spawner, result.spawned[0].process_id)
+        leftover = int(pid_file.read_text())
+        fp = identity.fingerprint(leftover)
+        assert identity.is_alive(leftover, fp)
+        result = await disp.tick()
+        assert result.completed_on_exit == (t.id,)
+        assert result.reaped_terminal_workers == (t.id,)
+        assert not identity.is_alive(leftover, fp)
+        event = next(e for e in await board.events(t.id) if e.kind == "worker_group_ended")
+        assert {"pid": leftover, "signal": "SIGTERM"} in event.payload["signals"]
+        assert event.payload["terminated"] is True
+        assert (await board.runs_of(t.id))[0].worker_pid is None  # evidence dropped once all ended
+    finally:
         await _close(board)

@@ -226,9 +226,9 @@ async def test_reclaim_stops_a_real_worker_after_confirming(home):
     app = make_app(home)
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
-        await wait_for(pilot, lambda: pane.board is not None)
-        task = await tr.create_task(pane.board, NewTask("real worker", assignee="coder"))
-        result = await pane.dispatch().wait()
+        await wait_for(pilot, lambda: pane.service is not None)
+        task = await pane.service.create(NewTask("real worker", assignee="coder"))
+        result = await app.dispatch_loop.tick()
         try:
             assert [s.task_id for s in result.spawned] == [task.id]
             pid = result.spawned[0].pid
@@ -245,8 +245,9 @@ async def test_reclaim_stops_a_real_worker_after_confirming(home):
 
             assert identity.read_stat(pid) is None or identity.read_stat(pid).is_zombie
         finally:
-            for session in pane._get_spawner().registry.list(include_finished=False):
-                pane._get_spawner().registry.kill(session.id, grace=0.2)
+            registry = app.dispatch_loop.spawner.registry
+            for session in registry.list(include_finished=False):
+                registry.kill(session.id, grace=0.2)
 
 
 async def test_dispatch_now_and_the_held_back_line(home):
@@ -256,7 +257,7 @@ async def test_dispatch_now_and_the_held_back_line(home):
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
         await wait_for(pilot, lambda: len(pane.cards) == 7)
-        pane._spawner = NullSpawner()
+        app.dispatch_loop.spawner = NullSpawner()
         await select(pilot, pane, made["ready"])
         await pilot.press("D")
         await wait_for(pilot, lambda: pane.last_result is not None)
@@ -276,7 +277,7 @@ async def test_in_app_dispatcher_ticks_on_its_interval_and_can_be_off(home):
     ticks: list = []
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
-        pane._spawner = NullSpawner()
+        app.dispatch_loop.spawner = NullSpawner()
         app.screen.on_board_pane_tick_done = lambda m: ticks.append(m.result)  # noqa: B023
         await wait_for(pilot, lambda: pane.last_tick_at is not None and pane.last_held_back)
         assert "skipped_nonspawnable" in pane.last_held_back
@@ -394,3 +395,83 @@ async def test_a_home_without_a_board_gets_no_file_until_the_first_card(home):
         await wait_for(pilot, lambda: len(pane.cards) == 1)
         assert home.kanban_db.exists()
         assert "dispatcher every 0.2s" in str(pane.query_one("#board-info").render())
+
+
+async def test_card_texts_that_look_like_markup_show_literally(home):
+    """Titles, bodies, assignees and failure reasons are data: `[/]` must not crash the
+    pane or the dialogs, and `[bold]x` must show its brackets."""
+    board = await Board.open(home.kanban_db)
+    try:
+        closer = await tr.create_task(board, NewTask("[/]", body="[red]body[/red]", assignee="[/x]"))
+        bold = await tr.create_task(board, NewTask("[bold]x", assignee="coder"))
+        await board.conn.execute("UPDATE tasks SET status = 'blocked', last_failure_error = '[/] [link=x]' "
+                                 "WHERE id = ?", (bold.id,))
+    finally:
+        await board.close()
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        pane = app.query_one(BoardPane)
+        await wait_for(pilot, lambda: len(pane.cards) == 2)
+        assert "[/]" in pane.query_one("#cards-ready").get_option(closer.id).prompt.plain
+        assert "[bold]x" in pane.query_one("#cards-blocked").get_option(bold.id).prompt.plain
+        await select(pilot, pane, closer.id)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, CardDetailsScreen))
+        body = app.screen.query_one("#details-body")
+        await wait_for(pilot, lambda: "[red]body[/red]" in str(body.render()))
+        assert "[/x]" in str(body.render())
+        await pilot.press("escape")
+        await select(pilot, pane, bold.id)
+        await pilot.press("u")  # the confirm shows the title and the last failure
+        assert isinstance(app.screen, ConfirmModal)
+        shown = str(app.screen.query_one(".body").render())
+        assert "[bold]x" in shown and "[/] [link=x]" in shown
+        await pilot.press("escape")
+        await pilot.press("e")
+        await wait_for(pilot, lambda: app.screen.query("#assignee"))
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.is_running
+
+
+async def test_the_app_judges_a_worker_s_exit_at_once_not_at_the_next_interval(home):
+    """The interval is an hour and the crash grace 30 s: only the loop waking on the
+    worker's exit can make this card done."""
+    config = ("kanban:\n  dispatch: true\n  dispatch_interval_seconds: 3600\n  crash_grace_seconds: 30\n"
+              "  profiles:\n    quick:\n      command: 'sleep 1'\n      complete_on_exit: true\n")
+    board = await Board.open(home.kanban_db)
+    try:
+        task = await tr.create_task(board, NewTask("one second", assignee="quick"))
+    finally:
+        await board.close()
+    app = make_app(home, config)
+    async with app.run_test(size=WIDE) as pilot:
+        pane = app.query_one(BoardPane)
+        try:
+            await wait_for(pilot, lambda: task.id in pane.cards and pane.cards[task.id].task.status == "running",
+                           timeout=60)
+            await wait_for(pilot, lambda: pane.cards[task.id].task.status == "done", timeout=60)
+            assert app.dispatch_loop.last_result is not None
+        finally:
+            registry = app.dispatch_loop.spawner.registry
+            for session in registry.list(include_finished=False):
+                registry.kill(session.id, grace=0.2)
+
+
+@pytest.mark.parametrize("corrupt", [False, True])
+async def test_a_board_path_that_looks_like_markup_shows_literally(home, corrupt):
+    config = CONFIG.replace("kanban:\n", "kanban:\n  db: '[/]b[bold].db'\n")
+    (home.root / "[").mkdir()  # the path is the folder "[" and the file "]b[bold].db"
+    if corrupt:
+        (home.root / "[/]b[bold].db").write_bytes(b"not sqlite at all" * 10)
+    app = make_app(home, config)
+    async with app.run_test(size=WIDE) as pilot:
+        pane = app.query_one(BoardPane)
+        if corrupt:
+            await wait_for(pilot, lambda: pane.error is not None)
+            shown = str(pane.query_one("#board-error").render())
+        else:
+            await wait_for(pilot, lambda: "No board yet" in str(pane.query_one("#board-info").render()))
+            shown = str(pane.query_one("#board-info").render())
+        assert "[/]b[bold].db" in shown
+        assert app.is_running

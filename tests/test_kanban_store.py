@@ -257,3 +257,86 @@ async def test_reassigning_to_another_profile_resets_the_failures(home):
             await tr.assign(board, running, "b")
     finally:
         await board.close()
+
+
+async def test_an_empty_file_from_a_newer_program_is_refused_and_left_byte_identical(home):
+    con = sqlite3.connect(home.kanban_db)
+    con.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 5}")
+    con.close()
+    before = home.kanban_db.read_bytes()
+    with pytest.raises(StoreError, match="newer"):
+        await open_board(home)
+    assert home.kanban_db.read_bytes() == before
+
+
+async def test_a_zero_byte_board_we_did_not_create_is_refused_with_how_to_start_anew(home):
+    home.kanban_db.write_bytes(b"")
+    with pytest.raises(StoreError) as err:
+        await open_board(home)
+    assert "did not create" in str(err.value) and "rm " in str(err.value)
+    assert home.kanban_db.read_bytes() == b""
+
+
+async def test_a_new_board_appears_whole_and_leaves_no_temporary_file(home):
+    boards = await asyncio.gather(*(Board.open(home.kanban_db) for _ in range(3)))
+    for b in boards:
+        await b.close()
+    assert sorted(p.name for p in home.kanban_db.parent.iterdir() if p.name.startswith(".kanban")) == []
+    assert home.kanban_db.stat().st_size > 0
+
+
+async def test_an_id_prefix_needs_four_characters_after_t_(home):
+    board = await open_board(home)
+    try:
+        await tr.create_tasks(board, [NewTask("a")], id_factory=lambda: "t_abcd1234")
+        for short in ("t_", "t_a", "abc", ""):
+            with pytest.raises(UnknownTask):
+                await board.resolve_id(short)
+        assert await board.resolve_id("t_abcd") == "t_abcd1234"
+    finally:
+        await board.close()
+
+
+async def test_opening_the_board_again_keeps_this_process_s_locks(home):
+    """A second open in a process that holds a connection must not drop its POSIX locks
+    (it used to read the header with Python's open()/close()). Without the locks,
+    another process closing its connection thinks it is the last one and unlinks the
+    -wal and -shm under us: our descriptors then point at "(deleted)" files."""
+    import os
+    import subprocess
+    import sys
+
+    first = await open_board(home)
+    await tr.create_task(first, NewTask("before"))
+    second = await open_board(home)
+    try:
+        code = ("import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+                "c.execute('INSERT INTO task_events (task_id, kind, created_at) VALUES (1, 2, 3)'); "
+                "c.commit(); c.close()")
+        subprocess.run([sys.executable, "-c", code, str(home.kanban_db)], check=True, timeout=60)
+        await tr.create_task(second, NewTask("x"))
+        fds = [os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
+               if os.path.exists(f"/proc/self/fd/{fd}")]
+        assert not [f for f in fds if f.endswith("(deleted)") and "kanban.db" in f]
+    finally:
+        await second.close()
+        await first.close()
+
+
+async def test_a_foreign_wal_database_is_refused_without_a_trace_in_its_folder(home):
+    """Like hermes-agent's own kanban.db: a WAL-mode database of another program. The
+    refusal reads it through SQLite without creating a -wal/-shm beside it, so not even
+    the folder's modification time changes."""
+    import os
+
+    con = sqlite3.connect(home.kanban_db)
+    con.execute("PRAGMA journal_mode = WAL")
+    con.execute("CREATE TABLE tasks (id TEXT)")
+    con.execute("INSERT INTO tasks VALUES ('t_1')")
+    con.commit()
+    con.close()
+    folder = home.kanban_db.parent
+    before = (sorted(os.listdir(folder)), folder.stat().st_mtime_ns, home.kanban_db.read_bytes())
+    with pytest.raises(StoreError, match="another program"):
+        await open_board(home)
+    assert (sorted(os.listdir(folder)), folder.stat().st_mtime_ns, home.kanban_db.read_bytes()) == before

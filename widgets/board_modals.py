@@ -1,7 +1,8 @@
 """The board's dialogs: the new-card form and a card's details.
 
 Both only collect or show: the board pane does the engine work (in async workers), so
-a dialog never touches the database itself except to load what it shows.
+a dialog never touches the board itself except to load what it shows (through the
+board service). Outside text (titles, bodies, names, errors) is plain text, never markup.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from textual.widgets import Button, Input, Label, Static
 
 from engine.fsutil import human_duration
 from engine.kanban.models import NewTask, TaskDetails
-from engine.kanban.store import Board, StoreError
+from engine.kanban.service import BoardService
+from engine.kanban.store import StoreError
 from engine.kanban.workers import read_tail
 
 LOG_TAIL_BYTES = 6000
@@ -64,7 +66,7 @@ class NewCardScreen(ModalScreen[NewTask | None]):
             yield Label("Body (reaches the worker as HERMES_KANBAN_BODY)")
             yield Input(placeholder="details, links, acceptance", id="body")
             hint = f" ({', '.join(self._profiles)})" if self._profiles else " (no profiles configured)"
-            yield Label("Assignee: a worker profile" + hint)
+            yield Label(Text("Assignee: a worker profile" + hint))
             yield Input(value=self._default, placeholder="profile name, or empty", id="assignee",
                         suggester=SuggestFromList(self._profiles, case_sensitive=True))
             yield Label("Priority (higher first)")
@@ -137,12 +139,12 @@ class AssignScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(f"Assign {self.task_id}", classes="title")
+            yield Static(Text(f"Assign {self.task_id}"), classes="title")
             yield Input(value=self._current, placeholder="profile name (empty: nobody)", id="assignee",
                         suggester=SuggestFromList(self._profiles, case_sensitive=True))
             known = ", ".join(self._profiles) or "none configured"
-            yield Static(f"Profiles: {known}. A different profile starts with 0 failures. "
-                         "Enter assigns, Escape cancels.", classes="hint")
+            yield Static(Text(f"Profiles: {known}. A different profile starts with 0 failures. "
+                              "Enter assigns, Escape cancels."), classes="hint")
 
     def on_mount(self) -> None:
         self.query_one(Input).focus()
@@ -231,9 +233,9 @@ class CardDetailsScreen(ModalScreen[str | None]):
     CardDetailsScreen .hint { color: $text-muted; height: 1; }
     """
 
-    def __init__(self, board: Board, task_id: str, log_path, clock) -> None:
+    def __init__(self, service: BoardService, task_id: str, log_path, clock) -> None:
         super().__init__()
-        self._board = board
+        self._service = service
         self.task_id = task_id
         self._log_path = log_path
         self._clock = clock
@@ -242,7 +244,7 @@ class CardDetailsScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             with VerticalScroll():
-                yield Static(f"Loading {self.task_id}…", id="details-body")
+                yield Static(Text(f"Loading {self.task_id}…"), id="details-body")
             yield Static("escape close · o worker output in the processes pane", classes="hint")
 
     def on_mount(self) -> None:
@@ -253,9 +255,9 @@ class CardDetailsScreen(ModalScreen[str | None]):
     async def load(self) -> None:
         body = self.query_one("#details-body", Static)
         try:
-            details = await self._board.details(self.task_id, event_limit=EVENTS_SHOWN)
+            details = await self._service.details(self.task_id, event_limit=EVENTS_SHOWN)
         except StoreError as exc:
-            body.update(str(exc))
+            body.update(Text(str(exc)))
             return
         raw = await asyncio.to_thread(read_tail, self._log_path, LOG_TAIL_BYTES)
         lines = raw.decode("utf-8", errors="replace").splitlines()[-LOG_TAIL_LINES:]

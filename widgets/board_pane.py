@@ -1,9 +1,16 @@
 """The kanban board pane: one column per status, cards with their worker's pid and a
-live marker, keys for every move, and the app's own dispatcher.
+live marker, and keys for every move.
+
+The pane renders and handles keys; it does not dispatch. The app's dispatch loop
+(``hermes_tui/dispatch_loop.py``) ticks the board and sends each result here as a
+:class:`BoardPane.TickDone` message; "dispatch now" asks the app with
+:class:`BoardPane.DispatchRequested`. The board is reached only through the process's
+shared :class:`engine.kanban.service.BoardService`.
 
 Nothing here blocks the UI: the board is read and changed through aiosqlite (its own
-thread), liveness checks and dispatch ticks' signals run in threads, and the columns
-are updated by keyed diff (only changed cards are redrawn).
+thread), liveness checks run in threads, and the columns are updated by keyed diff
+(only changed cards are redrawn). Every outside text (titles, paths, errors) is shown
+as plain text, never parsed as markup.
 """
 
 from __future__ import annotations
@@ -28,7 +35,6 @@ from textual.widgets.option_list import Option
 from engine.config import Settings
 from engine.fsutil import human_duration
 from engine.home import HomeLayout
-from engine.kanban import board_path
 from engine.kanban.statuses import ARCHIVED, BLOCKED, RUNNING, STATUSES
 from widgets.pane import EmptyState, Pane
 
@@ -37,12 +43,11 @@ from widgets.pane import EmptyState, Pane
 # the first frame does not wait for them.
 if TYPE_CHECKING:
     from engine.kanban.models import DispatchResult, NewTask, Task
-    from engine.kanban.store import Board
+    from engine.kanban.service import BoardService
 
 COLUMNS = tuple(s for s in STATUSES if s != ARCHIVED)
 MIN_COLUMN_WIDTH = 22
 RECENT_FINISHED = 100  # the done/archived columns show their newest cards only
-FIRST_TICK_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -134,20 +139,23 @@ class BoardPane(Pane):
             self.task_id = task_id
 
     class TickDone(Message):
-        """A dispatch tick ended (tests and the app may listen)."""
+        """A dispatch tick ended: sent to the pane by the app's dispatch loop."""
 
         def __init__(self, result: DispatchResult) -> None:
             super().__init__()
             self.result = result
 
-    def __init__(self, *, home: HomeLayout, settings: Settings, spawner=None, **kwargs) -> None:
+    class DispatchRequested(Message):
+        """The user asked for a tick now (the app's dispatch loop runs it)."""
+
+    def __init__(self, *, home: HomeLayout, settings: Settings, **kwargs) -> None:
         super().__init__(**kwargs)
+        from engine.kanban import board_path
+
         self.home = home
         self.settings = settings
         self.db_path = board_path(home, settings)
-        self._spawner = spawner
-        self.board: Board | None = None
-        self._tick_board: Board | None = None
+        self.service: BoardService | None = None
         self._open_lock = asyncio.Lock()
         self.cards: dict[str, CardView] = {}
         self.counts: dict[str, int] = {}  # status -> cards on the board (columns may show fewer)
@@ -197,55 +205,49 @@ class BoardPane(Pane):
             column.styles.width = column_width
 
     async def on_unmount(self) -> None:
-        for board in (self.board, self._tick_board):
-            if board is not None:
-                try:
-                    await board.close()
-                except Exception:
-                    pass
+        if self.service is not None:
+            try:
+                await self.service.close()
+            except Exception:
+                pass
 
     @work(exclusive=True, group="board-open")
     async def open_board(self) -> None:
         """Open the board if it exists (a home that never used the board gets no file
-        until the first card is created), then keep it fresh and tick it."""
+        until the first card is created), then keep it fresh."""
         await self._ensure_board(create=False)
         self.set_interval(max(0.2, self.settings.ui.refresh_seconds), self.refresh_board)
-        if self.settings.kanban.dispatch:
-            interval = self.settings.kanban.dispatch_interval_seconds
-            self.set_timer(min(interval, FIRST_TICK_SECONDS), self.dispatch)
-            self.set_interval(interval, self.dispatch)
-        if self.board is not None:
+        if self.service is not None:
             self.refresh_board()
 
-    async def _ensure_board(self, create: bool) -> Board | None:
-        if self.board is not None or self.error:
-            return self.board
-        async with self._open_lock:  # refresh, tick and create may all ask at once
+    async def _ensure_board(self, create: bool) -> BoardService | None:
+        if self.service is not None or self.error:
+            return self.service
+        async with self._open_lock:  # refresh and create may both ask at once
             return await self._open_locked(create)
 
-    async def _open_locked(self, create: bool) -> Board | None:
-        if self.board is not None or self.error:
-            return self.board
-        exists = await asyncio.to_thread(self.db_path.exists)
+    async def _open_locked(self, create: bool) -> BoardService | None:
+        if self.service is not None or self.error:
+            return self.service
+        from engine.kanban.service import BoardService
+        from engine.kanban.store import StoreError
+
+        exists = await asyncio.to_thread(BoardService.exists, self.home, self.settings)
         if not exists and not create:
             self._show_info()
             return None
-        from engine.kanban.store import Board, StoreError
-
         try:
-            if self.db_path == self.home.kanban_db:
-                await asyncio.to_thread(self.home.ensure)
-            self.board = await Board.open(self.db_path, clock=self.clock)
+            self.service = await BoardService.open(self.home, self.settings, create=create, clock=self.clock)
         except (StoreError, OSError) as exc:
             self._fail(f"The board cannot be used: {exc}")
             return None
         self._show_info()
-        return self.board
+        return self.service
 
     def _fail(self, message: str) -> None:
         self.error = message
         try:
-            self.query_one("#board-error", EmptyState).update(message)
+            self.query_one("#board-error", EmptyState).update(Text(message))
         except NoMatches:
             return
         self.add_class("-failed")
@@ -261,15 +263,15 @@ class BoardPane(Pane):
 
         statuses = STATUSES if self.show_archived else COLUMNS
         try:
-            tasks, counts = await self.board.board_view(statuses, RECENT_FINISHED)
+            view = await self.service.view(statuses, RECENT_FINISHED)
         except StoreError as exc:
             self._fail(f"The board cannot be read: {exc}")
             return
         except Exception as exc:  # sqlite errors from a file changed under us
-            self.notify(f"board refresh failed: {exc}", severity="error", timeout=5)
+            self.notify(f"board refresh failed: {exc}", severity="error", timeout=5, markup=False)
             return
-        views = await asyncio.to_thread(_with_liveness, tasks)
-        self.apply(views, counts)
+        views = await asyncio.to_thread(_with_liveness, list(view.tasks))
+        self.apply(views, view.counts)
 
     def apply(self, views: list[CardView], counts: dict[str, int] | None = None) -> None:
         """Keyed diff: redraw only changed cards; rebuild a column only when its order changed."""
@@ -338,9 +340,9 @@ class BoardPane(Pane):
         running = len(self._columns[RUNNING])
         if self.error:
             return
-        if self.board is None:
+        if self.service is None:
             self.query_one("#board-info", Static).update(
-                f"No board yet ({self._shown_db_path()}): press n to create the first card.", layout=False)
+                Text(f"No board yet ({self._shown_db_path()}): press n to create the first card."), layout=False)
             self.set_status("no board yet")
             return
         state = f"dispatcher every {k.dispatch_interval_seconds:g}s" if k.dispatch else "dispatcher off"
@@ -349,54 +351,31 @@ class BoardPane(Pane):
             if self.last_result is not None and self.last_result.spawned:
                 state += f": spawned {len(self.last_result.spawned)}"
         info = state + (f" · {self.last_held_back}" if self.last_held_back else "")
-        self.query_one("#board-info", Static).update(info, layout=False)  # one line, always
+        self.query_one("#board-info", Static).update(Text(info), layout=False)  # one line, always
         total = sum(self.counts.get(s, len(self._columns[s])) for s in COLUMNS)
         status = f"{total} cards, {running} running · {'dispatch on' if k.dispatch else 'dispatch off'}"
         if self.last_held_back:
             status += " · " + self.last_held_back.replace("Last tick held back: ", "held back: ")
         self.set_status(status)
 
-    # -- the dispatcher ---------------------------------------------------------------------------
+    # -- the dispatcher's results (the app's dispatch loop ticks) ---------------------------------
 
-    def _get_spawner(self):
-        if self._spawner is None:
-            from engine.kanban.registry_spawner import RegistrySpawner
-
-            self._spawner = RegistrySpawner(self.home, self.settings)
-        return self._spawner
-
-    @work(exclusive=True, group="board-dispatch")
-    async def dispatch(self) -> DispatchResult | None:
-        """One tick on a connection of its own (so the pane's reads never wait on it)."""
-        from engine.kanban.dispatcher import Dispatcher
-        from engine.kanban.store import Board
-
-        if await self._ensure_board(create=False) is None:
-            return None
-        try:
-            if self._tick_board is None:
-                self._tick_board = await Board.open(self.db_path, clock=self.clock)
-            result = await Dispatcher(self._tick_board, home=self.home, settings=self.settings,
-                                      spawner=self._get_spawner()).tick()
-        except Exception as exc:  # a tick that fails must not take the app down
-            self.notify(f"dispatch failed: {exc}", severity="error", timeout=8)
-            return None
+    def on_board_pane_tick_done(self, message: TickDone) -> None:
+        result = message.result
         self.last_result = result
         self.last_tick_at = self.clock()
         self.last_held_back = result.held_back
         for warning in result.warnings:
-            self.notify(warning, severity="warning", timeout=8)
-        self.post_message(self.TickDone(result))
+            self.notify(warning, severity="warning", timeout=8, markup=False)
         self.refresh_board()
         self._show_info()
-        return result
 
     def action_dispatch_now(self) -> None:
         if self.error:
-            self.notify(self.error, severity="error")
+            self.notify(self.error, severity="error", markup=False)
             return
         self.notify("dispatching…", timeout=2)
-        self.dispatch()
+        self.post_message(self.DispatchRequested())
 
     # -- selection -----------------------------------------------------------------------------
 
@@ -435,7 +414,7 @@ class BoardPane(Pane):
 
     def action_new_card(self) -> None:
         if self.error:
-            self.notify(self.error, severity="error")
+            self.notify(self.error, severity="error", markup=False)
             return
         from widgets.board_modals import NewCardScreen
 
@@ -448,20 +427,16 @@ class BoardPane(Pane):
             self._run_change(self._create_card(new))
 
     async def _create_card(self, new: NewTask) -> str:
-        from engine.kanban import transitions as tr
         from engine.kanban.store import StoreError
 
         if await self._ensure_board(create=True) is None:
             raise StoreError(self.error or "the board cannot be opened")
-        parents = tuple([await self.board.resolve_id(p) for p in new.parents])
-        from dataclasses import replace
-
-        task = await tr.create_task(self.board, replace(new, parents=parents), actor="app")
+        task = await self.service.create(new, actor="app")
         return f"Created {task.id} ({task.status})"
 
     def action_details(self) -> None:
         task = self._need_selected()
-        if task is None or self.board is None:
+        if task is None or self.service is None:
             return
 
         from engine.kanban.workers import card_log_path
@@ -471,7 +446,7 @@ class BoardPane(Pane):
             if answer == "output":
                 self._open_output(task.id)
 
-        self.app.push_screen(CardDetailsScreen(self.board, task.id,
+        self.app.push_screen(CardDetailsScreen(self.service, task.id,
                                                card_log_path(self.home.kanban_logs_dir, task.id), self.clock),
                              closed)
 
@@ -485,10 +460,10 @@ class BoardPane(Pane):
 
     @work(group="board-output")
     async def _find_process(self, task_id: str) -> None:
-        runs = await self.board.runs_of(task_id)
+        runs = await self.service.runs_of(task_id)
         process_id = next((r.process_id for r in reversed(runs) if r.process_id), None)
         if process_id is None:
-            self.notify(f"{task_id} has no worker output yet", severity="warning", timeout=4)
+            self.notify(f"{task_id} has no worker output yet", severity="warning", timeout=4, markup=False)
             return
         self.post_message(self.OpenWorkerOutput(process_id, task_id))
 
@@ -514,26 +489,23 @@ class BoardPane(Pane):
                     f"alive {self.settings.kanban.terminal_worker_grace_seconds:g}s after that, the dispatcher "
                     "stops it (SIGTERM, then SIGKILL).")
             self._confirm(f"Move {task.id} to {target}?", body, f"Move to {target}",
-                          lambda: tr.move(self.board, task.id, target))
+                          lambda: self.service.move(task.id, target))
             return
         self._run_change(self._move(task.id, target))
 
     async def _move(self, task_id: str, target: str) -> str:
-        from engine.kanban import transitions as tr
-
-        result = await tr.move(self.board, task_id, target)
+        result = await self.service.move(task_id, target)
         return f"{result.task_id}: {result.from_status} → {result.to_status}"
 
     def action_assign(self) -> None:
         task = self._need_selected()
         if task is None:
             return
-        from engine.kanban import transitions as tr
         from widgets.board_modals import AssignScreen
 
         def chosen(name: str | None) -> None:
             if name is not None:
-                self._run_change(_describe_assign(tr.assign(self.board, task.id, name or None)))
+                self._run_change(_describe_assign(self.service.assign(task.id, name or None)))
 
         self.app.push_screen(AssignScreen(task.id, task.assignee, sorted(self.settings.kanban.profiles)), chosen)
 
@@ -544,13 +516,11 @@ class BoardPane(Pane):
         if task.status != RUNNING:
             self.notify(f"{task.id} is {task.status}: only a running card can be reclaimed", severity="warning")
             return
-        from engine.kanban import transitions as tr
-
         grace = self.settings.processes.kill_grace_seconds
         body = (f"{task.id} \"{task.title}\" goes back to ready and its failure counter "
                 f"({task.consecutive_failures}) resets to 0.\n\n" + _worker_plan(task, grace))
         self._confirm(f"Reclaim {task.id}?", body, "Reclaim",
-                      lambda: tr.reclaim(self.board, task.id, reason="reclaimed in the app", grace=grace))
+                      lambda: self.service.reclaim(task.id, reason="reclaimed in the app"))
 
     def action_archive(self) -> None:
         task = self._need_selected()
@@ -559,14 +529,11 @@ class BoardPane(Pane):
         if task.status == ARCHIVED:
             self.notify(f"{task.id} is already archived", severity="warning")
             return
-        from engine.kanban import transitions as tr
-
         grace = self.settings.processes.kill_grace_seconds
         body = f"{task.id} \"{task.title}\" moves from {task.status} to archived (hidden unless 'show archived')."
         if task.status == RUNNING:
             body += "\n\n" + _worker_plan(task, grace)
-        self._confirm(f"Archive {task.id}?", body, "Archive",
-                      lambda: tr.archive(self.board, task.id, grace=grace))
+        self._confirm(f"Archive {task.id}?", body, "Archive", lambda: self.service.archive(task.id))
 
     def action_unblock(self) -> None:
         task = self._need_selected()
@@ -580,9 +547,7 @@ class BoardPane(Pane):
                 "again.")
         if task.last_failure_error:
             body += f"\n\nLast failure: {task.last_failure_error}"
-        from engine.kanban import transitions as tr
-
-        self._confirm(f"Unblock {task.id}?", body, "Unblock", lambda: tr.unblock(self.board, task.id))
+        self._confirm(f"Unblock {task.id}?", body, "Unblock", lambda: self.service.unblock(task.id))
 
     def action_toggle_archived(self) -> None:
         self.show_archived = not self.show_archived
@@ -608,9 +573,9 @@ class BoardPane(Pane):
         try:
             message = await coro
         except StoreError as exc:
-            self.notify(str(exc), severity="error", timeout=6)
+            self.notify(str(exc), severity="error", timeout=6, markup=False)
             return
-        self.notify(message, timeout=4)
+        self.notify(message, timeout=4, markup=False)
         self.refresh_board()
 
 

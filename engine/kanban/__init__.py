@@ -1,5 +1,6 @@
 """The kanban board: cards worked by spawned worker processes.
 
+- :mod:`engine.kanban.service`     the one way in (CLI, app, demo): one shared connection per process
 - :mod:`engine.kanban.store`       the SQLite board (schema, migrations, reads)
 - :mod:`engine.kanban.transitions` every change a person or a worker makes
 - :mod:`engine.kanban.dispatcher`  the dispatch tick

@@ -6,7 +6,11 @@ One tick, in this order (each phase sees what the previous one changed):
 1. reap terminal workers (a closed run whose verified worker still lives after the grace);
 2. stale claims (extend a live, heartbeating worker's claim; otherwise stop and reclaim);
 3. crashed workers (gone without a board call: classify the recorded exit);
+   a worker that exited with its exit recorded is judged at once; the crash grace is
+   only for one gone without a record;
 4. max runtime (stop and requeue, counted as a failure);
+4b. leftovers: what a gone worker left in its process group is ended (verified
+   TERM, grace, KILL) and logged, then the closed run's evidence is dropped;
 5. promote todo cards whose parents are all finished;
 6. spawn ready cards by priority, within the caps, each held-back card with a reason.
 
@@ -63,9 +67,11 @@ from engine.kanban.workers import (
     claim_lock_here,
     classify_exit,
     copy_new_output,
+    group_leftovers,
     hostname,
     is_host_local,
     last_words,
+    stop_leftovers,
     stop_worker,
     with_last_words,
     worker_env,
@@ -185,6 +191,7 @@ class Dispatcher:
             await self._release_stale_claims(tally)
             await self._detect_crashed(tally)
             await self._enforce_max_runtime(tally)
+            await self._end_leftover_groups(tally)
             await self._promote(tally)
             await self._spawn(tally)
             return tally.result()
@@ -252,6 +259,34 @@ class Dispatcher:
                 if cur.rowcount == 1 and stop is not None and stop.attempted:
                     await add_event(conn, task_id, "terminal_worker_reaped",
                                     {"pid": pid, "worker_started_at": fp, **stop.to_json()}, now, run_id)
+            if stop is not None and stop.attempted:
+                tally.reaped.append(task_id)
+
+    async def _end_leftover_groups(self, tally: _Tally) -> None:
+        """A closed run whose worker is gone: end what it left in its process group
+        (TERM, grace, KILL, each verified), log it, then drop the run's evidence."""
+        rows = await self.board.fetch(
+            "SELECT id, task_id, worker_pid, worker_started_at, claim_lock FROM task_runs "
+            "WHERE ended_at IS NOT NULL AND worker_pid IS NOT NULL")
+        for run_id, task_id, pid, fp, lock in rows:
+            if not is_host_local(lock) or worker_state(pid, fp) != "gone":
+                continue
+            leftovers = await asyncio.to_thread(group_leftovers, pid, fp)
+            stop = None
+            if leftovers:
+                stop = await asyncio.to_thread(stop_leftovers, pid, leftovers, self.grace)
+                if not stop.stopped:
+                    tally.warnings.append(f"{task_id}: processes {', '.join(map(str, stop.survivors))} left by "
+                                          f"worker pid {pid} survived SIGKILL; will retry")
+            await self._copy_output((run_id,))
+            async with self.board.transaction() as conn:
+                if stop is not None and stop.attempted:
+                    await add_event(conn, task_id, "worker_group_ended",
+                                    {"worker_pid": pid, **stop.to_json()}, self.board.now(), run_id)
+                if stop is None or stop.stopped:
+                    await conn.execute(
+                        "UPDATE task_runs SET worker_pid = NULL, worker_started_at = NULL "
+                        "WHERE id = ? AND worker_pid IS ? AND worker_started_at IS ?", (run_id, pid, fp))
             if stop is not None and stop.attempted:
                 tally.reaped.append(task_id)
 
@@ -356,12 +391,14 @@ class Dispatcher:
         for task, (run_started, process_id, _output, profile_name) in await self._running():
             if not is_host_local(task.claim_lock):
                 continue
-            started = run_started or task.started_at or now
-            if now - started < self.k.crash_grace_seconds:
-                continue
             if worker_state(task.worker_pid, task.worker_started_at) in ("alive", "unverified_alive"):
                 continue
+            # A recorded exit is judged at once; the grace is only for a worker that is
+            # gone without one (it may not have been recorded yet).
             exit_ = await asyncio.to_thread(self.spawner.exit_of, process_id, task.worker_pid)
+            started = run_started or task.started_at or now
+            if exit_ is None and now - started < self.k.crash_grace_seconds:
+                continue
             profile = self.k.profiles.get(profile_name or task.assignee or "")
             verdict = classify_exit(task.worker_pid, exit_, bool(profile and profile.complete_on_exit))
             if task.current_run_id is not None:

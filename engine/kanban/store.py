@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
+import shlex
 import sqlite3
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -27,7 +30,6 @@ import aiosqlite
 from engine.kanban.models import Event, Run, Task, TaskDetails, load_payload
 
 APPLICATION_ID = 0x484B4E42  # "HKNB": hermes kanban board
-SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_SECONDS = 30.0
 
 Clock = Callable[[], float]
@@ -39,6 +41,13 @@ class StoreError(Exception):
 
 class UnknownTask(StoreError):
     """No card with that id (or the prefix names none or several)."""
+
+
+class BadId(UnknownTask):
+    """The id given is not usable as an id (too short a prefix): a usage error."""
+
+
+MIN_ID_PREFIX = 4  # characters after "t_": "t_" alone, or "t_a", must never pick a card
 
 
 # --------------------------------------------------------------------------------------
@@ -134,52 +143,164 @@ def event_from_row(row: Sequence[Any]) -> Event:
     return Event(row[0], row[1], row[2], row[3], load_payload(row[4]), row[5])
 
 
-def _check_header(path: Path) -> None:
-    """Refuse a non-empty file that is not SQLite before SQLite gets a chance to touch it."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(len(SQLITE_MAGIC))
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise StoreError(f"cannot read the board {path}: {exc.strerror or exc}") from None
-    if head and head != SQLITE_MAGIC:
-        raise StoreError(f"{path} is not an SQLite database; refusing to use or overwrite it")
+def refusal(path: Path, *, app_id: int, version: int, objects: int, pages: int) -> str | None:
+    """Why the file at ``path`` is not ours to use, or None when it is (or is a blank
+    SQLite database we may initialise)."""
+    if pages == 0:
+        return (f"{path} is an empty file that hermes-tui did not create; refusing to use it. "
+                f"To start a new board, remove it (rm {shlex.quote(str(path))}) and run again")
+    # The version before the owner: an empty file from a newer program is not ours to rewrite.
+    if version > SCHEMA_VERSION:
+        return (f"{path} was written by a newer hermes-tui (schema {version}, "
+                f"this one knows {SCHEMA_VERSION}); refusing to use it")
+    if app_id == 0 and objects == 0 and version == 0:
+        return None  # an empty SQLite database with nothing in it: ours to initialise
+    if app_id != APPLICATION_ID:
+        return (f"{path} is an SQLite database of another program "
+                "(not a hermes-tui board); refusing to use or overwrite it")
+    return None
 
 
-def _create_file(path: Path) -> None:
-    """Create the board file 0600 (SQLite would use the umask)."""
+def _not_sqlite(path: Path, exc: sqlite3.DatabaseError) -> StoreError:
+    if "file is not a database" in str(exc):  # SQLite's own header check said no
+        return StoreError(f"{path} is not an SQLite database (or its header is damaged); "
+                          "refusing to use or overwrite it")
+    return StoreError(f"{path} is not a readable kanban board (corrupt?): {exc}; refusing to use or overwrite it")
+
+
+def _precheck(path: Path) -> None:
+    """Refuse a file that is not ours before opening it for writing.
+
+    Read through SQLite itself (never Python's open(): see the module doc), with an
+    ``immutable`` read-only connection: it takes no lock and creates no -wal/-shm, so a
+    foreign file and its folder are left exactly as they were. It reads the main file
+    only (not a WAL's newer pages), which is enough to refuse; the read-write open
+    checks again, under the write lock, before it changes anything.
+    """
+    uri = f"file:{urllib.parse.quote(str(path))}?mode=ro&immutable=1"
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return
+        conn = sqlite3.connect(uri, uri=True)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open the board {path}: {exc}") from None
+    try:
+        facts = {name: int(conn.execute(f"PRAGMA {name}").fetchone()[0])
+                 for name in ("application_id", "user_version", "page_count")}
+        objects = int(conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]) if facts["page_count"] else 0
+    except sqlite3.OperationalError as exc:
+        raise StoreError(f"cannot open the board {path}: {exc}") from None
+    except sqlite3.DatabaseError as exc:
+        raise _not_sqlite(path, exc) from None
+    finally:
+        conn.close()
+    why = refusal(path, app_id=facts["application_id"], version=facts["user_version"], objects=objects,
+                  pages=facts["page_count"])
+    if why:
+        raise StoreError(why)
+
+
+def _init_new_board(conn: sqlite3.Connection) -> None:
+    """Schema, ownership and WAL for a board being born (its file is not visible yet)."""
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    for step in MIGRATIONS:
+        for statement in step:
+            conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    conn.commit()
+    conn.execute("PRAGMA journal_mode = WAL")
+
+
+def _create_board_file(path: Path) -> None:
+    """Make a new, complete board at ``path`` (mode 0600) or leave an existing one alone.
+
+    The board is built under a private temporary name in the same folder and hard-linked
+    into place (``link`` fails if the name exists): so ``path`` never exists half-made,
+    a 0-byte ``kanban.db`` is never one of ours, and two processes creating the board at
+    once get exactly one. The temporary file is opened by nothing but SQLite once it has
+    been created, and its connection is closed before the link.
+    """
+    tmp = path.with_name(f".{path.name}.new-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileNotFoundError:
         raise StoreError(f"cannot create the board {path}: its folder does not exist") from None
     except OSError as exc:
         raise StoreError(f"cannot create the board {path}: {exc.strerror or exc}") from None
     os.close(fd)
+    try:
+        conn = sqlite3.connect(str(tmp), isolation_level=None)
+        try:
+            conn.execute("BEGIN")
+            _init_new_board(conn)
+        finally:
+            conn.close()
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # someone else made it first: theirs is the board
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot create the board {path}: {exc}") from None
+    except OSError as exc:
+        raise StoreError(f"cannot create the board {path}: {exc.strerror or exc}") from None
+    finally:
+        for leftover in (tmp, tmp.with_name(tmp.name + "-wal"), tmp.with_name(tmp.name + "-shm")):
+            try:
+                os.unlink(leftover)
+            except FileNotFoundError:
+                pass
+
+
+class _OwnedLock:
+    """An asyncio lock the holding task may take again (a read inside its own
+    transaction must not wait for itself)."""
+
+    def __init__(self) -> None:
+        self._lock = asyncio.Lock()
+        self._owner: asyncio.Task | None = None
+        self._depth = 0
+
+    @asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        me = asyncio.current_task()
+        if self._owner is me and me is not None:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        async with self._lock:
+            self._owner, self._depth = me, 1
+            try:
+                yield
+            finally:
+                self._owner, self._depth = None, 0
 
 
 class Board:
-    """One open board. Writes go through :meth:`transaction`; an asyncio lock keeps two
-    coroutines of one process from interleaving their transactions on the connection."""
+    """One open board on one connection. Every statement is serialised by one lock:
+    a transaction (:meth:`transaction`) holds it from BEGIN to COMMIT, and a read
+    (:meth:`fetch`) takes it too, so another coroutine never reads half of someone
+    else's transaction on the shared connection."""
 
     def __init__(self, conn: aiosqlite.Connection, path: Path, clock: Clock) -> None:
         self.conn = conn
         self.path = path
         self.clock = clock
-        self._tx_lock = asyncio.Lock()
+        self._tx_lock = _OwnedLock()
 
     # -- opening ----------------------------------------------------------------------
 
     @classmethod
     async def open(cls, path: Path | str, *, clock: Clock = time.time, create: bool = True) -> Board:
         path = Path(path)
-        _check_header(path)
+        # No open()/read of the file here: once a connection exists in this process,
+        # closing any other descriptor of the board would drop SQLite's POSIX locks (see
+        # docs/architecture.md). Whether the file is SQLite, and ours, SQLite tells us.
         if not path.exists():
             if not create:
                 raise StoreError(f"no board at {path}")
-            _create_file(path)
+            await asyncio.to_thread(_create_board_file, path)
+        await asyncio.to_thread(_precheck, path)
         try:
             conn = await aiosqlite.connect(str(path), timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
         except sqlite3.Error as exc:
@@ -196,8 +317,7 @@ class Board:
             raise StoreError(f"cannot open the board {path}: {exc}") from None
         except sqlite3.DatabaseError as exc:
             await conn.close()
-            raise StoreError(f"{path} is not a readable kanban board (corrupt?): {exc}; "
-                             "refusing to use or overwrite it") from None
+            raise _not_sqlite(path, exc) from None
         except BaseException:
             await conn.close()
             raise
@@ -235,13 +355,13 @@ class Board:
         version = await self._pragma("user_version")
         if app_id == APPLICATION_ID and version == SCHEMA_VERSION:
             return
-        self._refuse_unless_ours(app_id, version, await self._table_count())
+        await self._refuse_unless_ours(app_id, version)
         await self.conn.execute("BEGIN IMMEDIATE")
         try:
             # Re-read under the write lock: another process may have initialised it.
             app_id = await self._pragma("application_id")
             version = await self._pragma("user_version")
-            self._refuse_unless_ours(app_id, version, await self._table_count())
+            await self._refuse_unless_ours(app_id, version)
             if app_id == 0:
                 await self.conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             for step in range(version, SCHEMA_VERSION):
@@ -257,15 +377,11 @@ class Board:
         rows = await self.conn.execute_fetchall("SELECT count(*) FROM sqlite_master")
         return int(rows[0][0])
 
-    def _refuse_unless_ours(self, app_id: int, version: int, objects: int) -> None:
-        if app_id == 0 and objects == 0:
-            return  # a fresh, empty file: ours to initialise
-        if app_id != APPLICATION_ID:
-            raise StoreError(f"{self.path} is an SQLite database of another program "
-                             "(not a hermes-tui board); refusing to use or overwrite it")
-        if version > SCHEMA_VERSION:
-            raise StoreError(f"{self.path} was written by a newer hermes-tui (schema {version}, "
-                             f"this one knows {SCHEMA_VERSION}); refusing to use it")
+    async def _refuse_unless_ours(self, app_id: int, version: int) -> None:
+        why = refusal(self.path, app_id=app_id, version=version, objects=await self._table_count(),
+                      pages=await self._pragma("page_count"))
+        if why:
+            raise StoreError(why)
 
     async def close(self) -> None:
         await self.conn.close()
@@ -281,7 +397,7 @@ class Board:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
         """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on any exception)."""
-        async with self._tx_lock:
+        async with self._tx_lock.held():
             await self.conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self.conn
@@ -296,7 +412,8 @@ class Board:
     # -- reads ----------------------------------------------------------------------------
 
     async def fetch(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
-        return list(await self.conn.execute_fetchall(sql, tuple(params)))
+        async with self._tx_lock.held():
+            return list(await self.conn.execute_fetchall(sql, tuple(params)))
 
     async def resolve_id(self, id_or_prefix: str) -> str:
         """A full id, or a unique prefix of one (``t_1a2`` or ``1a2``)."""
@@ -307,6 +424,8 @@ class Board:
         if rows:
             return rows[0][0]
         prefix = raw if raw.startswith("t_") else "t_" + raw
+        if len(prefix) - 2 < MIN_ID_PREFIX:
+            raise BadId(f"card id {raw!r} is too short: give at least {MIN_ID_PREFIX} characters after 't_'")
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         rows = await self.fetch("SELECT id FROM tasks WHERE id LIKE ? ESCAPE '\\' LIMIT 2", (escaped + "%",))
         if not rows:
@@ -387,6 +506,10 @@ class Board:
         else:
             rows = await self.fetch(f"SELECT {EVENT_COLUMNS} FROM task_events {where} ORDER BY id", params)
         return [event_from_row(r) for r in rows]
+
+    async def last_event_id(self) -> int:
+        rows = await self.fetch("SELECT coalesce(max(id), 0) FROM task_events")
+        return int(rows[0][0])
 
     async def details(self, task_id: str, event_limit: int | None = None) -> TaskDetails:
         task = await self.get_task(task_id)

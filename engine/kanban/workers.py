@@ -15,7 +15,9 @@ else here is pure policy shared by the dispatcher and the operator commands:
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,6 +127,52 @@ def stop_worker(pid: int | None, fp: str | None, lock: str | None, grace: float)
                           pid_recycled=report.outcome is identity.SignalOutcome.PID_RECYCLED)
     return StopReport(pid, True, attempted=True, stopped=not report.survivors,
                       signals=tuple(report.signals), survivors=tuple(report.survivors))
+
+
+def group_leftovers(pgid: int | None, leader_fp: str | None) -> dict[int, str]:
+    """Processes a finished worker left behind in its process group: pid -> fingerprint.
+
+    The worker (the supervising wrapper) leads its own session and group, so what is
+    still in group ``pgid`` after it is gone was started by it. Only looked for when the
+    leader is gone (a live leader is stopped together with its group by
+    :func:`stop_worker`); members must be in the worker's session and have started after
+    it. Linux keeps a group id from being reused while any process is in that group,
+    so such a member cannot belong to someone else. A child that called ``setsid`` left
+    both group and session: it is out of reach here (documented in docs/kanban.md).
+    """
+    if not pgid or not identity.is_verifiable(leader_fp):
+        return {}
+    leader = identity.read_stat(pgid)
+    if leader is not None and not leader.is_zombie:
+        return {}  # alive (stop_worker's business) or the pid is someone else's now
+    born = int(str(leader_fp).partition("|")[2])
+    return {pid: identity.fingerprint_of(st) for pid, st in identity.group_members(pgid).items()
+            if st.session == pgid and st.start_ticks >= born and pid != os.getpid()}
+
+
+def _living(members: dict[int, str], deadline: float) -> dict[int, str]:
+    while True:
+        living = {pid: fp for pid, fp in members.items() if identity.is_alive(pid, fp)}
+        if not living or time.monotonic() >= deadline:
+            return living
+        time.sleep(0.02)
+
+
+def stop_leftovers(pgid: int, members: dict[int, str], grace: float) -> StopReport:
+    """TERM every leftover (each verified by the fingerprint just taken, through a
+    pidfd), wait ``grace``, KILL the survivors, and report who is still alive."""
+    sent: list[tuple[int, str]] = []
+    for pid, fp in sorted(members.items()):
+        if identity.send_signal(pid, fp, signal.SIGTERM).sent:
+            sent.append((pid, "SIGTERM"))
+    living = _living(members, time.monotonic() + max(0.0, grace))
+    if living:
+        for pid, fp in sorted(living.items()):
+            if identity.send_signal(pid, fp, signal.SIGKILL).sent:
+                sent.append((pid, "SIGKILL"))
+        living = _living(living, time.monotonic() + 1.0)
+    return StopReport(pgid, True, attempted=bool(sent), stopped=not living, signals=tuple(sent),
+                      survivors=tuple(sorted(living)))
 
 
 # --------------------------------------------------------------------------------------

@@ -24,6 +24,9 @@ from hermes_tui.cli.common import (
     print_json,
 )
 
+MAX_PRIORITY = 1_000_000_000
+MAX_RETRIES = 1_000_000
+MAX_TAIL_LINES = 1_000_000
 VERBS = ("create", "list", "show", "assign", "complete", "block", "review", "heartbeat", "reclaim", "unblock",
          "archive", "dispatch", "daemon", "tail")
 
@@ -53,8 +56,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--body", default="", help="the card's text (reaches the worker as HERMES_KANBAN_BODY)")
     c.add_argument("--assignee", help="the worker profile (kanban.profiles) that works it")
     c.add_argument("--parent", action="append", default=[], metavar="ID", help="a card this one waits for")
-    c.add_argument("--priority", type=int, default=0, help="higher is dispatched first (default 0)")
-    c.add_argument("--max-retries", type=number_arg(integer=True), help="failures before the card is blocked "
+    c.add_argument("--priority", type=bounded_int(-MAX_PRIORITY, MAX_PRIORITY, "priority"), default=0,
+                   help="higher is dispatched first (default 0)")
+    c.add_argument("--max-retries", type=bounded_int(1, MAX_RETRIES, "max retries"), help="failures before the card is blocked "
                    "(wins over kanban.failure_limit)")
     c.add_argument("--max-runtime", type=number_arg(unit="seconds"), metavar="S", help="seconds a run may take")
 
@@ -85,7 +89,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="seconds between ticks (default kanban.dispatch_interval_seconds)")
     tp = verb("tail", "print events as they come (all cards, or one), until Ctrl+C", run_tail, json_flag=False)
     tp.add_argument("id", nargs="?")
-    tp.add_argument("--lines", type=int, default=10, metavar="N", help="earlier events to show first (default 10)")
+    tp.add_argument("--lines", type=bounded_int(0, MAX_TAIL_LINES, "lines"), default=10, metavar="N", help="earlier events to show first (default 10)")
     tp.add_argument("--interval", type=number_arg(unit="seconds"), default=0.5, metavar="S", help=argparse.SUPPRESS)
 
 
@@ -97,6 +101,32 @@ def _statuses() -> tuple[str, ...]:
 
 
 
+def bounded_int(low: int, high: int, what: str):
+    """An argparse ``type=`` for a whole number in [low, high] (a value SQLite can store
+    and a person could mean): anything else is a usage error naming the range."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be a whole number, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{what} must be between {low} and {high}, got {text!r}")
+        return value
+
+    parse.__name__ = what.replace(" ", "_")
+    return parse
+
+
+def _warn_unknown_profile(ctx: Context, name: str | None) -> None:
+    """A card for a profile this home does not have is still made (another home may
+    serve it), but the person hears about it: a typo would otherwise wait forever."""
+    profiles = ctx.settings.kanban.profiles
+    if name and name not in profiles:
+        known = ", ".join(sorted(profiles)) or "none are configured"
+        print(f"warning: no profile here is called {name!r}; the profiles here: {known}", file=sys.stderr)
+
+
 def _need_verb(ctx: Context) -> int:
     raise CliError(f"kanban needs a verb: {', '.join(VERBS)} (see hermes-tui kanban --help)", EXIT_USAGE)
 
@@ -106,27 +136,27 @@ def _need_verb(ctx: Context) -> int:
 # --------------------------------------------------------------------------------------
 
 
-def _run(ctx: Context, body) -> Any:
-    """Open the board, run ``body(board)``, close it. Engine refusals -> exit 1."""
+def _run(ctx: Context, body, spawner=None) -> Any:
+    """Open the board service, run ``body(service)``, close it. Engine refusals -> exit 1,
+    an unusable id -> exit 2."""
     import asyncio
+
+    return asyncio.run(_with_service(ctx, body, spawner))
+
+
+async def _with_service(ctx: Context, body, spawner) -> Any:
     import sqlite3
 
-    from engine.kanban import board_path
-    from engine.kanban.store import Board, StoreError
+    from engine.kanban.service import BoardService
+    from engine.kanban.store import BadId, StoreError
 
-    path = board_path(ctx.home, ctx.settings, getattr(ctx.args, "db", None))
-    if path == ctx.home.kanban_db:
-        ctx.home.ensure()
-
-    async def go():
-        board = await Board.open(path)
-        try:
-            return await body(board)
-        finally:
-            await board.close()
-
+    path = BoardService.path_for(ctx.home, ctx.settings, getattr(ctx.args, "db", None))
     try:
-        return asyncio.run(go())
+        async with await BoardService.open(ctx.home, ctx.settings, override=getattr(ctx.args, "db", None),
+                                           spawner=spawner) as service:
+            return await body(service)
+    except BadId as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
     except StoreError as exc:
         raise CliError(str(exc), EXIT_FAILED) from None
     except sqlite3.DatabaseError as exc:  # damage found after opening, a full disk, ...
@@ -165,17 +195,16 @@ def _when(ts: float | None) -> str:
 
 def run_create(ctx: Context) -> int:
     from engine.kanban.models import NewTask
-    from engine.kanban.transitions import create_task
 
     a = ctx.args
 
-    async def body(board):
-        parents = tuple([await board.resolve_id(p) for p in a.parent])
-        return await create_task(board, NewTask(title=a.title, body=a.body, assignee=a.assignee, parents=parents,
-                                                priority=a.priority, max_retries=a.max_retries,
-                                                max_runtime_seconds=a.max_runtime))
+    async def body(service):
+        return await service.create(NewTask(title=a.title, body=a.body, assignee=a.assignee, parents=tuple(a.parent),
+                                            priority=a.priority, max_retries=a.max_retries,
+                                            max_runtime_seconds=a.max_runtime))
 
     task = _run(ctx, body)
+    _warn_unknown_profile(ctx, task.assignee)
     if ctx.json:
         print_json({"id": task.id, "status": task.status})
     else:
@@ -189,8 +218,8 @@ def run_list(ctx: Context) -> int:
     a = ctx.args
     statuses = a.status or [s for s in STATUSES if a.all or s != "archived"]
 
-    async def body(board):
-        return await board.list_tasks(statuses)
+    async def body(service):
+        return await service.list_tasks(statuses)
 
     tasks = _run(ctx, body)
     if ctx.json:
@@ -209,8 +238,8 @@ def run_list(ctx: Context) -> int:
 
 
 def run_show(ctx: Context) -> int:
-    async def body(board):
-        return await board.details(await board.resolve_id(ctx.args.id))
+    async def body(service):
+        return await service.details(await service.resolve(ctx.args.id))
 
     details = _run(ctx, body)
     if ctx.json:
@@ -287,14 +316,13 @@ def _report(ctx: Context, verb: str, result) -> int:
 
 
 def run_assign(ctx: Context) -> int:
-    from engine.kanban.transitions import assign
-
     profile = None if ctx.args.profile == "-" else ctx.args.profile
 
-    async def body(board):
-        return await assign(board, await board.resolve_id(ctx.args.id), profile)
+    async def body(service):
+        return await service.assign(await service.resolve(ctx.args.id), profile)
 
     result = _run(ctx, body)
+    _warn_unknown_profile(ctx, profile)
     if not ctx.json:
         print(f"Assigned {result.task_id} to {profile or 'nobody'}")
         return EXIT_OK
@@ -302,72 +330,52 @@ def run_assign(ctx: Context) -> int:
 
 
 def run_finish(ctx: Context) -> int:
-    from engine.kanban import transitions as tr
-
     verb = ctx.args.verb
-    func = {"complete": tr.complete, "block": tr.block, "review": tr.review}[verb]
     call = _worker_call()
 
-    async def body(board):
-        task_id = ctx.args.id if call.is_worker else await board.resolve_id(ctx.args.id)
-        return await func(board, task_id, ctx.args.text, call=call)
+    async def body(service):
+        func = {"complete": service.complete, "block": service.block, "review": service.review}[verb]
+        task_id = ctx.args.id if call.is_worker else await service.resolve(ctx.args.id)
+        return await func(task_id, ctx.args.text, call=call)
 
     return _report(ctx, verb, _run(ctx, body))
 
 
 def run_heartbeat(ctx: Context) -> int:
-    from engine.kanban.transitions import heartbeat
-
     call = _worker_call()
-    ttl = ctx.settings.kanban.claim_ttl_seconds
 
-    async def body(board):
-        return await heartbeat(board, ctx.args.id, call, ttl)
+    async def body(service):
+        return await service.heartbeat(ctx.args.id, call)
 
     return _report(ctx, "heartbeat", _run(ctx, body))
 
 
 def run_reclaim(ctx: Context) -> int:
-    from engine.kanban.transitions import reclaim
-
-    grace = ctx.settings.processes.kill_grace_seconds
-
-    async def body(board):
-        return await reclaim(board, await board.resolve_id(ctx.args.id), reason=ctx.args.reason, grace=grace)
+    async def body(service):
+        return await service.reclaim(await service.resolve(ctx.args.id), reason=ctx.args.reason)
 
     return _report(ctx, "reclaim", _run(ctx, body))
 
 
 def run_unblock(ctx: Context) -> int:
-    from engine.kanban.transitions import unblock
-
-    async def body(board):
-        return await unblock(board, await board.resolve_id(ctx.args.id))
+    async def body(service):
+        return await service.unblock(await service.resolve(ctx.args.id))
 
     return _report(ctx, "unblock", _run(ctx, body))
 
 
 def run_archive(ctx: Context) -> int:
-    from engine.kanban.transitions import archive
-
-    grace = ctx.settings.processes.kill_grace_seconds
-
-    async def body(board):
-        return await archive(board, await board.resolve_id(ctx.args.id), grace=grace)
+    async def body(service):
+        return await service.archive(await service.resolve(ctx.args.id))
 
     return _report(ctx, "archive", _run(ctx, body))
 
 
 def _tick(ctx: Context, spawner=None):
-    from engine.kanban.dispatcher import dispatch_once
-    from engine.kanban.registry_spawner import RegistrySpawner
+    async def body(service):
+        return await service.tick()
 
-    spawner = spawner or RegistrySpawner(ctx.home, ctx.settings)
-
-    async def body(board):
-        return await dispatch_once(board, home=ctx.home, settings=ctx.settings, spawner=spawner)
-
-    return _run(ctx, body)
+    return _run(ctx, body, spawner)
 
 
 def dispatch_lines(result) -> list[str]:
@@ -413,7 +421,7 @@ def run_daemon(ctx: Context) -> int:
     from engine.kanban.registry_spawner import RegistrySpawner
 
     interval = ctx.args.interval or ctx.settings.kanban.dispatch_interval_seconds
-    spawner = RegistrySpawner(ctx.home, ctx.settings)
+    spawner = RegistrySpawner(ctx.home, ctx.settings)  # one for all ticks: it reaps its children
     stop = {"now": False}
 
     def on_term(_sig, _frame):
@@ -451,35 +459,25 @@ def run_daemon(ctx: Context) -> int:
 def run_tail(ctx: Context) -> int:
     import asyncio
 
-    from engine.kanban import board_path
-    from engine.kanban.store import Board, StoreError
-
     a = ctx.args
-    path = board_path(ctx.home, ctx.settings, getattr(a, "db", None))
 
-    async def follow() -> None:
-        board = await Board.open(path)
-        try:
-            task_id = await board.resolve_id(a.id) if a.id else None
-            print(f"Tailing events for {task_id or 'all cards'}. Ctrl+C to stop.", flush=True)
-            earlier = await board.events(task_id, limit=max(0, a.lines)) if a.lines > 0 else []
-            last = (await board.fetch("SELECT coalesce(max(id), 0) FROM task_events"))[0][0]
-            for e in earlier:
+    async def follow(service) -> None:
+        task_id = await service.resolve(a.id) if a.id else None
+        print(f"Tailing events for {task_id or 'all cards'}. Ctrl+C to stop.", flush=True)
+        earlier = await service.events(task_id, limit=a.lines) if a.lines > 0 else []
+        last = await service.last_event_id()
+        for e in earlier:
+            _print_event(e)
+        while True:
+            for e in await service.events(task_id, after_id=last):
                 _print_event(e)
-            while True:
-                for e in await board.events(task_id, after_id=last):
-                    _print_event(e)
-                    last = e.id
-                await asyncio.sleep(a.interval)
-        finally:
-            await board.close()
+                last = e.id
+            await asyncio.sleep(a.interval)
 
     try:
-        asyncio.run(follow())
+        _run(ctx, follow)
     except KeyboardInterrupt:
         return EXIT_OK
-    except StoreError as exc:
-        raise CliError(str(exc), EXIT_FAILED) from None
     return EXIT_OK
 
 

@@ -1,0 +1,211 @@
+"""The board service: the one way into a board for the CLI, the app and the tests.
+
+Why it exists:
+
+- **One connection per process.** Two connections of one process to one board are
+  legal for SQLite, but every second opener was a chance to break the locking rule
+  (docs/architecture.md: nothing but SQLite opens a board file once a connection may
+  exist). :meth:`BoardService.open` hands out the service already open for the same
+  board on the same event loop (reference counted), so the app's pane and the app's
+  dispatch loop share one connection, and every statement on it is serialised by
+  :class:`engine.kanban.store.Board`.
+- **The "open the board" ceremony exists once**: which file (:func:`engine.kanban.board_path`),
+  creating the home when the board lives in it, and whether to create a missing board.
+- **It speaks in models.** Callers get :class:`Task`, :class:`TaskDetails`,
+  :class:`BoardView`, :class:`DispatchResult`, never rows or SQL, so another store (a
+  server database, or a read-only view of hermes-agent's own board) can stand behind the
+  same methods later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import ClassVar
+
+from engine.config import Settings
+from engine.home import HomeLayout
+from engine.kanban import board_path
+from engine.kanban import transitions as tr
+from engine.kanban.models import DispatchResult, Event, NewTask, Run, Task, TaskDetails
+from engine.kanban.store import Board
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class BoardView:
+    """What a board screen shows: the cards, plus each status's full count (a finished
+    column may hold only its newest cards)."""
+
+    tasks: tuple[Task, ...]
+    counts: Mapping[str, int] = field(default_factory=dict)
+
+
+class BoardService:
+    """One open board with its dispatcher. Get one with :meth:`open`, give it back with
+    :meth:`close` (or ``async with``)."""
+
+    _open: ClassVar[dict[tuple[Path, int], BoardService]] = {}
+
+    def __init__(self, board: Board, *, home: HomeLayout, settings: Settings, spawner=None) -> None:
+        self._board = board
+        self.home = home
+        self.settings = settings
+        self._spawner = spawner
+        self._refs = 1
+        self._key: tuple[Path, int] | None = None
+
+    # -- opening and closing ---------------------------------------------------------------
+
+    @staticmethod
+    def path_for(home: HomeLayout, settings: Settings, override: str | Path | None = None) -> Path:
+        """Which board file (the one place that decides it)."""
+        return board_path(home, settings, override)
+
+    @classmethod
+    async def open(cls, home: HomeLayout, settings: Settings, *, override: str | Path | None = None,
+                   create: bool = True, clock: Clock = time.time, spawner=None) -> BoardService:
+        """The service of this board in this process: the open one (same board, same
+        event loop) or a new one. A missing board is created only with ``create``.
+        A shared service keeps the clock and spawner it was first opened with."""
+        path = cls.path_for(home, settings, override)
+        key = (Path(path).resolve(), id(asyncio.get_running_loop()))
+        shared = cls._open.get(key)
+        if shared is not None:
+            shared._refs += 1
+            return shared
+        if path == home.kanban_db:
+            await asyncio.to_thread(home.ensure)
+        board = await Board.open(path, clock=clock, create=create)
+        shared = cls._open.get(key)  # another coroutine may have opened it meanwhile
+        if shared is not None:
+            await board.close()
+            shared._refs += 1
+            return shared
+        service = cls(board, home=home, settings=settings, spawner=spawner)
+        service._key = key
+        cls._open[key] = service
+        return service
+
+    @classmethod
+    def exists(cls, home: HomeLayout, settings: Settings, override: str | Path | None = None) -> bool:
+        """Whether the board file is there (a stat, never an open: see the module doc)."""
+        return cls.path_for(home, settings, override).exists()
+
+    async def close(self) -> None:
+        self._refs -= 1
+        if self._refs > 0:
+            return
+        if self._key is not None and BoardService._open.get(self._key) is self:
+            del BoardService._open[self._key]
+        await self._board.close()
+
+    async def __aenter__(self) -> BoardService:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def path(self) -> Path:
+        return self._board.path
+
+    def now(self) -> float:
+        return self._board.now()
+
+    @property
+    def spawner(self):
+        """How workers start: given at open, else process sessions of this home."""
+        if self._spawner is None:
+            from engine.kanban.registry_spawner import RegistrySpawner
+
+            self._spawner = RegistrySpawner(self.home, self.settings)
+        return self._spawner
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    async def resolve(self, id_or_prefix: str) -> str:
+        return await self._board.resolve_id(id_or_prefix)
+
+    async def get(self, task_id: str) -> Task:
+        return await self._board.get_task(task_id)
+
+    async def list_tasks(self, statuses: Sequence[str] | None = None) -> list[Task]:
+        return await self._board.list_tasks(statuses)
+
+    async def view(self, statuses: Sequence[str], recent_limit: int = 100) -> BoardView:
+        tasks, counts = await self._board.board_view(statuses, recent_limit)
+        return BoardView(tuple(tasks), counts)
+
+    async def details(self, task_id: str, event_limit: int | None = None) -> TaskDetails:
+        return await self._board.details(task_id, event_limit)
+
+    async def runs_of(self, task_id: str) -> list[Run]:
+        return await self._board.runs_of(task_id)
+
+    async def events(self, task_id: str | None = None, after_id: int = 0, limit: int | None = None) -> list[Event]:
+        return await self._board.events(task_id, after_id, limit)
+
+    async def last_event_id(self) -> int:
+        return await self._board.last_event_id()
+
+    async def counts(self) -> dict[str, int]:
+        return await self._board.counts()
+
+    # -- changes -------------------------------------------------------------------------------
+
+    async def create(self, new: NewTask, *, actor: str = "cli") -> Task:
+        """One card; its parents may be given as unique prefixes."""
+        return (await self.create_many([new], actor=actor))[0]
+
+    async def create_many(self, new: Sequence[NewTask], *, actor: str = "cli") -> list[Task]:
+        resolved = [replace(n, parents=tuple([await self.resolve(p) for p in n.parents])) for n in new]
+        return await tr.create_tasks(self._board, resolved, actor=actor)
+
+    async def assign(self, task_id: str, assignee: str | None) -> tr.TransitionResult:
+        return await tr.assign(self._board, task_id, assignee)
+
+    async def complete(self, task_id: str, summary: str | None = None,
+                       call: tr.WorkerCall = tr.WorkerCall()) -> tr.TransitionResult:
+        return await tr.complete(self._board, task_id, summary, call=call)
+
+    async def block(self, task_id: str, reason: str | None = None,
+                    call: tr.WorkerCall = tr.WorkerCall()) -> tr.TransitionResult:
+        return await tr.block(self._board, task_id, reason, call=call)
+
+    async def review(self, task_id: str, summary: str | None = None,
+                     call: tr.WorkerCall = tr.WorkerCall()) -> tr.TransitionResult:
+        return await tr.review(self._board, task_id, summary, call=call)
+
+    async def heartbeat(self, task_id: str, call: tr.WorkerCall) -> tr.TransitionResult:
+        return await tr.heartbeat(self._board, task_id, call, self.settings.kanban.claim_ttl_seconds)
+
+    async def reclaim(self, task_id: str, reason: str = "") -> tr.TransitionResult:
+        return await tr.reclaim(self._board, task_id, reason=reason, grace=self._grace)
+
+    async def unblock(self, task_id: str) -> tr.TransitionResult:
+        return await tr.unblock(self._board, task_id)
+
+    async def archive(self, task_id: str) -> tr.TransitionResult:
+        return await tr.archive(self._board, task_id, grace=self._grace)
+
+    async def move(self, task_id: str, to_status: str) -> tr.TransitionResult:
+        return await tr.move(self._board, task_id, to_status)
+
+    @property
+    def _grace(self) -> float:
+        return self.settings.processes.kill_grace_seconds
+
+    # -- dispatching ------------------------------------------------------------------------------
+
+    async def tick(self, spawner=None) -> DispatchResult:
+        """One dispatch tick (skipped_locked when another dispatcher holds the board).
+        ``spawner`` overrides the service's own for this tick (the app's loop has its own)."""
+        from engine.kanban.dispatcher import Dispatcher
+
+        return await Dispatcher(self._board, home=self.home, settings=self.settings,
+                                spawner=spawner or self.spawner).tick()

@@ -1,0 +1,136 @@
+"""The app's own dispatcher: who spawns workers from the app is answered here.
+
+The loop ticks the board every ``kanban.dispatch_interval_seconds`` (when
+``kanban.dispatch`` is on), when the board pane asks (its "dispatch now" key), and at
+once when a worker this app started exits, so a finished worker's card is judged within
+moments instead of at the next interval. Each result goes to the board pane as a
+``BoardPane.TickDone`` message: the pane only shows it.
+
+It shares the process's one :class:`engine.kanban.service.BoardService` with the pane.
+A tick never runs twice at once: a request that arrives during a tick runs one more
+tick right after it (never a cancelled half-tick).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import TYPE_CHECKING
+
+from engine.config import Settings
+from engine.home import HomeLayout
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from engine.kanban.models import DispatchResult
+
+FIRST_TICK_SECONDS = 2.0
+
+
+class DispatchLoop:
+    def __init__(self, app: App, home: HomeLayout, settings: Settings, spawner=None) -> None:
+        self.app = app
+        self.home = home
+        self.settings = settings
+        self._spawner = spawner
+        self._running = False
+        self._again = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._watched: set[str] = set()
+        self.ticks = 0
+        self.last_result: DispatchResult | None = None
+
+    @property
+    def spawner(self):
+        """How the app's workers start (tests may set a different one before a tick)."""
+        if self._spawner is None:
+            from engine.kanban.registry_spawner import RegistrySpawner
+
+            self._spawner = RegistrySpawner(self.home, self.settings)
+        return self._spawner
+
+    @spawner.setter
+    def spawner(self, value) -> None:
+        self._spawner = value
+
+    def start(self) -> None:
+        """Begin the timed ticks (nothing when ``kanban.dispatch`` is off)."""
+        self._loop = asyncio.get_running_loop()
+        k = self.settings.kanban
+        if not k.dispatch:
+            return
+        self.app.set_timer(min(k.dispatch_interval_seconds, FIRST_TICK_SECONDS), self.request)
+        self.app.set_interval(k.dispatch_interval_seconds, self.request)
+
+    def request(self) -> None:
+        """Tick now, or right after the tick that is running."""
+        if self._running:
+            self._again = True
+            return
+        self._running = True
+        self.app.run_worker(self._ticks(), group="board-dispatch", exit_on_error=False)
+
+    async def _ticks(self) -> None:
+        try:
+            while True:
+                self._again = False
+                await self.tick()
+                if not self._again:
+                    return
+        finally:
+            self._running = False
+
+    async def tick(self) -> DispatchResult | None:
+        """One tick on the shared board service; None when there is no board yet or the
+        tick failed (said in a notification: a failed tick must not take the app down)."""
+        from engine.kanban.service import BoardService
+
+        if not await asyncio.to_thread(BoardService.exists, self.home, self.settings):
+            return None
+        try:
+            async with await BoardService.open(self.home, self.settings, create=False) as service:
+                result = await service.tick(self.spawner)
+        except Exception as exc:
+            self.app.notify(f"dispatch failed: {exc}", severity="error", timeout=8, markup=False)
+            return None
+        self.ticks += 1
+        self.last_result = result
+        for spawned in result.spawned:
+            self._watch_exit(spawned.process_id)
+        self._deliver(result)
+        return result
+
+    def _deliver(self, result: DispatchResult) -> None:
+        from widgets.board_pane import BoardPane
+
+        for pane in self.app.query(BoardPane):
+            pane.post_message(BoardPane.TickDone(result))
+
+    def _watch_exit(self, process_id: str | None) -> None:
+        """Wake the loop when this worker (a child of this process) exits."""
+        registry = getattr(self.spawner, "registry", None)
+        popen = registry.popen_of(process_id) if registry is not None and process_id else None
+        if popen is None or process_id in self._watched:
+            return
+        self._watched.add(process_id)
+
+        def wait() -> None:
+            try:
+                popen.wait()
+            except Exception:
+                pass
+            self._watched.discard(process_id)
+            loop = self._loop
+            if loop is not None and not loop.is_closed():
+                try:
+                    loop.call_soon_threadsafe(self._wake)
+                except RuntimeError:  # the app has just quit
+                    pass
+
+        threading.Thread(target=wait, name=f"board-exit-{process_id}", daemon=True).start()
+
+    def _wake(self) -> None:
+        # With kanban.dispatch off the app never ticks on its own, not even on an exit.
+        if self.app.is_running and self.settings.kanban.dispatch:
+            self.request()
