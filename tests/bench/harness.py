@@ -170,7 +170,7 @@ class Table:
         lines = [header]
         for r in self.rows:
             scale, digits = UNITS[r.unit]
-            ratio = "-" if r.ratio is None else f"{r.ratio:.2f}x"
+            ratio = "-" if r.ratio is None else f"{r.ratio:.2f}x" if r.ratio >= 0.01 else f"{r.ratio:.5f}x"
             ref = "not measured" if r.reference is None else f"{r.reference.show(scale, digits)} {r.unit}"
             lines.append((r.name, f"{r.ours.show(scale, digits)} {r.unit}", ref, ratio, str(r.runs),
                           f"{r.load_before:.2f}->{r.load_after:.2f}", r.aim))
