@@ -109,7 +109,7 @@ class Row:
         return len(self.ours.values)
 
 
-UNITS = {"s": (1.0, 3), "ms": (1000.0, 1), "us": (1e6, 0)}
+UNITS = {"s": (1.0, 3), "ms": (1000.0, 1), "us": (1e6, 0), "%": (100.0, 2)}
 
 
 def interleave(ours: Side, reference: Side | None, runs: int, *, between: Callable[[], None] | None = None,
