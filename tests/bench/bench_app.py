@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import fcntl
-import json
 import os
 import pty
 import signal
@@ -40,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import REPO, Table, compare, loadavg, row_from, user_env  # noqa: E402
+from harness import REPO, JsonChild, Table, compare, loadavg, row_from, user_env  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 COLS, ROWS = 160, 48
@@ -134,30 +133,18 @@ def bench_frame(table: Table, runs: int) -> None:
 
 
 class KeysDriver:
-    def __init__(self, which: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, str(HERE / "app_keys_driver.py"), which],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO,
-                                     env=user_env())
-        self._answer()  # ready
+    """One app under Pilot in its own process (app_keys_driver.py), timing keys on request."""
 
-    def _answer(self) -> dict:
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the {self.proc.args[-1]} key driver exited")
-        answer = json.loads(line)
-        if "error" in answer:
-            raise RuntimeError(answer["error"])
-        return answer
+    def __init__(self, which: str, log_dir: Path) -> None:
+        self.child = JsonChild([sys.executable, str(HERE / "app_keys_driver.py"), which],
+                               log=log_dir / f"keys-{which}.log")
+        self.child.answer()  # ready
 
     def ask(self, request: str) -> float:
-        self.proc.stdin.write(request + "\n")
-        self.proc.stdin.flush()
-        return self._answer()["seconds"]
+        return self.child.ask(request)["seconds"]
 
     def close(self) -> None:
-        self.proc.stdin.write("\n")
-        self.proc.stdin.flush()
-        self.proc.wait(timeout=60)
+        self.child.close()
 
 
 KEY_ROWS = (
@@ -171,14 +158,15 @@ KEY_ROWS = (
 
 
 def bench_keys(table: Table, runs: int) -> None:
-    ours, bare = KeysDriver("ours"), KeysDriver("bare")
-    try:
-        for request, name in KEY_ROWS:
-            table.add(compare(f"{name} (demo home)", lambda r=request: ours.ask(r), lambda r=request: bare.ask(r),
-                              runs, aim="< 100 ms median"))
-    finally:
-        ours.close()
-        bare.close()
+    with tempfile.TemporaryDirectory(prefix="hermes-bench-keys-") as logs:
+        ours, bare = KeysDriver("ours", Path(logs)), KeysDriver("bare", Path(logs))
+        try:
+            for request, name in KEY_ROWS:
+                table.add(compare(f"{name} (demo home)", lambda r=request: ours.ask(r),
+                                  lambda r=request: bare.ask(r), runs, aim="< 100 ms median"))
+        finally:
+            ours.close()
+            bare.close()
 
 
 def bench_idle(table: Table, seconds: float) -> None:

@@ -36,7 +36,7 @@ from types import MappingProxyType
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from harness import REPO, Table, compare, run_process, user_env  # noqa: E402
+from harness import REPO, JsonChild, Table, compare, run_process, user_env  # noqa: E402
 
 from engine.config import KanbanSettings, ProfileSettings, Settings  # noqa: E402
 from engine.home import HomeLayout  # noqa: E402
@@ -171,28 +171,15 @@ class Reference:
         self.home = home
         for profile in PROFILES:  # the reference only spawns for profiles that exist
             (home / "profiles" / profile).mkdir(parents=True, exist_ok=True)
-        self.env = user_env(HERMES_HOME=str(home), HERMES_KANBAN_HOME=str(home))
-        self.log = home / "driver.log"  # the reference prints tips on stderr; kept for a failure
-        with open(self.log, "w") as log:
-            self.proc = subprocess.Popen([str(python), str(DRIVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=log, text=True, env=self.env, cwd=home)
+        # The reference prints tips on stderr: kept in the log, quoted if it fails.
+        self.child = JsonChild([str(python), str(DRIVER)], log=home / "driver.log", cwd=home,
+                               env=user_env(HERMES_HOME=str(home), HERMES_KANBAN_HOME=str(home)))
 
     def ask(self, **request) -> dict:
-        assert self.proc.stdin and self.proc.stdout
-        self.proc.stdin.write(json.dumps({"home": str(self.home), **request}) + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the reference driver exited: {self.log.read_text()[-2000:]}")
-        answer = json.loads(line)
-        if "error" in answer:
-            raise RuntimeError(answer["error"])
-        return answer
+        return self.child.ask(json.dumps({"home": str(self.home), **request}))
 
     def close(self) -> None:
-        if self.proc.stdin:
-            self.proc.stdin.close()
-        self.proc.wait(timeout=30)
+        self.child.close()
 
 
 # ---------------------------------------------------------------------------------------

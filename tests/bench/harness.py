@@ -12,6 +12,7 @@ Nothing here is a figure to compare against: a reference is always measured agai
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import subprocess
@@ -60,6 +61,43 @@ def run_process(argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: 
     subprocess.run(list(argv), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    env=env or user_env(), cwd=cwd or REPO, input=stdin)
     return time.perf_counter() - start
+
+
+class JsonChild:
+    """A long-lived helper process answering one JSON line per request line, so a
+    side's figures can be measured inside another interpreter (another virtual
+    environment, another app) without paying its start-up in every round. Its stderr
+    goes to ``log`` and is quoted when the child dies."""
+
+    def __init__(self, argv: Sequence[str], *, log: Path, env: dict[str, str] | None = None,
+                 cwd: Path | str | None = None) -> None:
+        self.log = log
+        with open(log, "w") as err:
+            self.proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                                         text=True, env=env or user_env(), cwd=cwd or REPO)
+
+    def answer(self) -> dict:
+        """The next answer; a dead child or an ``error`` answer raises with the reason."""
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"{self.proc.args[1:]} exited: {self.log.read_text()[-2000:]}")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise RuntimeError(answer["error"])
+        return answer
+
+    def ask(self, request: str) -> dict:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(request + "\n")
+        self.proc.stdin.flush()
+        return self.answer()
+
+    def close(self) -> None:
+        """An empty line (or end of input) tells the child to finish."""
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=60)
 
 
 def sync_disks() -> None:
