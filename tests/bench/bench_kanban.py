@@ -142,17 +142,17 @@ async def ours_tick(db: Path, home: HomeLayout, limit: int) -> tuple[float, int]
 # The reference: a venv with hermes-agent, driven over a pipe.
 # ---------------------------------------------------------------------------------------
 
-def ensure_reference_venv() -> Path | None:
+def ensure_reference_venv(venv: Path) -> Path | None:
     """The reference interpreter, installing it once; None (with the reason printed)
     when it cannot be installed."""
-    python = REF_VENV / "bin" / "python"
-    stamp = REF_VENV / f".installed-hermes-agent-{REFERENCE_VERSION}"
+    python = venv / "bin" / "python"
+    stamp = venv / f".installed-hermes-agent-{REFERENCE_VERSION}"
     if stamp.exists() and python.exists():
         return python
-    print(f"installing hermes-agent=={REFERENCE_VERSION} into {REF_VENV} (once) ...", file=sys.stderr, flush=True)
-    shutil.rmtree(REF_VENV, ignore_errors=True)
+    print(f"installing hermes-agent=={REFERENCE_VERSION} into {venv} (once) ...", file=sys.stderr, flush=True)
+    shutil.rmtree(venv, ignore_errors=True)
     try:
-        subprocess.run([sys.executable, "-m", "venv", str(REF_VENV)], check=True, capture_output=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
         subprocess.run([str(python), "-m", "pip", "install", "-q", f"hermes-agent=={REFERENCE_VERSION}"],
                        check=True, capture_output=True, text=True)
     except subprocess.CalledProcessError as exc:
@@ -199,11 +199,12 @@ def main() -> int:
     ap.add_argument("--cards", type=int, default=200, help="cards per round for the per-card create")
     ap.add_argument("--bulk", type=int, default=1000, help="cards per round for the bulk create")
     ap.add_argument("--cli-runs", type=int, default=9)
+    ap.add_argument("--ref-venv", type=Path, default=REF_VENV, help="where the reference is installed (cached)")
     args = ap.parse_args()
 
     loop = asyncio.new_event_loop()
     run = loop.run_until_complete
-    python = ensure_reference_venv()
+    python = ensure_reference_venv(args.ref_venv)
     tmp = Path(tempfile.mkdtemp(prefix="run-", dir=BENCH_ROOT))
     ref = Reference(python, tmp / "ref-home") if python else None
     table = Table("Kanban: hermes-tui vs hermes-agent " + REFERENCE_VERSION, f"hermes-agent {REFERENCE_VERSION}")
