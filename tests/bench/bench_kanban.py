@@ -1,31 +1,42 @@
-"""Kanban benchmark: card creation rate and one dispatch tick on a 10,000-card board.
+"""Kanban benchmark: ours against hermes-agent 0.19.0, measured in the same run.
 
-    python tests/bench/bench_kanban.py
+    python tests/bench/bench_kanban.py [--runs N] [--cards N] [--cli-runs N]
 
-The board: 10,000 cards of which 100 are ready (the rest done, archived, blocked, in
-review, or todo behind an open parent), done cards with a closed run each. The tick
-uses a spawner that starts nothing (``NullSpawner``), default caps (max_in_progress 4),
-so it claims 4 cards and gives the other 96 a reason. Each tick is timed on a fresh
-copy of the same board file (opening the connection is not part of the tick).
+The reference is real: a virtual environment with ``hermes-agent==0.19.0`` is created
+once under $TMPDIR/hermes-tui-bench/ref-venv (reused by later runs) and its Python API
+is driven by tests/bench/kanban_reference.py in one long-lived child. If it cannot be
+installed the bench says so and prints only our figures.
 
-Reference (hermes-agent 0.19.0 on this machine): about 2,400 cards/s and 77 ms for the
-tick; the goal is 5x better on both (>= 12,000 cards/s, <= 15 ms).
+Like for like:
+- per-card create: one card per durable write transaction on both sides
+  (``synchronous=FULL`` in WAL on both), the same number of cards per round;
+- the tick: the same board shape (10,000 cards, 100 ready; the rest done with a
+  closed run, archived, blocked, in review, or todo behind a ready parent), the same
+  claim limit (both 100, then both 4), a spawner that starts nothing on both sides,
+  each tick on a fresh copy of its side's board (opening it is not timed on either);
+- the CLI: one whole process per card, interpreter start included
+  (``hermes-tui kanban create`` vs ``hermes kanban create``).
+Rounds alternate which side goes first; each row has medians with min-max and the load.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from harness import REPO, JsonChild, Table, compare, run_process, user_env  # noqa: E402
 
 from engine.config import KanbanSettings, ProfileSettings, Settings  # noqa: E402
 from engine.home import HomeLayout  # noqa: E402
@@ -35,124 +46,251 @@ from engine.kanban.models import NewTask  # noqa: E402
 from engine.kanban.store import Board  # noqa: E402
 from engine.kanban.workers import NullSpawner  # noqa: E402
 
-REFERENCE_CARDS_PER_S = 2400.0
-REFERENCE_TICK_MS = 77.0
-TOTAL = 10_000
-READY = 100
-TICK_REPEATS = 9
+REFERENCE_VERSION = "0.19.0"
+BENCH_ROOT = Path(tempfile.gettempdir()) / "hermes-tui-bench"
+REF_VENV = BENCH_ROOT / "ref-venv"
+DRIVER = Path(__file__).resolve().parent / "kanban_reference.py"
+PROFILES = ("coder", "writer")
 
-SETTINGS = Settings(kanban=KanbanSettings(profiles=MappingProxyType({
-    "coder": ProfileSettings("coder", "true"), "writer": ProfileSettings("writer", "true")})))
-
-
-async def build_board(path: Path) -> float:
-    """Create the 10,000-card board; returns the bulk creation time (seconds)."""
-    board = await Board.open(path)
-    try:
-        profiles = ("coder", "writer")
-        start = time.perf_counter()
-        cards = await tr.create_tasks(board, [
-            NewTask(f"card {i}", body="benchmark card " * 4, assignee=profiles[i % 2], priority=i % 5)
-            for i in range(TOTAL)])
-        elapsed = time.perf_counter() - start
-        ids = [c.id for c in cards]
-        ready, rest = ids[:READY], ids[READY:]
-        todo, done, archived, blocked, review = rest[:1500], rest[1500:5500], rest[5500:8500], \
-            rest[8500:9500], rest[9500:]
-        now = time.time()
-        async with board.transaction() as conn:
-            await conn.executemany("UPDATE tasks SET status = 'done', completed_at = ? WHERE id = ?",
-                                   [(now, i) for i in done])
-            await conn.executemany("UPDATE tasks SET status = 'archived' WHERE id = ?", [(i,) for i in archived])
-            await conn.executemany("UPDATE tasks SET status = 'blocked', consecutive_failures = 2 WHERE id = ?",
-                                   [(i,) for i in blocked])
-            await conn.executemany("UPDATE tasks SET status = 'review' WHERE id = ?", [(i,) for i in review])
-            await conn.executemany("UPDATE tasks SET status = 'todo' WHERE id = ?", [(i,) for i in todo])
-            await conn.executemany("INSERT INTO task_links (parent_id, child_id) VALUES (?, ?)",
-                                   [(ready[n % READY], i) for n, i in enumerate(todo)])
-            await conn.executemany(
-                "INSERT INTO task_runs (task_id, profile, status, claim_lock, started_at, ended_at, outcome) "
-                "VALUES (?, 'coder', 'ended', 'bench:1', ?, ?, 'completed')", [(i, now - 60, now) for i in done])
-        counts = await board.counts()
-        assert counts["ready"] == READY and sum(counts.values()) == TOTAL, counts
-        await board.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        return elapsed
-    finally:
-        await board.close()
+# The board both sides tick: statuses in creation order (ready first, so each todo card
+# can wait on a ready parent).
+SHAPE = {"total": 10_000, "groups": [("ready", 100), ("todo", 1500), ("done", 4000), ("archived", 3000),
+                                     ("blocked", 1000), ("review", 400)]}
 
 
-async def time_tick(template: Path, workdir: Path) -> tuple[float, int, int]:
-    """One tick on a fresh copy of the board: (seconds, spawned, skipped)."""
-    db = workdir / "kanban.db"
-    for suffix in ("", "-wal", "-shm"):
-        Path(str(db) + suffix).unlink(missing_ok=True)
-    shutil.copyfile(template, db)
-    home = HomeLayout(workdir)
+# ---------------------------------------------------------------------------------------
+# Our side: small functions over the store API, easy to point at another store.
+# ---------------------------------------------------------------------------------------
+
+async def ours_create_per_card(db: Path, n: int) -> float:
+    """Seconds to create n cards, one durable transaction each (what one click does)."""
     board = await Board.open(db)
     try:
-        dispatcher = Dispatcher(board, home=home, settings=SETTINGS, spawner=NullSpawner())
-        start = time.perf_counter()
-        result = await dispatcher.tick()
-        elapsed = time.perf_counter() - start
-        return elapsed, len(result.spawned), len(result.skipped)
-    finally:
-        await board.close()
-
-
-async def per_card_rate(path: Path, n: int = 1000) -> float:
-    """Cards/s creating one card per transaction (the API a person's click uses)."""
-    board = await Board.open(path)
-    try:
-        start = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        start = loop.time()
         for i in range(n):
             await tr.create_task(board, NewTask(f"single {i}", assignee="coder"))
-        return n / (time.perf_counter() - start)
+        return loop.time() - start
     finally:
         await board.close()
 
 
-def cli_rate(home: Path, n: int = 15) -> float:
-    """Cards/s through ``hermes-tui kanban create`` (a new Python process per card)."""
-    start = time.perf_counter()
-    for i in range(n):
-        subprocess.run([sys.executable, "-m", "hermes_tui", "--home", str(home), "kanban", "create", f"cli {i}"],
-                       check=True, capture_output=True)
-    return n / (time.perf_counter() - start)
+async def ours_create_bulk(db: Path, n: int) -> float:
+    """Seconds to create n cards in one durable transaction (the bulk API)."""
+    board = await Board.open(db)
+    try:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        await tr.create_tasks(board, [NewTask(f"bulk {i}", assignee="coder") for i in range(n)])
+        return loop.time() - start
+    finally:
+        await board.close()
 
 
-async def main() -> None:
-    with tempfile.TemporaryDirectory(prefix="bench-kanban-") as tmp:
-        tmp_path = Path(tmp)
-        template = tmp_path / "template.db"
-        bulk_s = await build_board(template)
-        ticks = []
-        for i in range(TICK_REPEATS):
-            work = tmp_path / f"tick{i}"
-            work.mkdir()
-            ticks.append(await time_tick(template, work))
-        spawned, skipped = ticks[0][1], ticks[0][2]
-        tick_ms = statistics.median(t[0] for t in ticks) * 1000
-        tick_min = min(t[0] for t in ticks) * 1000
-        single = await per_card_rate(tmp_path / "single.db")
-        cli_home = tmp_path / "cli-home"
-        cli_home.mkdir()
-        cli = cli_rate(cli_home)
+async def ours_build(db: Path) -> dict[str, int]:
+    """The benchmark board (setup, not timed)."""
+    board = await Board.open(db)
+    try:
+        cards = await tr.create_tasks(board, [
+            NewTask(f"card {i}", body="benchmark card " * 4, assignee=PROFILES[i % 2], priority=i % 5)
+            for i in range(SHAPE["total"])])
+        groups, at = {}, 0
+        for status, count in SHAPE["groups"]:
+            groups[status] = [c.id for c in cards[at:at + count]]
+            at += count
+        now = board.now()
+        async with board.transaction() as conn:
+            await conn.executemany("UPDATE tasks SET status = 'done', completed_at = ? WHERE id = ?",
+                                   [(now, i) for i in groups["done"]])
+            for status in ("archived", "review", "todo"):
+                await conn.executemany(f"UPDATE tasks SET status = '{status}' WHERE id = ?",
+                                       [(i,) for i in groups[status]])
+            await conn.executemany("UPDATE tasks SET status = 'blocked', consecutive_failures = 2 WHERE id = ?",
+                                   [(i,) for i in groups["blocked"]])
+            ready = groups["ready"]
+            await conn.executemany("INSERT INTO task_links (parent_id, child_id) VALUES (?, ?)",
+                                   [(ready[n % len(ready)], i) for n, i in enumerate(groups["todo"])])
+            await conn.executemany(
+                "INSERT INTO task_runs (task_id, profile, status, claim_lock, started_at, ended_at, outcome) "
+                "VALUES (?, 'coder', 'ended', 'bench:1', ?, ?, 'completed')", [(i, now - 60, now) for i in groups["done"]])
+        counts = await board.counts()
+        await board.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return {k: v for k, v in counts.items() if v}
+    finally:
+        await board.close()
 
-    bulk_rate = TOTAL / bulk_s
-    rows = [
-        ("create 10,000 cards (bulk API, 1 txn)", f"{bulk_rate:,.0f} cards/s", f"{REFERENCE_CARDS_PER_S:,.0f} cards/s",
-         f"{bulk_rate / REFERENCE_CARDS_PER_S:.1f}x"),
-        ("create 1,000 cards (1 txn per card)", f"{single:,.0f} cards/s", "", f"{single / REFERENCE_CARDS_PER_S:.1f}x"),
-        ("create via CLI (process per card)", f"{cli:,.1f} cards/s", "", ""),
-        (f"tick, 10,000 cards / 100 ready (median of {TICK_REPEATS})", f"{tick_ms:.1f} ms (min {tick_min:.1f})",
-         f"{REFERENCE_TICK_MS:.0f} ms", f"{REFERENCE_TICK_MS / tick_ms:.1f}x"),
-    ]
-    width = max(len(r[0]) for r in rows)
-    print(f"{'measure':<{width}}  {'hermes-tui':>22}  {'reference':>15}  {'vs ref':>6}")
-    for name, ours, ref, ratio in rows:
-        print(f"{name:<{width}}  {ours:>22}  {ref:>15}  {ratio:>6}")
-    print(f"(tick: spawned {spawned} with a spawner that starts nothing, {skipped} held back with a reason)")
+
+def settings_with_limit(limit: int) -> Settings:
+    profiles = MappingProxyType({p: ProfileSettings(p, "true") for p in PROFILES})
+    return Settings(kanban=KanbanSettings(profiles=profiles, max_in_progress=limit))
+
+
+async def ours_tick(db: Path, home: HomeLayout, limit: int) -> tuple[float, int]:
+    """One dispatch tick claiming up to ``limit`` cards: (seconds, claimed)."""
+    board = await Board.open(db)
+    try:
+        dispatcher = Dispatcher(board, home=home, settings=settings_with_limit(limit), spawner=NullSpawner())
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        result = await dispatcher.tick()
+        return loop.time() - start, len(result.spawned)
+    finally:
+        await board.close()
+
+
+# ---------------------------------------------------------------------------------------
+# The reference: a venv with hermes-agent, driven over a pipe.
+# ---------------------------------------------------------------------------------------
+
+def ensure_reference_venv(venv: Path) -> Path | None:
+    """The reference interpreter, installing it once; None (with the reason printed)
+    when it cannot be installed."""
+    python = venv / "bin" / "python"
+    stamp = venv / f".installed-hermes-agent-{REFERENCE_VERSION}"
+    if stamp.exists() and python.exists():
+        return python
+    print(f"installing hermes-agent=={REFERENCE_VERSION} into {venv} (once) ...", file=sys.stderr, flush=True)
+    shutil.rmtree(venv, ignore_errors=True)
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", f"hermes-agent=={REFERENCE_VERSION}"],
+                       check=True, capture_output=True, text=True)
+    except subprocess.CalledProcessError as exc:
+        tail = (exc.stderr or "").strip().splitlines()[-1:] if isinstance(exc.stderr, str) else []
+        print(f"reference not measured: hermes-agent=={REFERENCE_VERSION} could not be installed "
+              f"({' '.join(tail) or exc})", flush=True)
+        return None
+    stamp.touch()
+    return python
+
+
+class Reference:
+    """One long-lived reference interpreter answering JSON requests."""
+
+    def __init__(self, python: Path, home: Path) -> None:
+        self.home = home
+        for profile in PROFILES:  # the reference only spawns for profiles that exist
+            (home / "profiles" / profile).mkdir(parents=True, exist_ok=True)
+        # The reference prints tips on stderr: kept in the log, quoted if it fails.
+        self.child = JsonChild([str(python), str(DRIVER)], log=home / "driver.log", cwd=home,
+                               env=user_env(HERMES_HOME=str(home), HERMES_KANBAN_HOME=str(home)))
+
+    def ask(self, **request) -> dict:
+        return self.child.ask(json.dumps({"home": str(self.home), **request}))
+
+    def close(self) -> None:
+        self.child.close()
+
+
+# ---------------------------------------------------------------------------------------
+
+def fresh_copy(template: Path, to: Path) -> Path:
+    """A fresh board file copied from a template (no -wal/-shm left from before)."""
+    to.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(to) + suffix).unlink(missing_ok=True)
+    shutil.copyfile(template, to)
+    return to
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=7, help="interleaved rounds per row")
+    ap.add_argument("--cards", type=int, default=200, help="cards per round for the per-card create")
+    ap.add_argument("--bulk", type=int, default=1000, help="cards per round for the bulk create")
+    ap.add_argument("--cli-runs", type=int, default=9)
+    ap.add_argument("--ref-venv", type=Path, default=REF_VENV, help="where the reference is installed (cached)")
+    args = ap.parse_args()
+
+    loop = asyncio.new_event_loop()
+    run = loop.run_until_complete
+    python = ensure_reference_venv(args.ref_venv)
+    tmp = Path(tempfile.mkdtemp(prefix="run-", dir=BENCH_ROOT))
+    ref = Reference(python, tmp / "ref-home") if python else None
+    table = Table("Kanban: hermes-tui vs hermes-agent " + REFERENCE_VERSION, f"hermes-agent {REFERENCE_VERSION}")
+    try:
+        ours_db, ref_db = tmp / "ours-create.db", tmp / "ref-create.db"
+        n = args.cards
+        table.add(compare(
+            f"create {n} cards, 1 durable txn each (per card)",
+            lambda: run(ours_create_per_card(ours_db, n)) / n,
+            (lambda: ref.ask(op="create", db=str(ref_db), n=n)["seconds"] / n) if ref else None,
+            args.runs, unit="ms", aim="<= 0.20x (5x faster)"))
+        b = args.bulk
+        table.add(compare(
+            f"create {b} cards: ours bulk (1 txn) vs reference per card (its only API)",
+            lambda: run(ours_create_bulk(tmp / "ours-bulk.db", b)),
+            (lambda: ref.ask(op="create", db=str(tmp / "ref-bulk.db"), n=b)["seconds"]) if ref else None,
+            max(3, args.runs // 2), unit="ms",
+            note="the reference has no multi-card create; this is what a user with many titles gets from each"))
+
+        ours_template, ref_template = tmp / "ours-template.db", tmp / "ref-template.db"
+        print(f"  ours board: {run(ours_build(ours_template))}", file=sys.stderr)
+        if ref:
+            print(f"  reference board: {ref.ask(op='build', db=str(ref_template), shape=SHAPE)['counts']}",
+                  file=sys.stderr)
+        for limit in (100, 4):
+            table.add(tick_row(run, ref, tmp, ours_template, ref_template, limit, args.runs))
+
+        table.add(cli_row(tmp, python, args.cli_runs))
+    finally:
+        if ref:
+            ref.close()
+        loop.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    table.print()
+    return 0
+
+
+def tick_row(run: Callable, ref: Reference | None, tmp: Path, ours_template: Path, ref_template: Path,
+             limit: int, runs: int):
+    counter = iter(range(10**6))
+    claimed: dict[str, set[int]] = {"ours": set(), "ref": set()}
+
+    def ours() -> float:
+        work = tmp / f"ours-tick-{next(counter)}"
+        home = HomeLayout(work).ensure()
+        seconds, spawned = run(ours_tick(fresh_copy(ours_template, work / "kanban.db"), home, limit))
+        claimed["ours"].add(spawned)
+        shutil.rmtree(work)
+        return seconds
+
+    def reference() -> float:
+        work = tmp / f"ref-tick-{next(counter)}"
+        answer = ref.ask(op="tick", db=str(fresh_copy(ref_template, work / "kanban.db")), limit=limit)
+        claimed["ref"].add(answer["spawned"])
+        shutil.rmtree(work)
+        return answer["seconds"]
+
+    row = compare(f"tick on 10,000 cards / 100 ready, claim limit {limit}", ours, reference if ref else None,
+                  runs, unit="ms", aim="<= 0.20x (5x faster)")
+    note = f"claimed per tick: ours {sorted(claimed['ours'])}"
+    if ref:
+        note += f", reference {sorted(claimed['ref'])}"
+    return replace(row, note=note)
+
+
+def cli_row(tmp: Path, ref_python: Path | None, runs: int):
+    ours_home = tmp / "cli-ours"
+    ours_home.mkdir()
+    ours_cli = Path(sys.executable).with_name("hermes-tui")
+    ref_home = tmp / "cli-ref"
+    (ref_home / "profiles" / "coder").mkdir(parents=True)
+    counter = iter(range(10**6))
+
+    def ours() -> float:
+        return run_process([str(ours_cli), "--home", str(ours_home), "kanban", "create", f"cli {next(counter)}",
+                            "--assignee", "coder"])
+
+    def reference() -> float:
+        return run_process([str(ref_python.with_name("hermes")), "kanban", "create", f"cli {next(counter)}",
+                            "--assignee", "coder"], env=user_env(HERMES_HOME=str(ref_home)), cwd=ref_home)
+
+    return compare("CLI: one whole process per card (interpreter start included)", ours,
+                   reference if ref_python else None, runs, unit="ms", aim="<= 0.20x (5x faster)")
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    assert REPO.exists()
+    BENCH_ROOT.mkdir(parents=True, exist_ok=True)
+    sys.exit(main())

@@ -1,234 +1,165 @@
-"""Processes benchmark, side by side in one run.
+"""Processes benchmark: ours against the plain tools, measured in the same run.
 
-    python tests/bench/bench_processes.py [--mb 200] [--spawns 200] [--sessions 300]
+    python tests/bench/bench_processes.py [--mb 200] [--spawns 50] [--sessions 300] [--runs N] [--only a|b|c]
 
-(a) A process writes 200 MB as fast as it can while the byte-offset follower reads it
-    live: the follower must read exactly 200 MB (no re-reads). Then, on the same finished
-    file (warm cache), the follower's read+decode throughput vs ``cat FILE >/dev/null``
-    (aim: at least half of cat's).
-(b) spawn+wait of N ``true`` through the registry (wrapper, output file, metadata,
-    exit record) vs ``subprocess.run(["true"])`` x N (aim: overhead within 3x).
-(c) With 300 sessions (one writing ~5 MB/s and shown in the output view): one refresh
-    of the processes pane (sample in the worker thread + keyed diff on the UI thread),
-    median and p95 (aim: under 10 ms median); and the Pilot key-press round trip while
-    it streams.
+(a) Output: a finished session's 200 MB output file, read to the end by the byte-offset
+    follower (bytes only; then decoded as UTF-8 and redacted, the path the output view
+    shows) against ``cat FILE >/dev/null``. Both warm (the file was just written and
+    read once untimed); rounds alternate which goes first.
+(b) Spawn+wait: N ``true`` through the registry (wrapper, output file, metadata, exit
+    record) against ``subprocess.run(["true"])`` N times, interleaved round by round;
+    the figure is per process.
+(c) ``hermes-tui ps --json`` (and ``ps --all --json``) on a home with 300 finished
+    sessions, the whole CLI process (interpreter start included), against
+    ``python -c pass`` and against ``ls`` of the sessions folder.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import replace
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from engine.config import ProcessSettings, Settings, UiSettings  # noqa: E402
+from harness import Table, compare, run_process, timed, user_env  # noqa: E402
+
+from engine.config import ProcessSettings, Settings  # noqa: E402
 from engine.home import HomeLayout  # noqa: E402
 from engine.processes import ProcessRegistry  # noqa: E402
 from engine.processes.follower import OutputFollower  # noqa: E402
+from engine.processes.redact import maybe_redact  # noqa: E402
 
 MB = 1024 * 1024
+# Mostly ASCII, like real build and test output, with a few multi-byte characters.
+LINE = "2026-11-29 19:00:01 INFO worker 7: processed batch 0123456789 (ok) é"
 
 
-def _home() -> HomeLayout:
-    return HomeLayout(Path(tempfile.mkdtemp(prefix="hermes-bench-"))).ensure()
+def _registry(root: Path) -> ProcessRegistry:
+    home = HomeLayout(root).ensure()
+    return ProcessRegistry(home, replace(Settings(), processes=ProcessSettings(max_finished=10_000)))
 
 
-def _settings(**ui) -> Settings:
-    return replace(Settings(), processes=ProcessSettings(max_finished=10_000),
-                   ui=UiSettings(**ui) if ui else UiSettings())
+def write_output(reg: ProcessRegistry, size: int) -> Path:
+    """A real session that wrote ``size`` bytes; returns its output file."""
+    s = reg.spawn(f"yes '{LINE}' | head -c {size}")
+    reg.wait(s.id)
+    path = s.output_path
+    assert path.stat().st_size == size, (path.stat().st_size, size)
+    return path
 
 
-def bench_follow(mb: int) -> list[tuple[str, str]]:
-    home = _home()
-    reg = ProcessRegistry(home, _settings())
+def follow_bytes(path: Path, size: int) -> float:
+    def go() -> None:
+        with OutputFollower(path) as f:
+            while f.read_bytes().data:
+                pass
+            assert f.bytes_read == size
+
+    return timed(go)
+
+
+def follow_decoded(path: Path, size: int) -> float:
+    """Every byte read and decoded as UTF-8 (what the output view turns into lines)."""
+    def go() -> None:
+        with OutputFollower(path) as f:
+            while f.read().text:
+                pass
+            assert f.bytes_read == size
+
+    return timed(go)
+
+
+def redact_one_mb(text: str) -> float:
+    return timed(lambda: maybe_redact(text, True))
+
+
+def bench_output(table: Table, root: Path, mb: int, runs: int) -> None:
     size = mb * MB
-    # Mostly ASCII, like real build and test output, with some multi-byte characters.
-    line = "2026-11-29 19:00:01 INFO worker 7: processed batch 0123456789 (ok) é\n"
-    s = reg.spawn(f"yes '{line[:-1]}' | head -c {size}")
-    follower = OutputFollower(s.output_path)
-    chars = 0
-    t0 = time.perf_counter()
-    while True:
-        chars += len(follower.read().text)
-        popen = reg.popen_of(s.id)
-        if popen is not None and popen.poll() is not None:
-            chars += len(follower.read_all_text().text)  # drain what is left
-            break
-        time.sleep(0.002)
-    live = time.perf_counter() - t0
-    chars += len(follower.flush())
-    on_disk = s.output_path.stat().st_size
-    assert on_disk == size, (on_disk, size)
-    exact = follower.bytes_read == size
-
-    def follow_all(decode: bool) -> float:
-        f = OutputFollower(s.output_path)
-        read = f.read if decode else f.read_bytes
-        t = time.perf_counter()
-        while True:
-            chunk = read()
-            if not (chunk.text if decode else chunk.data):
-                break
-        elapsed = time.perf_counter() - t
-        assert f.bytes_read == size
-        return elapsed
+    path = write_output(_registry(root / "output-home"), size)
 
     def cat() -> float:
-        t = time.perf_counter()
-        subprocess.run(["cat", str(s.output_path)], stdout=subprocess.DEVNULL, check=True)
-        return time.perf_counter() - t
+        return run_process(["cat", str(path)])
 
-    follow_all(False), cat()  # warm the page cache for both
-    b_rate = size / statistics.median([follow_all(False) for _ in range(5)]) / MB
-    f_rate = size / statistics.median([follow_all(True) for _ in range(5)]) / MB
-    c_rate = size / statistics.median([cat() for _ in range(5)]) / MB
-    return [
-        ("(a) bytes read by the live follower", f"{follower.bytes_read:,} of {size:,} "
-         f"({'exact, no re-reads' if exact else 'MISMATCH'}); {live:.2f}s while writing"),
-        ("(a) follower read_bytes (warm)", f"{b_rate:,.0f} MB/s (median of 5)"),
-        ("(a) follower read + UTF-8 decode (warm)", f"{f_rate:,.0f} MB/s (median of 5)"),
-        ("(a) cat FILE >/dev/null (warm)", f"{c_rate:,.0f} MB/s (median of 5)"),
-        ("(a) follower / cat", f"{b_rate / c_rate:.2f} bytes, {f_rate / c_rate:.2f} decoded (aim >= 0.5)"),
-    ]
+    table.add(compare(f"(a) follower read_bytes of {mb} MB vs cat", lambda: follow_bytes(path, size), cat, runs,
+                      unit="ms", aim="<= 2.0x (>= 0.5x cat's rate)"))
+    table.add(compare(f"(a) follower read + UTF-8 decode of {mb} MB vs cat", lambda: follow_decoded(path, size),
+                      cat, runs, unit="ms", aim="<= 2.0x (>= 0.5x cat's rate)"))
+    if Settings().processes.redact:  # the view redacts what it draws by default
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read(MB)
+        table.add(compare("(a) redact 1 MB of that output (on by default; ours only)", lambda: redact_one_mb(text),
+                          None, runs, unit="ms", note="no plain tool does this; the view redacts only what it draws"))
 
 
-def bench_spawn(n: int) -> list[tuple[str, str]]:
-    home = _home()
-    reg = ProcessRegistry(home, _settings())
-    reg.wait(reg.spawn(["true"]).id)  # warm-up (creates the folders)
-    subprocess.run(["true"])
-    t = time.perf_counter()
-    for _ in range(n):
-        subprocess.run(["true"])
-    base = time.perf_counter() - t
-    t = time.perf_counter()
-    for _ in range(n):
-        s = reg.spawn(["true"])
-        done = reg.wait(s.id)
-        assert done.exit_code == 0
-    ours = time.perf_counter() - t
-    return [
-        (f"(b) subprocess.run(['true']) x{n}", f"{base * 1000:.0f} ms ({base / n * 1000:.2f} ms each)"),
-        (f"(b) registry spawn+wait x{n}", f"{ours * 1000:.0f} ms ({ours / n * 1000:.2f} ms each)"),
-        ("(b) registry / subprocess.run", f"{ours / base:.2f}x (aim <= 3x)"),
-    ]
+def bench_spawn(table: Table, root: Path, n: int, runs: int) -> None:
+    reg = _registry(root / "spawn-home")
+
+    def ours() -> float:
+        def go() -> None:
+            for _ in range(n):
+                s = reg.spawn(["true"])
+                assert reg.wait(s.id).exit_code == 0
+        return timed(go) / n
+
+    def plain() -> float:
+        def go() -> None:
+            for _ in range(n):
+                subprocess.run(["true"], check=True)
+        return timed(go) / n
+
+    table.add(compare(f"(b) spawn+wait `true` (per process, {n} per round) vs subprocess.run", ours, plain, runs,
+                      unit="ms", aim="<= 3.0x"))
 
 
-WRITER = ("python3 -c \"import sys,time\nline=b'x'*99+b'\\n'\nchunk=line*5243\n"
-          "while True:\n sys.stdout.buffer.write(chunk); sys.stdout.flush(); time.sleep(0.1)\"")
+def bench_ps(table: Table, root: Path, sessions: int, runs: int) -> None:
+    reg = _registry(root / "ps-home")
+    for _ in range(sessions):
+        reg.wait(reg.spawn(["true"]).id)
+    assert len(reg.list(include_finished=True)) == sessions
+    cli = str(Path(sys.executable).with_name("hermes-tui"))
+    home = str(root / "ps-home")
 
+    def ps(*flags: str):
+        return lambda: run_process([cli, "--home", home, "ps", *flags], env=user_env())
 
-def bench_pane(n_sessions: int) -> list[tuple[str, str]]:
-    from textual.app import App, ComposeResult
+    def python_pass() -> float:
+        return run_process([sys.executable, "-c", "pass"])
 
-    from widgets.processes_pane import ProcessesPane
+    def ls() -> float:
+        return run_process(["ls", str(reg.root)])
 
-    home = _home()
-    settings = _settings(refresh_seconds=3600)  # refreshes are driven by the benchmark
-    reg = ProcessRegistry(home, settings)
-    running = [reg.spawn(["sleep", "600"]) for _ in range(20)]
-    finished = [reg.spawn(["true"]) for _ in range(n_sessions - 21)]
-    old = time.time() - 3600  # they finished an hour ago (settled: cached, as in a real home)
-    for s in finished:
-        reg.wait(s.id)
-        os.utime(s.dir / "exit", (old, old))
-    writer = reg.spawn(WRITER)
-
-    class Host(App):
-        def compose(self) -> ComposeResult:
-            yield ProcessesPane(home=home, settings=settings)
-
-    results: dict[str, list[float]] = {"thread": [], "ui": [], "total": [], "wall": [], "keys": [],
-                                       "handled": []}
-
-    def timed_snapshot(pane):  # measured inside the worker thread: the work, not the hop
-        t = time.perf_counter()
-        snap = pane.take_snapshot()
-        return snap, time.perf_counter() - t
-
-    async def drive() -> None:
-        app = Host()
-        async with app.run_test(size=(160, 48)) as pilot:
-            pane = app.query_one(ProcessesPane)
-            handled_at: list[float] = []
-            real_toggle = pane.action_toggle_follow
-
-            def probe() -> None:  # when the key's action actually runs
-                handled_at.append(time.perf_counter())
-                real_toggle()
-
-            pane.action_toggle_follow = probe
-            await pilot.pause(0.5)
-            snap = await asyncio.to_thread(pane.take_snapshot)
-            pane.apply_snapshot(snap)
-            pane.output.show(writer.id, writer.output_path, "writer")  # stream 5 MB/s into the view
-            await pilot.pause(1.2)  # the first CPU samples become real
-            for _ in range(40):
-                t0 = time.perf_counter()
-                snap, cost = await asyncio.to_thread(timed_snapshot, pane)
-                t1 = time.perf_counter()
-                pane.apply_snapshot(snap)
-                t2 = time.perf_counter()
-                results["thread"].append(cost)
-                results["ui"].append(t2 - t1)
-                results["total"].append(cost + (t2 - t1))
-                results["wall"].append(t2 - t0)
-                t = time.perf_counter()
-                await pilot.press("f")
-                results["keys"].append(time.perf_counter() - t)
-                results["handled"].append(handled_at[-1] - t)
-                await pilot.pause(0.05)
-            assert len(pane._rows) == n_sessions, len(pane._rows)
-
-    try:
-        asyncio.run(drive())
-    finally:
-        for s in [*running, writer]:
-            reg.kill(s.id, grace=0.5)
-
-    def ms(xs: list[float]) -> str:
-        xs = sorted(xs)
-        return f"median {statistics.median(xs) * 1000:.2f} ms, p95 {xs[int(len(xs) * 0.95) - 1] * 1000:.2f} ms"
-
-    return [
-        (f"(c) refresh, {n_sessions} sessions: sample (thread)", ms(results["thread"])),
-        ("(c) refresh: keyed diff (UI thread)", ms(results["ui"])),
-        ("(c) refresh: total work", ms(results["total"]) + " (aim < 10 ms median)"),
-        ("(c) refresh: wall, incl. thread hop", ms(results["wall"]) + " (GIL hand-offs under load)"),
-        ("(c) key press -> its action runs", ms(results["handled"]) + " while 5 MB/s streams into the view"),
-        ("(c) Pilot press() round trip", ms(results["keys"]) + " (includes Pilot's wait for idle)"),
-    ]
+    table.add(compare(f"(c) ps --json, {sessions} finished sessions vs python -c pass", ps("--json"), python_pass,
+                      runs, unit="ms", aim="<= 3.0x"))
+    table.add(compare(f"(c) ps --all --json, {sessions} finished vs python -c pass", ps("--all", "--json"),
+                      python_pass, runs, unit="ms", aim="<= 3.0x"))
+    table.add(compare(f"(c) ps --json, {sessions} finished sessions vs ls of the sessions folder", ps("--json"), ls,
+                      runs, unit="ms"))
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=int, default=200)
-    ap.add_argument("--spawns", type=int, default=200)
+    ap.add_argument("--spawns", type=int, default=50, help="processes per round for (b)")
     ap.add_argument("--sessions", type=int, default=300)
+    ap.add_argument("--runs", type=int, default=7, help="interleaved rounds per row")
     ap.add_argument("--only", choices=("a", "b", "c"), action="append", help="run only these parts")
     args = ap.parse_args()
     parts = set(args.only or ("a", "b", "c"))
-    rows = []
-    if "a" in parts:
-        rows += bench_follow(args.mb)
-    if "b" in parts:
-        rows += bench_spawn(args.spawns)
-    if "c" in parts:
-        rows += bench_pane(args.sessions)
-    width = max(len(k) for k, _ in rows)
-    print(f"{'measure'.ljust(width)}  result")
-    print(f"{'-' * width}  {'-' * 50}")
-    for k, v in rows:
-        print(f"{k.ljust(width)}  {v}")
+    table = Table("Processes: hermes-tui vs the plain tools", "plain tool")
+    with tempfile.TemporaryDirectory(prefix="hermes-bench-proc-") as tmp:
+        root = Path(tmp)
+        if "a" in parts:
+            bench_output(table, root, args.mb, args.runs)
+        if "b" in parts:
+            bench_spawn(table, root, args.spawns, args.runs)
+        if "c" in parts:
+            bench_ps(table, root, args.sessions, args.runs)
+    table.print()
     return 0
 
 

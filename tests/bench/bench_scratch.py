@@ -1,54 +1,71 @@
-"""Scratch benchmarks (run on demand: ``python tests/bench/bench_scratch.py``).
+"""Scratch benchmark: ours against du, find and rm, measured in the same run.
 
-(a) The state of every entry: 200 entries / ~200k files, 10% active with their only
-    recent file deep inside. Side by side: our scan (entries split across
-    processes), the same walk in one process, a plain ``os.scandir`` walk, one
-    ``find SCRATCH -newermt @CUTOFF`` over the whole tree, and ``du -s SCRATCH``
-    (the floor: one lstat per inode, in C).
-(b) An active entry of 100k files whose recent file is near the top: the early
-    stop against a full walk of the same entry (target: under 1%).
-(c) Pruning 50 idle entries of 100k files in all against ``rm -rf`` of identical
-    trees (target: within 1.5x).
+    python tests/bench/bench_scratch.py [--runs N] [--only a|b|c|d]
 
-Usage: ``python tests/bench/bench_scratch.py [abc]``. The (a) tree is built once under /tmp and reused by later runs; (b) and (c) trees
-are built per run and removed. Times are the best of several runs, warm cache.
+(a) Scan: the state and size of every entry of a scratch folder of 200 entries /
+    ~200k files (10% active, their only recent file deep inside): the survey in
+    process and ``hermes-tui scratch --json`` as a whole process, against
+    ``du -s SCRATCH`` and ``find SCRATCH -newermt @CUTOFF``. Warm cache (the tree is
+    read once untimed); rounds alternate which side goes first. The tree is built once
+    under $TMPDIR/hermes-tui-bench/scratch-a and reused by later runs.
+(b) Early stop: an active entry of 100k files whose recent file is near the top,
+    against the full walk of the same entry (aim: under 1%).
+(c) Prune with delete of 50 idle entries / 100k files against ``rm -rf`` of an
+    identical tree. Fair by construction: each side builds its own fresh tree, then
+    ``sync`` flushes it (untimed) so no side pays the other's disk writes, and the
+    rounds alternate which side goes first. The caches are not dropped (other users of
+    the machine would pay for it): both sides delete a tree that is in the page cache.
+(d) The automatic-prune check every CLI command makes, when no pass is due (the stamp
+    is fresh): ``hermes-tui ps`` with the check against the same command with it off
+    (HERMES_AUTO_PRUNE=0), whole processes; and the check itself in process.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
-import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from harness import Table, compare, run_process, timed, user_env  # noqa: E402
+
+from engine.config import Settings  # noqa: E402
 from engine.home import HomeLayout  # noqa: E402
-from engine.scratch.activity import scan_activity, scan_many  # noqa: E402
+from engine.scratch import schedule  # noqa: E402
+from engine.scratch.activity import scan_activity  # noqa: E402
+from engine.scratch.entries import survey_scratch  # noqa: E402
 from engine.scratch.execute import execute_plan  # noqa: E402
 from engine.scratch.plan import plan_prune  # noqa: E402
 from engine.scratch.target import PruneOptions, PruneTarget  # noqa: E402
 
-BASE = Path("/tmp/hermes-bench-scratch")
-TREE_A = BASE / "a-200x1000"
+BENCH_ROOT = Path(tempfile.gettempdir()) / "hermes-tui-bench"
 HOUR = 3600.0
 OLD = time.time() - 48 * HOUR
+CLI = str(Path(sys.executable).with_name("hermes-tui"))
+# No automatic pass may prune the benchmark's own trees while they are measured.
+NO_AUTO = user_env(HERMES_AUTO_PRUNE="0")
 
 
-def _write_entry(entry: Path, n_files: int, fanout: tuple[int, int] = (10, 4)) -> list[Path]:
-    """n_files files under entry/aX/bY/c/ (depth 4), all aged; returns the file paths."""
+def write_entry(entry: Path, n_files: int, fanout: tuple[int, int] = (10, 4)) -> list[Path]:
+    """n_files files of 100 bytes under entry/aX/bY/c/ (depth 4), all aged 48 h."""
     files = []
     per_leaf = max(1, n_files // (fanout[0] * fanout[1]))
+    payload = b"x" * 100
     for a in range(fanout[0]):
         for b in range(fanout[1]):
             d = entry / f"a{a}" / f"b{b}" / "c"
             d.mkdir(parents=True, exist_ok=True)
             for f in range(per_leaf):
                 p = d / f"f{f}.txt"
-                with open(p, "w") as fh:
-                    fh.write("x" * 100)
+                fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                os.write(fd, payload)
+                os.close(fd)
                 os.utime(p, (OLD, OLD))
                 files.append(p)
     for dirpath, _dirs, _files in os.walk(entry, topdown=False):
@@ -56,132 +73,163 @@ def _write_entry(entry: Path, n_files: int, fanout: tuple[int, int] = (10, 4)) -
     return files
 
 
-def build_tree_a() -> None:
-    stamp = TREE_A / ".built"
-    if stamp.exists():
-        return
-    shutil.rmtree(TREE_A, ignore_errors=True)
-    TREE_A.mkdir(parents=True)
-    for e in range(200):
-        entry = TREE_A / f"entry{e:03d}"
-        files = _write_entry(entry, 1000)
-        if e % 10 == 0:  # 10% active: the only recent write is the last file, deepest
-            os.utime(files[-1], None)
-    stamp.write_text("")
+def scan_home() -> HomeLayout:
+    """The (a) home: built once, then reused (a stamp says it is complete)."""
+    home = HomeLayout(BENCH_ROOT / "scratch-a").ensure()
+    scratch = home.ensure_dir(home.scratch_dir)
+    stamp = BENCH_ROOT / "scratch-a.built"
+    if not stamp.exists():
+        print("building the 200-entry / 200k-file tree (once) ...", file=sys.stderr, flush=True)
+        shutil.rmtree(scratch)
+        scratch.mkdir()
+        for e in range(200):
+            files = write_entry(scratch / f"entry{e:03d}", 1000)
+            if e % 10 == 0:  # 10% active: the only recent write is the last file, deepest
+                os.utime(files[-1], None)
+        os.utime(scratch, (OLD, OLD))
+        stamp.touch()
+    # The automatic pass never runs here (NO_AUTO), but keep its stamp fresh regardless.
+    PruneTarget.of(home).stamp_file.touch()
+    return home
 
 
-def best(fn, runs: int = 3) -> float:
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
-
-
-def scandir_walk(path: str, cutoff: float) -> bool:
-    stack = [path]
-    while stack:
-        d = stack.pop()
-        with os.scandir(d) as it:
-            for e in it:
-                s = e.stat(follow_symlinks=False)
-                if e.is_dir(follow_symlinks=False):
-                    stack.append(e.path)
-                if s.st_mtime >= cutoff:
-                    return True
-    return False
-
-
-def bench_a() -> list[tuple[str, float]]:
-    build_tree_a()
-    paths = sorted(str(p) for p in TREE_A.iterdir() if p.name != ".built")
+def bench_scan(table: Table, runs: int) -> None:
+    home = scan_home()
+    target = PruneTarget.of(home)
+    scratch = str(target.scratch_dir)
     cutoff = time.time() - 24 * HOUR
-    states = scan_many(paths, cutoff)
-    assert sum(a.touched for a in states) == 20 and sum(a.idle for a in states) == 180, "tree is wrong"
-    for _ in range(2):  # warm the cache
-        subprocess.run(["du", "-s", str(TREE_A)], stdout=subprocess.DEVNULL, check=True)
-    rows = [
-        ("scan_many (entries split across processes)", best(lambda: scan_many(paths, cutoff))),
-        ("scan_activity, one process", best(lambda: [scan_activity(p, cutoff) for p in paths])),
-        ("plain os.scandir walk, one process", best(lambda: [scandir_walk(p, cutoff) for p in paths])),
-        (f"find SCRATCH -newermt @{int(cutoff)}", best(lambda: subprocess.run(
-            ["find", str(TREE_A), "-newermt", f"@{cutoff}"], stdout=subprocess.DEVNULL, check=True))),
-        ("du -s SCRATCH", best(lambda: subprocess.run(["du", "-s", str(TREE_A)], stdout=subprocess.DEVNULL,
-                                                       check=True))),
-    ]
-    return rows
+    survey = survey_scratch(target, PruneOptions(), with_sizes=True)
+    states = [e.state for e in survey.entries]
+    assert len(states) == 200, len(states)
+
+    def ours_in_process() -> float:
+        return timed(lambda: survey_scratch(target, PruneOptions(), with_sizes=True))
+
+    def ours_cli() -> float:
+        return run_process([CLI, "--home", str(home.root), "scratch", "--json"], env=NO_AUTO)
+
+    def du() -> float:
+        return run_process(["du", "-s", scratch])
+
+    def find() -> float:
+        return run_process(["find", scratch, "-newermt", f"@{cutoff:.0f}"])
+
+    table.add(compare("(a) scan 200 entries / 200k files: survey in process vs du -s", ours_in_process, du, runs,
+                      aim="<= 1.2x"))
+    table.add(compare("(a) scratch --json (whole CLI) vs du -s", ours_cli, du, runs, aim="<= 1.2x"))
+    table.add(compare("(a) scratch --json (whole CLI) vs find -newermt", ours_cli, find, runs))
 
 
-def bench_b() -> list[tuple[str, float]]:
-    entry = BASE / "b-active-100k"
-    shutil.rmtree(entry, ignore_errors=True)
-    _write_entry(entry, 100_000, fanout=(25, 40))
-    top = entry / "RECENT.txt"
-    top.write_text("fresh")  # near the top; its directory's mtime moves too, as a real write would
-    cutoff = time.time() - 24 * HOUR
-    assert scan_activity(entry, cutoff).touched
-    early = best(lambda: scan_activity(entry, cutoff), runs=20)
-    full = best(lambda: scan_activity(entry, time.time() + 10 * HOUR), runs=3)  # nothing recent: full walk
-    shutil.rmtree(entry)
-    return [("active entry, recent file near the top", early), ("full walk of the same entry", full)]
+def bench_early_stop(table: Table, runs: int) -> None:
+    entry = Path(tempfile.mkdtemp(prefix="b-active-", dir=BENCH_ROOT)) / "entry"
+    try:
+        write_entry(entry, 100_000, fanout=(25, 40))
+        (entry / "RECENT.txt").write_text("fresh")  # near the top; its directory's mtime moves too
+        cutoff = time.time() - 24 * HOUR
+        assert scan_activity(entry, cutoff).touched
+        never = time.time() + 10 * HOUR  # nothing is that recent: the full walk
+
+        table.add(compare("(b) active 100k-file entry: early stop vs full walk of it",
+                          lambda: timed(lambda: scan_activity(entry, cutoff)),
+                          lambda: timed(lambda: scan_activity(entry, never)), runs, unit="us", aim="<= 0.01x"))
+    finally:
+        shutil.rmtree(entry.parent)
 
 
-def bench_c() -> list[tuple[str, float]]:
-    runs = []
-    for _ in range(2):
-        home = HomeLayout(BASE / "c-home").ensure()
+def bench_prune(table: Table, runs: int, entries: int, files: int) -> None:
+    root = Path(tempfile.mkdtemp(prefix="c-prune-", dir=BENCH_ROOT))
+    counter = iter(range(10**6))
+
+    def build(under: Path) -> list[Path]:
+        paths = []
+        for i in range(entries):
+            write_entry(under / f"idle{i:02d}", files // entries)
+            paths.append(under / f"idle{i:02d}")
+        return paths
+
+    def ours() -> float:
+        home = HomeLayout(root / f"home{next(counter)}").ensure()
         scratch = home.ensure_dir(home.scratch_dir)
-        rm_root = BASE / "c-rm"
-        shutil.rmtree(rm_root, ignore_errors=True)
-        for i in range(50):
-            _write_entry(scratch / f"idle{i:02d}", 2000)
-            _write_entry(rm_root / f"idle{i:02d}", 2000)
-        (home.cache_dir / ".scratch-prune.lock").touch()
+        build(scratch)
         target = PruneTarget.of(home)
-        options = PruneOptions(quarantine_hours=0.0)
-        subprocess.run(["du", "-s", str(BASE)], stdout=subprocess.DEVNULL, check=True)
-        t = time.perf_counter()
-        plan = plan_prune(target, options)
-        t_plan = time.perf_counter() - t
-        t = time.perf_counter()
-        result = execute_plan(target, plan, options)
-        t_exec = time.perf_counter() - t
-        assert result.removed_count == 50, result
-        t = time.perf_counter()
-        subprocess.run(["rm", "-rf", *[str(p) for p in sorted(rm_root.iterdir())]], check=True)
-        t_rm = time.perf_counter() - t
-        runs.append((t_plan, t_exec, t_rm))
+        options = PruneOptions(quarantine_hours=0.0)  # delete, no quarantine
+        os.sync()
+        start = time.perf_counter()
+        result = execute_plan(target, plan_prune(target, options), options)
+        elapsed = time.perf_counter() - start
+        assert result.removed_count == entries, result
         shutil.rmtree(home.root)
-        shutil.rmtree(rm_root)
-    t_plan, t_exec, t_rm = min(runs, key=lambda r: r[1])
-    return [("plan (survey: full walk of every idle entry)", t_plan),
-            ("execute (re-check walk + delete + lstat confirm)", t_exec),
-            ("plan + execute", t_plan + t_exec),
-            ("rm -rf of identical trees", t_rm)]
+        return elapsed
+
+    def rm() -> float:
+        paths = build(root / f"rm{next(counter)}")
+        os.sync()
+        elapsed = run_process(["rm", "-rf", *map(str, paths)])
+        assert not any(p.exists() for p in paths)
+        paths[0].parent.rmdir()
+        return elapsed
+
+    try:
+        table.add(compare(f"(c) prune with delete, {entries} idle entries / {files // 1000}k files vs rm -rf",
+                          ours, rm, runs, unit="ms", aim="<= 1.5x", warmup=0,
+                          note="fresh trees per side, sync before each side, alternating order, caches not dropped"))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
-def table(title: str, rows: list[tuple[str, float]], ref: float) -> None:
-    print(f"\n{title}")
-    width = max(len(r[0]) for r in rows)
-    for name, secs in rows:
-        print(f"  {name:<{width}}  {secs * 1000:9.1f} ms  {secs / ref:6.2f}x")
+def bench_auto_check(table: Table, runs: int) -> None:
+    home = HomeLayout(Path(tempfile.mkdtemp(prefix="d-home-", dir=BENCH_ROOT))).ensure()
+    target = PruneTarget.of(home)
+    home.ensure_dir(target.scratch_dir)
+    target.stamp_file.touch()  # a pass just ran: none is due
+    settings = Settings()
+    try:
+        def with_check() -> float:
+            target.stamp_file.touch()
+            return run_process([CLI, "--home", str(home.root), "ps"], env=user_env())
+
+        def without() -> float:
+            return run_process([CLI, "--home", str(home.root), "ps"], env=NO_AUTO)
+
+        table.add(compare("(d) `ps` with the auto-prune check (none due) vs with it off", with_check, without, runs,
+                          aim="~1.00x (nothing measurable)"))
+
+        def check_in_process() -> float:
+            schedule._reset_for_tests()  # the once-per-process flag, so the check runs again
+            start = time.perf_counter()
+            started = schedule.maybe_start_auto_prune(home, settings)
+            elapsed = time.perf_counter() - start
+            assert started is None  # not due: nothing started
+            return elapsed
+
+        table.add(compare("(d) the check itself, in process (none due)", check_in_process, None, runs, unit="us"))
+    finally:
+        shutil.rmtree(home.root)
 
 
-def main(which: str = "abc") -> None:
-    BASE.mkdir(parents=True, exist_ok=True)
-    if "a" in which:
-        a = bench_a()
-        table("(a) state of 200 entries / ~200k files (x = relative to find)", a, a[3][1])
-    if "b" in which:
-        b = bench_b()
-        table("(b) early stop on an active 100k-file entry (x = relative to the full walk)", b, b[1][1])
-        print(f"  early stop costs {100 * b[0][1] / b[1][1]:.3f}% of the full walk (target < 1%)")
-    if "c" in which:
-        c = bench_c()
-        table("(c) prune 50 idle entries / 100k files (x = relative to rm -rf)", c, c[3][1])
-    print(f"\nThe (a) tree stays in {TREE_A} for the next run; remove it with: rm -rf {BASE}")
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=7, help="interleaved rounds per row")
+    ap.add_argument("--prune-runs", type=int, default=4, help="rounds for (c): each builds two 100k-file trees")
+    ap.add_argument("--prune-files", type=int, default=100_000)
+    ap.add_argument("--only", choices=("a", "b", "c", "d"), action="append", help="run only these parts")
+    args = ap.parse_args()
+    parts = set(args.only or "abcd")
+    BENCH_ROOT.mkdir(parents=True, exist_ok=True)
+    table = Table("Scratch: hermes-tui vs du, find and rm", "plain tool")
+    if "a" in parts:
+        bench_scan(table, args.runs)
+    if "b" in parts:
+        bench_early_stop(table, args.runs)
+    if "c" in parts:
+        bench_prune(table, args.prune_runs, 50, args.prune_files)
+    if "d" in parts:
+        bench_auto_check(table, args.runs)
+    table.print()
+    print(f"\nThe (a) tree stays in {BENCH_ROOT / 'scratch-a'} for the next run; "
+          f"remove it with: rm -rf {BENCH_ROOT / 'scratch-a'} {BENCH_ROOT / 'scratch-a.built'}")
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "abc")  # e.g. "a" or "bc": only those
+    sys.exit(main())

@@ -1,0 +1,223 @@
+"""App benchmark (issue 12): hermes-tui against a bare Textual app, in the same run.
+
+    python tests/bench/bench_app.py [--runs N] [--key-runs N] [--idle-seconds 60] [--only frame|keys|idle]
+
+The reference is tests/bench/bare_app.py: a Header, a Footer and a DataTable, with
+``n``/``enter``/``?`` opening a modal screen and ``z`` hiding part of the layout.
+
+(frame) First frame, in a real terminal: each app is started as a user starts it, as a
+    whole process on a pseudo-terminal of 160x48 (``hermes-tui --home EMPTY``,
+    ``hermes-tui --demo``, ``hermes-tui --home DEMO`` on a demo home built beforehand,
+    ``python bare_app.py``); the figure is the time from the start
+    until one full screen of cells (160*48 bytes) has been written after the switch to
+    the alternate screen. Rounds alternate which app goes first.
+(keys) Key to visible change on the demo home, for ``n``, ``enter`` (modal open, and
+    its details loaded), ``?``, ``z`` and a resize: each app runs under Textual's Pilot in
+    its own process (tests/bench/app_keys_driver.py), both alive at once; each round asks
+    one then the other (alternating) and times the press until the change is in the app
+    and one refresh has run.
+(idle) Idle CPU: both apps on pseudo-terminals at once (hermes-tui on the demo home),
+    after their first frame and a settling pause, for --idle-seconds (60 by default; use
+    10 for a quick run); the figure is user+system CPU of the app process as a share of
+    one core. Both sides see the same seconds of the same machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import pty
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import REPO, JsonChild, Table, compare, loadavg, row_from, user_env  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+COLS, ROWS = 160, 48
+ALT_SCREEN = b"\x1b[?1049h"
+CLI = str(Path(sys.executable).with_name("hermes-tui"))
+BARE = [sys.executable, str(HERE / "bare_app.py")]
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+class PtyApp:
+    """An app started as a user would, on its own pseudo-terminal; a thread drains
+    the terminal and notes when the first full frame has been written."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=REPO,
+                                     start_new_session=True, close_fds=True)
+        os.close(slave)
+        self.first_frame = threading.Event()
+        self.first_frame_at = 0.0
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+
+    def _drain(self) -> None:
+        seen = b""
+        after_alt = -1
+        while True:
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            if self.first_frame.is_set():
+                continue
+            seen += data
+            if after_alt < 0 and ALT_SCREEN in seen:
+                after_alt = seen.index(ALT_SCREEN) + len(ALT_SCREEN)
+            if after_alt >= 0 and len(seen) - after_alt >= COLS * ROWS:
+                self.first_frame_at = time.perf_counter()
+                self.first_frame.set()
+
+    def wait_first_frame(self, timeout: float = 120.0) -> float:
+        if not self.first_frame.wait(timeout):
+            raise TimeoutError(f"no first frame from {self.proc.args}")
+        return self.first_frame_at - self.started
+
+    def cpu_seconds(self) -> float:
+        with open(f"/proc/{self.proc.pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
+
+    def quit(self) -> None:
+        """``q``, then (if it does not go) SIGTERM and SIGKILL to the group we started."""
+        try:
+            os.write(self.master, b"q")
+            self.proc.wait(timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                try:
+                    os.killpg(self.proc.pid, sig)
+                    self.proc.wait(timeout=10)
+                    break
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    continue
+        os.close(self.master)
+        self._reader.join(timeout=5)
+
+
+def app_env() -> dict[str, str]:
+    return user_env(TERM="xterm-256color", COLUMNS=str(COLS), LINES=str(ROWS))
+
+
+def first_frame(argv: list[str], env: dict[str, str] | None = None) -> float:
+    app = PtyApp(argv, env or app_env())
+    try:
+        return app.wait_first_frame()
+    finally:
+        app.quit()
+
+
+def bench_frame(table: Table, runs: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="hermes-bench-app-") as tmp:
+        empty = Path(tmp) / "home"
+        table.add(compare("first frame: hermes-tui, empty home vs bare app", lambda: first_frame(
+            [CLI, "--home", str(empty)]), lambda: first_frame(BARE), runs, aim="<= 1.5x"))
+    table.add(compare("first frame: hermes-tui --demo (builds its home) vs bare app",
+                      lambda: first_frame([CLI, "--demo"]), lambda: first_frame(BARE), runs, aim="<= 1.5x"))
+    sys.path.insert(0, str(REPO))
+    from hermes_tui.demo import build_demo_home, cleanup_demo_home
+
+    demo = build_demo_home()  # built once, outside the timing; no automatic pass rearranges it
+    try:
+        table.add(compare("first frame: hermes-tui on a built demo home vs bare app", lambda: first_frame(
+            [CLI, "--home", str(demo.root)], {**app_env(), "HERMES_AUTO_PRUNE": "0"}),
+            lambda: first_frame(BARE), runs, aim="<= 1.5x"))
+    finally:
+        cleanup_demo_home(demo)
+
+
+class KeysDriver:
+    """One app under Pilot in its own process (app_keys_driver.py), timing keys on request."""
+
+    def __init__(self, which: str, log_dir: Path) -> None:
+        self.child = JsonChild([sys.executable, str(HERE / "app_keys_driver.py"), which],
+                               log=log_dir / f"keys-{which}.log")
+        self.child.answer()  # ready
+
+    def ask(self, request: str) -> float:
+        return self.child.ask(request)["seconds"]
+
+    def close(self) -> None:
+        self.child.close()
+
+
+KEY_ROWS = (
+    ("n", "key n: new-card dialog shown"),
+    ("enter", "key enter: details dialog shown"),
+    ("enter+filled", "key enter: details shown and loaded"),
+    ("question_mark", "key ?: help shown"),
+    ("z", "key z: zoom toggled"),
+    ("resize", "resize 160x48 <-> 120x36"),
+)
+
+
+def bench_keys(table: Table, runs: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="hermes-bench-keys-") as logs:
+        ours, bare = KeysDriver("ours", Path(logs)), KeysDriver("bare", Path(logs))
+        try:
+            for request, name in KEY_ROWS:
+                table.add(compare(f"{name} (demo home)", lambda r=request: ours.ask(r),
+                                  lambda r=request: bare.ask(r), runs, aim="< 100 ms median"))
+        finally:
+            ours.close()
+            bare.close()
+
+
+def bench_idle(table: Table, seconds: float) -> None:
+    before = loadavg()
+    apps = {"ours": PtyApp([CLI, "--demo"], app_env()), "bare": PtyApp(BARE, app_env())}
+    try:
+        for app in apps.values():
+            app.wait_first_frame()
+        time.sleep(5.0)  # settle: the demo's first refreshes and data loads are not idling
+        start = {k: a.cpu_seconds() for k, a in apps.items()}
+        t0 = time.perf_counter()
+        time.sleep(seconds)
+        wall = time.perf_counter() - t0
+        share = {k: (a.cpu_seconds() - start[k]) / wall for k, a in apps.items()}
+    finally:
+        for app in apps.values():
+            app.quit()
+    table.add(row_from(f"idle CPU over {seconds:g} s, demo home (share of one core)", [share["ours"]],
+                       [share["bare"]], before, unit="%", aim="< 1% of a core",
+                       note="both apps on their own terminal over the same seconds; CPU of the app process only"))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=7, help="rounds for the first frame")
+    ap.add_argument("--key-runs", type=int, default=11, help="rounds per key")
+    ap.add_argument("--idle-seconds", type=float, default=60.0)
+    ap.add_argument("--only", choices=("frame", "keys", "idle"), action="append")
+    args = ap.parse_args()
+    parts = set(args.only or ("frame", "keys", "idle"))
+    table = Table("App: hermes-tui vs a bare Textual app (Header, Footer, DataTable)", "bare app")
+    if "frame" in parts:
+        bench_frame(table, args.runs)
+    if "keys" in parts:
+        bench_keys(table, args.key_runs)
+    if "idle" in parts:
+        bench_idle(table, args.idle_seconds)
+    table.print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
