@@ -209,14 +209,39 @@ def bench_pane(n_sessions: int) -> list[tuple[str, str]]:
     ]
 
 
+def bench_redaction(mb: int = 4) -> list[tuple[str, str]]:
+    """(d) Masking throughput (MB/s) on ordinary log text and on the pathological lines
+    of issue 10 (one line without a newline each). Self-contained: move it as a whole."""
+    import base64
+    import time as _time
+
+    from engine.processes.redact import redact
+
+    size = mb << 20
+    log_line = "12:00:01 INFO GET /api/items?page=2 200 user=bob token_count=12 in 3.1ms\n"
+    inputs = {
+        "ordinary log text": (log_line * (size // len(log_line) + 1))[:size],
+        "'password-' repeated, one line": ("password-" * (size // 9 + 1))[:size],
+        "base64url, one line": base64.urlsafe_b64encode(os.urandom(size)).decode()[:size],
+        "'eyJ-' repeated, one line": ("eyJ-" * (size // 4 + 1))[:size],
+    }
+    rows = []
+    for name, text in inputs.items():
+        started = _time.perf_counter()
+        redact(text)
+        seconds = _time.perf_counter() - started
+        rows.append((f"(d) redact {name}", f"{mb / seconds:.1f} MB/s ({mb} MB in {seconds:.2f} s)"))
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=int, default=200)
     ap.add_argument("--spawns", type=int, default=200)
     ap.add_argument("--sessions", type=int, default=300)
-    ap.add_argument("--only", choices=("a", "b", "c"), action="append", help="run only these parts")
+    ap.add_argument("--only", choices=("a", "b", "c", "d"), action="append", help="run only these parts")
     args = ap.parse_args()
-    parts = set(args.only or ("a", "b", "c"))
+    parts = set(args.only or ("a", "b", "c", "d"))
     rows = []
     if "a" in parts:
         rows += bench_follow(args.mb)
@@ -224,6 +249,8 @@ def main() -> int:
         rows += bench_spawn(args.spawns)
     if "c" in parts:
         rows += bench_pane(args.sessions)
+    if "d" in parts:
+        rows += bench_redaction()
     width = max(len(k) for k, _ in rows)
     print(f"{'measure'.ljust(width)}  result")
     print(f"{'-' * width}  {'-' * 50}")
