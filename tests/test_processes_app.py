@@ -377,13 +377,19 @@ async def test_quitting_the_app_backgrounds_the_foreground_run(home, cleanup, sp
     assert spy_signals == []
 
 
-async def test_progress_bars_and_prompts_show_without_a_newline(home, cleanup):
+async def test_progress_bars_and_prompts_show_without_a_newline(home, cleanup, tmp_path):
+    # The prompt is printed only once the view shows the progress bar's last state (a
+    # gate file, not a sleep), so the two arrive in separate reads on any machine.
+    gate = tmp_path / "gate"
     reg = ProcessRegistry(home, Settings())
-    s = reg.spawn("printf 'crlf line\\r\\n'; printf ' 10%%\\r 50%%\\r100%%'; sleep 1; printf 'Continue? '; sleep 30")
+    s = reg.spawn("printf 'crlf line\\r\\n'; printf ' 10%%\\r 50%%\\r100%%'; "
+                  f"while [ ! -e '{gate}' ]; do sleep 0.02; done; printf 'Continue? '; sleep 30")
     app = PaneOnly(home, FAST)
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
-        await wait_until(pilot, lambda: pane.output.session_id == s.id and "Continue? " in pane.output.lines)
+        await wait_until(pilot, lambda: pane.output.session_id == s.id and "100%" in pane.output.lines)
+        gate.touch()
+        await wait_until(pilot, lambda: "Continue? " in pane.output.lines)
         assert list(pane.output.lines)[:2] == ["crlf line", "100%"]
 
 
