@@ -95,3 +95,64 @@ def number_arg(*, integer: bool = False, allow_zero: bool = False, unit: str = "
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+
+
+# -- the terminal is the user's ----------------------------------------------------------
+
+# C0 controls but newline and tab, DEL, and the C1 controls: on a terminal each can start
+# an escape sequence (clear the screen, set the title, write the clipboard with OSC 52).
+_CONTROL_CHARS = None  # compiled on first use: `--help` never pays for `re`
+
+
+def escape_controls(text: str) -> str:
+    r"""``text`` with every control character but ``\n`` and ``\t`` written as a visible
+    escape (``\x1b``), so what a process printed is shown, never acted on."""
+    global _CONTROL_CHARS
+    if _CONTROL_CHARS is None:
+        import re
+
+        _CONTROL_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+    return _CONTROL_CHARS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+class TerminalSafeStream:
+    """A text stream in front of a terminal that escapes control characters in every
+    write. ``buffer`` is the terminal's own byte stream: ``proc log --raw`` writes the
+    stored bytes there on purpose. Everything else (fileno, isatty, encoding) is the
+    wrapped stream's."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    @property
+    def wrapped(self):
+        """The stream as it was: for output that is the user's own terminal session
+        (a foreground ``run``), which must reach the terminal unchanged."""
+        return self._stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(escape_controls(text))
+        return len(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def guard_terminal_output() -> None:
+    """Put :class:`TerminalSafeStream` in front of stdout and stderr where each is a
+    terminal. Done once, by the CLI entry point, for headless commands only (the app
+    owns the terminal itself); output to a pipe or a file stays byte-exact."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if isinstance(stream, TerminalSafeStream):
+            continue
+        try:
+            tty = stream is not None and stream.isatty()
+        except (AttributeError, ValueError, OSError):
+            tty = False
+        if tty:
+            setattr(sys, name, TerminalSafeStream(stream))

@@ -158,6 +158,9 @@ def _run_foreground(ctx: Context, reg, s) -> int:
     hung_up = threading.Event()
     reader_gone = threading.Event()
     out = sys.stderr if ctx.json else sys.stdout
+    # The command runs in the user's terminal as if typed at the shell: its colours,
+    # progress bars and prompts reach the terminal unchanged.
+    out = getattr(out, "wrapped", out)
 
     def write(text: str) -> None:
         try:
