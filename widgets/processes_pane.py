@@ -266,8 +266,7 @@ class ProcessesPane(Pane):
                 else:
                     for i, (col, _label) in enumerate(COLUMNS):
                         if cells[i] != old[i]:
-                            value = Text(cells[i], style=snap.styles[key]) if i == STATUS_COLUMN else cells[i]
-                            table.update_cell(key, col, value)
+                            table.update_cell(key, col, self._cell(i, cells[i], snap.styles[key]))
                     reorder = reorder or (old[STATUS_COLUMN] == "running") != (cells[STATUS_COLUMN] == "running")
                 self._rows[key] = cells
             if reorder and len(self._rows) > 1:
@@ -290,7 +289,7 @@ class ProcessesPane(Pane):
         table = self.table
         selected = self.selected if self._sorted_once else None  # at first, start at the top
         self._sorted_once = True
-        table.sort("id", key=lambda short: order.get(short, (True, 0.0, short)))
+        table.sort("id", key=lambda cell: order.get(cell.plain, (True, 0.0, cell.plain)))
         if selected is not None and selected.id in self._rows:
             table.move_cursor(row=table.get_row_index(selected.id), animate=False)
         else:
@@ -299,11 +298,15 @@ class ProcessesPane(Pane):
             if top is not None and self.foreground is None:
                 self._show_row(top.id)
 
+    @classmethod
+    def _cells(cls, cells: tuple[str, ...], style: str) -> list[Text]:
+        return [cls._cell(i, value, style) for i, value in enumerate(cells)]
+
     @staticmethod
-    def _cells(cells: tuple[str, ...], style: str) -> list:
-        out: list = list(cells)
-        out[STATUS_COLUMN] = Text(cells[STATUS_COLUMN], style=style)
-        return out
+    def _cell(column: int, value: str, style: str) -> Text:
+        """Every cell is plain Text: a command such as ``awk -F'[/]'`` is shown as typed
+        (a str cell would be parsed as markup, and that one raises MarkupError)."""
+        return Text(value, style=style) if column == STATUS_COLUMN else Text(value)
 
     # -- selection and output -------------------------------------------------------------
 
