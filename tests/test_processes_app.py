@@ -401,3 +401,25 @@ async def test_a_command_that_cannot_start_says_why(home, monkeypatch, tmp_path)
         await submit(pilot, app, "echo hi")
         await wait_until(pilot, lambda: any("does not exist" in t for t in app.toasts))
         assert pane.foreground is None
+
+
+async def test_output_view_renders_colours_but_no_other_sequence(home, cleanup):
+    """A process printing a clipboard write (OSC 52), a screen clear, a title, a bell
+    and a C1 CSI: the view shows the text with colours, drops the sequences and shows
+    stray controls as escapes; nothing but SGR styling reaches the terminal. The
+    command in the table and the view's title is shown the same way."""
+    reg = ProcessRegistry(home, Settings())
+    s = reg.spawn(": 'x\x1b]0;t\x07'; "
+                  r"printf 'a\033]52;c;aGk=\007b\033[2Jc\033[31mred\033[0m\007\302\233d\n'; sleep 30")
+    app = PaneOnly(home, FAST)
+    async with app.run_test(size=WIDE) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        await wait_until(pilot, lambda: pane.output.session_id == s.id and pane.output.lines)
+        await pilot.pause(0.2)
+        shown = "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+        assert r"abcred\x07\x9bd" in shown
+        assert r"x\x1b]0;t\x07" in shown  # the command's argv, in the table and the title
+        assert not any(ch in shown for ch in "\x1b\x07\x9b")
+        segments = [seg for strip in app.screen._compositor.render_strips() for seg in strip]
+        red = [seg for seg in segments if seg.text == "red"]
+        assert red and red[0].style is not None and red[0].style.color is not None

@@ -29,7 +29,7 @@ from engine.fsutil import human_bytes, human_duration
 from engine.home import HomeError, HomeLayout
 from engine.processes import ProcessLookupFailed, ProcessRegistry, ProcessSession, SpawnFailed
 from engine.processes.notify import COMPLETION, NotificationCenter, ProcessEvent
-from engine.processes.redact import maybe_redact
+from engine.processes.redact import escape_controls, maybe_redact
 from widgets.confirm import ConfirmModal
 from widgets.output_view import OutputView
 from widgets.pane import EmptyState, Pane
@@ -83,7 +83,8 @@ def row_cells(s: ProcessSession, usage: Usage | None, now: float, command: str) 
 
 
 def shown_command(s: ProcessSession, redact: bool) -> str:
-    command = maybe_redact(" ".join(s.command.split()), redact)
+    """The command on one line, masked, its control characters shown as escapes."""
+    command = escape_controls(maybe_redact(" ".join(s.command.split()), redact))
     return command if len(command) <= 60 else command[:59] + "…"
 
 
@@ -347,7 +348,7 @@ class ProcessesPane(Pane):
         self.output.set_state(s.exit_text())
 
     def _title_of(self, s: ProcessSession) -> str:
-        return f"{s.id} · pid {s.pid} · {maybe_redact(' '.join(s.command.split()), self.redact)[:60]}"
+        return f"{s.id} · pid {s.pid} · {shown_command(s, self.redact)}"
 
     @property
     def selected(self) -> ProcessSession | None:

@@ -145,3 +145,31 @@ _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\
 def strip_ansi(text: str) -> str:
     """Drop terminal escape sequences (colours, cursor moves, titles)."""
     return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+# C0 controls but newline and tab, DEL, and the C1 controls: on a terminal each can act
+# (start a sequence, ring the bell, move the cursor) instead of being shown.
+_CONTROL_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_SGR = re.compile(r"(\x1b\[[0-9;:]*m)")
+
+
+def escape_controls(text: str) -> str:
+    r"""``text`` with every control character but ``\n`` and ``\t`` written as a visible
+    escape (``\x1b``), so what a process printed is shown, never acted on."""
+    return _CONTROL_CHARS.sub(_visible_escape, text)
+
+
+def _visible_escape(m: re.Match[str]) -> str:
+    return f"\\x{ord(m.group()):02x}"
+
+
+def keep_colours_only(text: str) -> str:
+    """``text`` for a view that renders SGR colours: every other escape sequence is
+    dropped (titles, clipboard writes, cursor moves, screen clears) and any control
+    character left over is shown as a visible escape."""
+    if "\x1b" in text:
+        text = _ANSI.sub(lambda m: m.group() if _SGR.fullmatch(m.group()) else "", text)
+        if "\x1b" in text:
+            parts = _SGR.split(text)  # odd items are the colour sequences themselves
+            return "".join(p if i % 2 else escape_controls(p) for i, p in enumerate(parts))
+    return escape_controls(text)

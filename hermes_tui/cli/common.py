@@ -99,22 +99,6 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
 
 # -- the terminal is the user's ----------------------------------------------------------
 
-# C0 controls but newline and tab, DEL, and the C1 controls: on a terminal each can start
-# an escape sequence (clear the screen, set the title, write the clipboard with OSC 52).
-_CONTROL_CHARS = None  # compiled on first use: `--help` never pays for `re`
-
-
-def escape_controls(text: str) -> str:
-    r"""``text`` with every control character but ``\n`` and ``\t`` written as a visible
-    escape (``\x1b``), so what a process printed is shown, never acted on."""
-    global _CONTROL_CHARS
-    if _CONTROL_CHARS is None:
-        import re
-
-        _CONTROL_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-    return _CONTROL_CHARS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
 class TerminalSafeStream:
     """A text stream in front of a terminal that escapes control characters in every
     write. ``buffer`` is the terminal's own byte stream: ``proc log --raw`` writes the
@@ -122,7 +106,10 @@ class TerminalSafeStream:
     wrapped stream's."""
 
     def __init__(self, stream) -> None:
+        from engine.processes.redact import escape_controls
+
         self._stream = stream
+        self._escape = escape_controls
 
     @property
     def wrapped(self):
@@ -131,7 +118,7 @@ class TerminalSafeStream:
         return self._stream
 
     def write(self, text: str) -> int:
-        self._stream.write(escape_controls(text))
+        self._stream.write(self._escape(text))
         return len(text)
 
     def writelines(self, lines) -> None:
