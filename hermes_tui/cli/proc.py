@@ -252,9 +252,8 @@ def cmd_ps(ctx: Context) -> int:
 
     reg = _registry(ctx)
     sessions = reg.list(include_finished=ctx.args.all)
-    for sid in reg.unreadable():
-        print(f"hermes-tui: {sid}: metadata unreadable, not listed (its folder: {reg.session_dir(sid)})",
-              file=sys.stderr)
+    for problem in reg.problems():  # one line each; every other session is listed
+        print(f"hermes-tui: {problem.message}; not listed", file=sys.stderr)
     now = time.time()
     if ctx.json:
         print_json([_session_json(s, now, ctx.settings.processes.redact) for s in sessions])
