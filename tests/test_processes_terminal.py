@@ -5,14 +5,22 @@ Every command here runs as a real subprocess whose stdout and stderr are a real 
 
 from __future__ import annotations
 
+import fcntl
 import os
+import select
+import signal
+import struct
 import subprocess
 import sys
+import termios
+import time
 import tty
+
+import pytest
 
 from engine.config import Settings
 from engine.processes import ProcessRegistry
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 
 # What a hostile process prints: an OSC 52 clipboard write, a screen clear, a title,
 # a C1 CSI, a bell; the tab and newline stay.
@@ -90,3 +98,76 @@ def test_ps_and_kanban_list_escape_outside_text_on_a_tty(home):
     code, out = run_on_pty(home, "kanban", "list")
     assert code == 0
     assert "\x1b" not in out and r"title \x1b[2J\x1b]52;c;aGk=\x07" in out
+
+
+# -- the app never outlives its terminal ---------------------------------------------------
+
+
+def _demo_processes(tmp: str) -> list[int]:
+    """Live processes started for a demo home under ``tmp`` (their HERMES_HOME says so)."""
+    marker = f"HERMES_HOME={tmp}/hermes-demo-".encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/environ", "rb") as fh:
+                    if any(v.startswith(marker) for v in fh.read().split(b"\0")):
+                        found.append(int(name))
+            except OSError:
+                continue
+    return [pid for pid in found if pid != os.getpid()]
+
+
+def _wait(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"{what} not reached in {timeout}s"
+        time.sleep(0.05)
+
+
+def _read_until(master: int, screen: bytearray, needle: bytes, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while needle not in screen:
+        assert time.monotonic() < deadline, f"{needle!r} never shown"
+        if select.select([master], [], [], 0.1)[0]:
+            screen.extend(os.read(master, 65536))
+
+
+@pytest.mark.parametrize("moment", ["start-up", "idle", "right after q"])
+def test_the_app_exits_and_cleans_up_when_its_terminal_closes(tmp_path, moment):
+    """The pty's master end closes (a tmux session killed, an ssh link dropped) and no
+    SIGHUP reaches the app (it is not the terminal's session): the app notices the
+    hang-up, exits, and its demo home and demo processes are gone. Before: it stayed,
+    its input thread spinning on the dead terminal, its demo processes looping."""
+    tmp = tmp_path / "t"
+    tmp.mkdir()
+    master, slave = os.openpty()
+    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 140, 0, 0))
+    env = {**os.environ, "TERM": "xterm-256color", "TMPDIR": str(tmp)}
+    env.pop("HERMES_HOME", None)
+    proc = subprocess.Popen([sys.executable, "-m", "hermes_tui", "--demo"], stdin=slave, stdout=slave,
+                            stderr=slave, cwd=REPO, env=env, start_new_session=True)
+    os.close(slave)
+    screen = bytearray()
+    try:
+        _read_until(master, screen, b"demo home at ")
+        if moment != "start-up":
+            _read_until(master, screen, b"Processes")
+        if moment == "right after q":
+            os.write(master, b"q")
+        os.close(master)
+        master = None
+        proc.wait(timeout=60)
+        _wait(lambda: not any(n.startswith("hermes-demo-") for n in os.listdir(tmp)), 30, "demo home removed")
+        _wait(lambda: not _demo_processes(str(tmp)), 30, "demo processes gone")
+    finally:
+        if master is not None:
+            os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in _demo_processes(str(tmp)):  # only if the app failed to: ours to stop
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
