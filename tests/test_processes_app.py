@@ -423,3 +423,23 @@ async def test_output_view_renders_colours_but_no_other_sequence(home, cleanup):
         segments = [seg for strip in app.screen._compositor.render_strips() for seg in strip]
         red = [seg for seg in segments if seg.text == "red"]
         assert red and red[0].style is not None and red[0].style.color is not None
+
+
+async def test_a_malformed_session_does_not_stop_the_pane(home, cleanup):
+    """Truncated metadata, a huge pid, an id naming another folder: the pane lists every
+    other session as usual (before: a wrong-typed field raised out of the refresh)."""
+    reg = ProcessRegistry(home, Settings())
+    good = reg.spawn(["sleep", "30"])
+    for name, raw in {
+        "proc_0000000000c1": '{"id": "proc_0000000000c1", "pid": 1',
+        "proc_0000000000c2": json.dumps({"id": "proc_0000000000c2", "pid": 10**30, "cwd": "/"}),
+        "proc_0000000000c3": json.dumps({"id": "proc_0000000000ff", "pid": 4242, "cwd": "/"}),
+        "proc_0000000000c4": json.dumps({"id": "proc_0000000000c4", "pid": 4242, "started_at": "soon"}),
+    }.items():
+        (home.processes_dir / name).mkdir()
+        (home.processes_dir / name / "meta.json").write_text(raw)
+    app = PaneOnly(home, FAST)
+    async with app.run_test(size=WIDE) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        await wait_until(pilot, lambda: good.id in pane._rows)
+        assert list(pane._rows) == [good.id]
