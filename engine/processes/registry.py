@@ -7,6 +7,7 @@ spawned a session also holds its ``Popen`` so it can wait without polling and re
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import signal as signal_mod
@@ -156,7 +157,7 @@ class ProcessRegistry:
         try:
             # Recorded before anything runs: a folder left by a spawn that stops here is
             # recognisably one whose command never started.
-            atomic_write_json(d / sess.META_FILE, {**meta, "state": sess.STATE_STARTING, "created_at": time.time()})
+            _write_starting_record(d, {**meta, "state": sess.STATE_STARTING, "created_at": time.time()})
             popen = self._start_gated(d, argv, workdir, environ)
         except OSError as exc:
             _remove_tree(d)
@@ -627,6 +628,21 @@ def _pidfd_exited(fd: int) -> bool | None:
     if revents & (select.POLLNVAL | select.POLLERR):
         return None
     return bool(revents & select.POLLIN)
+
+
+def _write_starting_record(d: Path, meta: dict[str, Any]) -> None:
+    """The ``starting`` record, whole or not at all (written aside, then renamed in).
+    Not fsynced: after a crash a lost one reads as "no metadata", which means the
+    same (never started), and the fsync would double the cost of a spawn."""
+    tmp = d / f".{sess.META_FILE}.starting"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(json.dumps(meta).encode() + b"\n")
+        os.rename(tmp, d / sess.META_FILE)
+    except BaseException:
+        _unlink(tmp)
+        raise
 
 
 def _orphaned_group(s: ProcessSession) -> tuple[dict[int, str], list[int]]:
