@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
@@ -377,17 +378,29 @@ async def test_quitting_the_app_backgrounds_the_foreground_run(home, cleanup, sp
     assert spy_signals == []
 
 
+@asynccontextmanager
+async def pane_following(home, command: str):
+    """The pane alone, once its output view follows the session ``command`` runs in."""
+    s = ProcessRegistry(home, Settings()).spawn(command)
+    app = PaneOnly(home, FAST)
+    async with app.run_test(size=WIDE) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        await wait_until(pilot, lambda: pane.output.session_id == s.id)
+        yield app, pilot, pane
+
+
+def screen_text(app) -> str:
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
 async def test_progress_bars_and_prompts_show_without_a_newline(home, cleanup, tmp_path):
     # The prompt is printed only once the view shows the progress bar's last state (a
     # gate file, not a sleep), so the two arrive in separate reads on any machine.
     gate = tmp_path / "gate"
-    reg = ProcessRegistry(home, Settings())
-    s = reg.spawn("printf 'crlf line\\r\\n'; printf ' 10%%\\r 50%%\\r100%%'; "
-                  f"while [ ! -e '{gate}' ]; do sleep 0.02; done; printf 'Continue? '; sleep 30")
-    app = PaneOnly(home, FAST)
-    async with app.run_test(size=WIDE) as pilot:
-        pane: ProcessesPane = app.pane("processes")
-        await wait_until(pilot, lambda: pane.output.session_id == s.id and "100%" in pane.output.lines)
+    async with pane_following(home, "printf 'crlf line\\r\\n'; printf ' 10%%\\r 50%%\\r100%%'; "
+                              f"while [ ! -e '{gate}' ]; do sleep 0.02; done; printf 'Continue? '; sleep 30"
+                              ) as (_app, pilot, pane):
+        await wait_until(pilot, lambda: "100%" in pane.output.lines)
         gate.touch()
         await wait_until(pilot, lambda: "Continue? " in pane.output.lines)
         assert list(pane.output.lines)[:2] == ["crlf line", "100%"]
@@ -408,16 +421,10 @@ async def test_output_view_renders_colours_but_no_other_sequence(home, cleanup):
     and a C1 CSI: the view shows the text with colours, drops the sequences and shows
     stray controls as escapes; nothing but SGR styling reaches the terminal. The
     command in the table and the view's title is shown the same way."""
-    reg = ProcessRegistry(home, Settings())
-    s = reg.spawn(": 'x\x1b]0;t\x07'; "
-                  r"printf 'a\033]52;c;aGk=\007b\033[2Jc\033[31mred\033[0m\007\302\233d\n'; sleep 30")
-    app = PaneOnly(home, FAST)
-    async with app.run_test(size=WIDE) as pilot:
-        pane: ProcessesPane = app.pane("processes")
-        await wait_until(pilot, lambda: pane.output.session_id == s.id and pane.output.lines)
-        await pilot.pause(0.2)
-        shown = "\n".join(strip.text for strip in app.screen._compositor.render_strips())
-        assert r"abcred\x07\x9bd" in shown
+    async with pane_following(home, ": 'x\x1b]0;t\x07'; " r"printf 'a\033]52;c;aGk=\007b\033[2Jc\033[31mred"
+                              r"\033[0m\007\302\233d\n'; sleep 30") as (app, pilot, _pane):
+        await wait_until(pilot, lambda: r"abcred\x07\x9bd" in screen_text(app))
+        shown = screen_text(app)
         assert r"x\x1b]0;t\x07" in shown  # the command's argv, in the table and the title
         assert not any(ch in shown for ch in "\x1b\x07\x9b")
         segments = [seg for strip in app.screen._compositor.render_strips() for seg in strip]
