@@ -450,3 +450,31 @@ async def test_a_malformed_session_does_not_stop_the_pane(home, cleanup):
         pane: ProcessesPane = app.pane("processes")
         await wait_until(pilot, lambda: good.id in pane._rows)
         assert list(pane._rows) == [good.id]
+
+
+async def test_the_pane_kills_what_is_left_of_a_session_whose_wrapper_was_killed(home, cleanup):
+    """kill -9 of the wrapper: the row says lost, and k still stops the command (before:
+    'already lost', and the command ran on)."""
+    import os
+    import signal
+
+    reg = ProcessRegistry(home, Settings())
+    s = reg.spawn("echo up; while :; do sleep 0.05; done")
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        await wait_until(pilot, lambda: s.id in pane._rows and "up" in pane.output.lines)
+        command = [pid for pid in identity.group_members(s.pid) if pid != s.pid]
+        assert command
+        os.kill(s.pid, signal.SIGKILL)
+        reg.wait(s.id, timeout=20)
+        await wait_until(pilot, lambda: pane.sessions[s.id].status == "lost")
+        app.action_focus_pane("processes")
+        pane.table.focus()
+        await pilot.press("k")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        assert "wrapper is gone" in str(app.screen._body)
+        await pilot.press("y")
+        await wait_until(pilot, lambda: any("killed" in t and "wrapper" in t for t in app.toasts))
+        await wait_until(pilot, lambda: pane.sessions[s.id].status == "killed")
+        assert not any(identity.is_alive(pid, identity.fingerprint(pid)) for pid in command)

@@ -27,7 +27,7 @@ from textual.widgets import DataTable, Log
 from engine.config import Settings
 from engine.fsutil import human_bytes, human_duration
 from engine.home import HomeError, HomeLayout
-from engine.processes import ProcessLookupFailed, ProcessRegistry, ProcessSession, SpawnFailed
+from engine.processes import LOST, ProcessLookupFailed, ProcessRegistry, ProcessSession, SpawnFailed
 from engine.processes.notify import COMPLETION, NotificationCenter, ProcessEvent
 from engine.processes.redact import escape_controls, maybe_redact
 from widgets.confirm import ConfirmModal
@@ -483,15 +483,21 @@ class ProcessesPane(Pane):
         if s is None:
             self.app.notify("no session selected", severity="warning")
             return
-        if not s.running:
+        if not s.running and s.status != LOST:
             self.app.notify(f"{s.id} already {s.exit_text()}", markup=False)
             return
         grace = self.settings.processes.kill_grace_seconds
+        if s.status == LOST:  # its wrapper is gone; its command may still run on
+            how = (f"Its supervising wrapper is gone. Sends SIGTERM to each process left in group {s.pid} that "
+                   f"is verified as this session's (its own fingerprint, its HERMES_PROCESS_ID), waits {grace:g}s, "
+                   "then SIGKILL to whatever is left. Nothing else is signalled.")
+        else:
+            how = (f"Sends SIGTERM to the whole group, waits {grace:g}s, then SIGKILL to whatever is left. "
+                   "The pid is checked against the fingerprint taken at spawn first: a recycled pid is never "
+                   "signalled.")
         body = (
             f"Command: {maybe_redact(s.command, self.redact)}\n"
-            f"PID {s.pid} (it leads process group {s.pid}), owner {s.owner}\n\n"
-            f"Sends SIGTERM to the whole group, waits {grace:g}s, then SIGKILL to whatever is left. "
-            "The pid is checked against the fingerprint taken at spawn first: a recycled pid is never signalled."
+            f"PID {s.pid} (it leads process group {s.pid}), owner {s.owner}\n\n{how}"
         )
 
         def answered(yes: bool | None) -> None:
@@ -509,6 +515,8 @@ class ProcessesPane(Pane):
             return
         if report.ok:
             message, severity = f"{report.id} {report.status}", "information"
+            if report.detail and report.outcome == "killed":
+                message += f": {report.detail}"
         else:
             message, severity = f"{report.id}: {report.outcome} ({report.detail})", "error"
         if report.survivors:
