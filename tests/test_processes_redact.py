@@ -57,6 +57,7 @@ NEW_SECRETS = [
     ('{"password": "my secret phrase", "user": "bob"}', "my secret phrase", '{"password": "***", "user": "bob"}'),
     ('{"api_key":"abc123def456"}', "abc123def456", '{"api_key":"***"}'),
     ("token: abcdef123456", "abcdef123456", "token: ***"),
+    ('{"auth": {"token": "t0k3n"}}', "t0k3n", '{"auth": {"token": "***"}}'),
     ("  db_password: s3cr3t-value", "s3cr3t-value", "  db_password: ***"),
     ("postgres://app:hunter2@db.internal:5432/app", "hunter2", "postgres://app:***@db.internal:5432/app"),
     ("mysql://root:pa55@localhost/x", "pa55", "mysql://root:***@localhost/x"),

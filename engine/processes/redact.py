@@ -61,7 +61,9 @@ _SECRET_WORD = (
 )
 
 # A value after a key: a quoted string (quotes kept around the mask) or a bare word.
-_VALUE = r"(?:\"(?P<dq>[^\"\n]++)\"|'(?P<sq>[^'\n]++)'|(?P<bare>[^\s\"'&;,{}\[\]]++))"
+# A bare value never starts with "{" or "[": that is a nested JSON/YAML structure, not
+# a secret (its own keys are looked at in turn).
+_VALUE = r"(?:\"(?P<dq>[^\"\n]++)\"|'(?P<sq>[^'\n]++)'|(?P<bare>[^\s\"'&;,{\[][^\s\"'&;,]*+))"
 
 # key=value, key: value, "key": "value" (JSON), key: value (YAML) where the key names a
 # secret. The key is a whole run that contains a secret word.
