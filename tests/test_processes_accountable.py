@@ -19,6 +19,7 @@ from engine.home import HomeLayout
 from engine.processes import ProcessRegistry, SpawnFailed
 from engine.processes import registry as registry_mod
 from engine.processes.session import STATE_STARTING, SessionCorrupt
+from engine.scratch.registered import registry_provider
 from tests.conftest import run_cli
 
 
@@ -117,6 +118,7 @@ def test_folders_of_spawns_that_never_started_are_ignored_and_cleaned(reg, home,
     assert reg.problems() == []
     # The pruner's registered-process rule keeps working: no SessionCorrupt, no fail-closed.
     assert [sid for _p, _f, sid in reg.live_processes()] == [s.id]
+    assert [sid for _p, _f, sid in registry_provider(home, Settings())()] == [s.id]  # the pruner's own seam
     ps = run_cli("--home", str(home.root), "ps")
     assert ps.returncode == 0 and s.id in ps.stdout and ps.stderr == ""
     # Young folders may belong to a spawn still recording: kept. Abandoned ones: removed.
@@ -167,7 +169,7 @@ def test_each_malformed_session_is_one_line_and_everything_else_works(reg, home,
     inside = children(["sleep", "30"], cwd=workdir)
     elsewhere = children(["sleep", "30"], cwd=tmp_path)
     wait_for(lambda: os.readlink(f"/proc/{inside.pid}/cwd") == str(workdir), what="child cwd")
-    live = reg.live_processes()
+    live = registry_provider(home, Settings())()  # what the pruner asks
     pids = {pid for pid, _fp, _label in live}
     assert good.pid in pids and inside.pid in pids and elsewhere.pid not in pids
     assert all(identity.is_alive(pid, fp) for pid, fp, _label in live)
