@@ -202,3 +202,31 @@ def test_a_session_whose_wrapper_was_killed_is_lost_and_proc_kill_still_stops_it
     wait_for(lambda: not any(identity.is_alive(pid, identity.fingerprint(pid)) for pid in command_pids),
              what="command gone")
     assert reg.get(s.id).status == "killed"
+
+
+def test_the_real_prune_spares_a_malformed_sessions_cwd_and_works_everywhere_else(home, children):
+    """End to end through the real pruner: one session with a malformed meta.json (an
+    impossible pid) that names an idle entry as its cwd, and a folder of a spawn that
+    never started. The entry the malformed session may work in is kept and its process
+    spared; another idle entry with a stranger in it is pruned and the stranger TERMed
+    (before: one unreadable session switched all signalling off)."""
+    from engine.scratch.execute import prune_pass
+    from tests.scratch_util import make_entry, options, target_of
+
+    t = target_of(home)
+    theirs = make_entry(t.scratch_dir, "theirs")
+    stranger_entry = make_entry(t.scratch_dir, "stranger")
+    session = children(["sleep", "60"], cwd=theirs)
+    stranger = children(["sleep", "60"], cwd=stranger_entry)
+    for p, where in ((session, theirs), (stranger, stranger_entry)):
+        wait_for(lambda p=p, where=where: os.readlink(f"/proc/{p.pid}/cwd") == str(where), what="cwd")
+        wait_for(lambda p=p: identity.read_stat(p.pid).comm == b"sleep", what="exec")
+    _not_started(home, "proc_0000000000d1", None)
+    (home.processes_dir / "proc_0000000000d1" / "meta.json").write_text(
+        json.dumps({"id": "proc_0000000000d1", "pid": 10**30, "cwd": str(theirs), "command": "sleep 60"}))
+    _not_started(home, "proc_0000000000d2", {"id": "proc_0000000000d2", "state": STATE_STARTING})
+    result = prune_pass(t, options(registered=registry_provider(home, Settings())))
+    assert theirs.exists() and session.poll() is None
+    assert not stranger_entry.exists()
+    assert [(s.pid, s.signal) for s in result.signalled] == [(stranger.pid, "SIGTERM")]
+    stranger.wait(timeout=20)
