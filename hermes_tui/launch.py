@@ -30,16 +30,47 @@ def launch_app(ctx: Context) -> int:
     if ctx.args.home:
         raise CliError("--demo builds its own home; drop --home", EXIT_USAGE)
     _need_terminal()
+    import tempfile
+    from pathlib import Path
+
+    from engine.home import HomeLayout
     from hermes_tui.demo import build_demo_home, cleanup_demo_home
 
-    home = build_demo_home()
+    # The temp root exists before anything is built in it, and a hang-up while the demo
+    # is being built ends the build by an exception: either way the finally below
+    # knows what to remove and which processes to stop.
+    home = HomeLayout(Path(tempfile.mkdtemp(prefix="hermes-demo-")))
+    previous = {sig: signal.signal(sig, _end_start_up) for sig in _ENDING_SIGNALS}
     try:
+        build_demo_home(home.root)
         print(f"hermes-tui: demo home at {home.root}", file=sys.stderr)
         return _run_app(ctx, home, demo=True)
+    except _EndedDuringStartUp as ended:
+        return 128 + ended.signum
     finally:
         # Whatever ended the app (a closed terminal included), the demo's processes and
-        # its temporary home go with it. Idempotent: the app's own path may have run it.
+        # its temporary home go with it, and a second hang-up cannot cut that short.
+        # Idempotent: the app's own path may have run it already.
+        for sig in _ENDING_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
         cleanup_demo_home(home)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+_ENDING_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
+
+
+class _EndedDuringStartUp(Exception):
+    """SIGHUP or SIGTERM arrived before the app could handle it itself."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _end_start_up(signum, _frame) -> None:
+    raise _EndedDuringStartUp(signum)
 
 
 def _run_app(ctx: Context, home, *, demo: bool) -> int:
@@ -89,7 +120,7 @@ def _run_app(ctx: Context, home, *, demo: bool) -> int:
 
         threading.Thread(target=watchdog, name="hermes-shutdown-watchdog", daemon=True).start()
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGHUP, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, on_signal) for sig in _ENDING_SIGNALS}
     stop_watching = _watch_for_hangup()
     try:
         app.run()
