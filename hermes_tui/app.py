@@ -143,7 +143,8 @@ class HermesApp(App[int]):
         self.dispatch_loop.start()
         bad = getattr(self, "_bad_theme", None)
         if bad:
-            self.notify(f"ui.theme {bad!r} is not a known theme; using the default", severity="warning")
+            self.notify(f"ui.theme {bad!r} is not a known theme; using the default", severity="warning",
+                        markup=False)
 
     def on_resize(self, event) -> None:
         self._apply_size(event.size.width, event.size.height)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
@@ -377,13 +378,31 @@ async def test_quitting_the_app_backgrounds_the_foreground_run(home, cleanup, sp
     assert spy_signals == []
 
 
-async def test_progress_bars_and_prompts_show_without_a_newline(home, cleanup):
-    reg = ProcessRegistry(home, Settings())
-    s = reg.spawn("printf 'crlf line\\r\\n'; printf ' 10%%\\r 50%%\\r100%%'; sleep 1; printf 'Continue? '; sleep 30")
+@asynccontextmanager
+async def pane_following(home, command: str):
+    """The pane alone, once its output view follows the session ``command`` runs in."""
+    s = ProcessRegistry(home, Settings()).spawn(command)
     app = PaneOnly(home, FAST)
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
-        await wait_until(pilot, lambda: pane.output.session_id == s.id and "Continue? " in pane.output.lines)
+        await wait_until(pilot, lambda: pane.output.session_id == s.id)
+        yield app, pilot, pane
+
+
+def screen_text(app) -> str:
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+async def test_progress_bars_and_prompts_show_without_a_newline(home, cleanup, tmp_path):
+    # The prompt is printed only once the view shows the progress bar's last state (a
+    # gate file, not a sleep), so the two arrive in separate reads on any machine.
+    gate = tmp_path / "gate"
+    async with pane_following(home, "printf 'crlf line\\r\\n'; printf ' 10%%\\r 50%%\\r100%%'; "
+                              f"while [ ! -e '{gate}' ]; do sleep 0.02; done; printf 'Continue? '; sleep 30"
+                              ) as (_app, pilot, pane):
+        await wait_until(pilot, lambda: "100%" in pane.output.lines)
+        gate.touch()
+        await wait_until(pilot, lambda: "Continue? " in pane.output.lines)
         assert list(pane.output.lines)[:2] == ["crlf line", "100%"]
 
 
@@ -395,3 +414,67 @@ async def test_a_command_that_cannot_start_says_why(home, monkeypatch, tmp_path)
         await submit(pilot, app, "echo hi")
         await wait_until(pilot, lambda: any("does not exist" in t for t in app.toasts))
         assert pane.foreground is None
+
+
+async def test_output_view_renders_colours_but_no_other_sequence(home, cleanup):
+    """A process printing a clipboard write (OSC 52), a screen clear, a title, a bell
+    and a C1 CSI: the view shows the text with colours, drops the sequences and shows
+    stray controls as escapes; nothing but SGR styling reaches the terminal. The
+    command in the table and the view's title is shown the same way."""
+    async with pane_following(home, ": 'x\x1b]0;t\x07'; " r"printf 'a\033]52;c;aGk=\007b\033[2Jc\033[31mred"
+                              r"\033[0m\007\302\233d\n'; sleep 30") as (app, pilot, _pane):
+        await wait_until(pilot, lambda: r"abcred\x07\x9bd" in screen_text(app))
+        shown = screen_text(app)
+        assert r"x\x1b]0;t\x07" in shown  # the command's argv, in the table and the title
+        assert not any(ch in shown for ch in "\x1b\x07\x9b")
+        segments = [seg for strip in app.screen._compositor.render_strips() for seg in strip]
+        red = [seg for seg in segments if seg.text == "red"]
+        assert red and red[0].style is not None and red[0].style.color is not None
+
+
+async def test_a_malformed_session_does_not_stop_the_pane(home, cleanup):
+    """Truncated metadata, a huge pid, an id naming another folder: the pane lists every
+    other session as usual (before: a wrong-typed field raised out of the refresh)."""
+    reg = ProcessRegistry(home, Settings())
+    good = reg.spawn(["sleep", "30"])
+    for name, raw in {
+        "proc_0000000000c1": '{"id": "proc_0000000000c1", "pid": 1',
+        "proc_0000000000c2": json.dumps({"id": "proc_0000000000c2", "pid": 10**30, "cwd": "/"}),
+        "proc_0000000000c3": json.dumps({"id": "proc_0000000000ff", "pid": 4242, "cwd": "/"}),
+        "proc_0000000000c4": json.dumps({"id": "proc_0000000000c4", "pid": 4242, "started_at": "soon"}),
+    }.items():
+        (home.processes_dir / name).mkdir()
+        (home.processes_dir / name / "meta.json").write_text(raw)
+    app = PaneOnly(home, FAST)
+    async with app.run_test(size=WIDE) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        await wait_until(pilot, lambda: good.id in pane._rows)
+        assert list(pane._rows) == [good.id]
+
+
+async def test_the_pane_kills_what_is_left_of_a_session_whose_wrapper_was_killed(home, cleanup):
+    """kill -9 of the wrapper: the row says lost, and k still stops the command (before:
+    'already lost', and the command ran on)."""
+    import os
+    import signal
+
+    reg = ProcessRegistry(home, Settings())
+    s = reg.spawn("echo up; while :; do sleep 0.05; done")
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        await wait_until(pilot, lambda: s.id in pane._rows and "up" in pane.output.lines)
+        command = [pid for pid in identity.group_members(s.pid) if pid != s.pid]
+        assert command
+        os.kill(s.pid, signal.SIGKILL)
+        reg.wait(s.id, timeout=20)
+        await wait_until(pilot, lambda: pane.sessions[s.id].status == "lost")
+        app.action_focus_pane("processes")
+        pane.table.focus()
+        await pilot.press("k")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        assert "wrapper is gone" in str(app.screen._body)
+        await pilot.press("y")
+        await wait_until(pilot, lambda: any("killed" in t and "wrapper" in t for t in app.toasts))
+        await wait_until(pilot, lambda: pane.sessions[s.id].status == "killed")
+        assert not any(identity.is_alive(pid, identity.fingerprint(pid)) for pid in command)

@@ -64,8 +64,12 @@ def test_bg_prints_the_id_and_json(cli):
     assert set(data) == {"id", "pid"} and data["pid"] > 0
 
 
-def test_background_survives_the_cli_and_a_second_cli_follows_it(cli, home):
-    r = cli("run", "--bg", "--json", "--", "sh", "-c", "echo started; sleep 0.5; echo finished; exit 3")
+def test_background_survives_the_cli_and_a_second_cli_follows_it(cli, home, tmp_path):
+    # Paced by a gate file, not a sleep: the command runs until the test lets it finish,
+    # however slowly the CLIs below start on a loaded machine.
+    gate = tmp_path / "gate"
+    r = cli("run", "--bg", "--json", "--", "sh", "-c",
+            'echo started; while [ ! -e "$1" ]; do sleep 0.02; done; echo finished; exit 3', "sh", str(gate))
     sid = json.loads(r.stdout)["id"]  # the CLI that started it has exited
     ps = json.loads(cli("ps", "--json").stdout)
     row = next(p for p in ps if p["id"] == sid)
@@ -76,6 +80,7 @@ def test_background_survives_the_cli_and_a_second_cli_follows_it(cli, home):
     while "started" not in cli("proc", "log", sid).stdout:
         assert time.monotonic() < deadline
         time.sleep(0.05)
+    gate.touch()
     w = cli("proc", "wait", sid[:9], "--timeout", "20", "--json")
     assert w.returncode == 0
     assert json.loads(w.stdout)["exit_code"] == 3
@@ -219,3 +224,17 @@ def test_hangup_of_the_terminal_moves_the_command_to_the_background(cli, home):
 def test_ps_all_with_nothing(cli):
     assert cli("ps", "--all").stdout.strip() == "no process sessions"
     assert json.loads(cli("ps", "--json").stdout) == []
+
+
+def test_log_tail_of_one_huge_line_reads_only_a_bounded_end(cli):
+    """8 MB without a newline: --tail returns the last MiB and says the line was cut
+    (before: the whole file was read and masked, minutes and hundreds of MB at 100 MB)."""
+    sid = cli("run", "--bg", "--", "sh", "-c", "head -c 8000000 /dev/zero | tr '\\0' a").stdout.strip()
+    assert cli("proc", "wait", sid, "--timeout", "60").returncode == 0
+    data = json.loads(cli("proc", "log", sid, "--tail", "3", "--json").stdout)
+    assert data["total_bytes"] == 8_000_000
+    assert data["output"] == "a" * (1 << 20)
+    assert data["cut_bytes"] == 8_000_000 - (1 << 20)
+    text = cli("proc", "log", sid, "--tail", "3")
+    assert text.stdout == "a" * (1 << 20)
+    assert "longer one" in text.stderr

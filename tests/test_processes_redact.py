@@ -49,3 +49,53 @@ def test_redaction_is_idempotent():
 
 def test_strip_ansi():
     assert strip_ansi("\x1b[31mred\x1b[0m \x1b]0;title\x07ok") == "red ok"
+
+
+# -- the shapes added by issue 10 ------------------------------------------------------
+
+NEW_SECRETS = [
+    ('{"password": "my secret phrase", "user": "bob"}', "my secret phrase", '{"password": "***", "user": "bob"}'),
+    ('{"api_key":"abc123def456"}', "abc123def456", '{"api_key":"***"}'),
+    ("token: abcdef123456", "abcdef123456", "token: ***"),
+    ('{"auth": {"token": "t0k3n"}}', "t0k3n", '{"auth": {"token": "***"}}'),
+    ("  db_password: s3cr3t-value", "s3cr3t-value", "  db_password: ***"),
+    ("postgres://app:hunter2@db.internal:5432/app", "hunter2", "postgres://app:***@db.internal:5432/app"),
+    ("mysql://root:pa55@localhost/x", "pa55", "mysql://root:***@localhost/x"),
+    ("fetch https://bob:tok3n@example.com/a", "tok3n", "fetch https://bob:***@example.com/a"),
+    ("mysql --password hunter2 -u root", "hunter2", "mysql --password *** -u root"),
+    ("tool --token abcdef --api-key 'k e y'", "abcdef", "tool --token *** --api-key '***'"),
+    ("charge sk_live_4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc", "charge sk_live_***"),
+    ("rk_live_51HqLyjWDarjtT1zdp7dcXYZ ok", "51HqLyjWDarjtT1zdp7dcXYZ", "rk_live_*** ok"),
+    ("xoxp-1234567890-abcdefghij", "1234567890-abcdefghij", "xoxp-***"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret", "shown"), NEW_SECRETS)
+def test_json_yaml_url_flag_and_provider_secrets_are_masked(text, secret, shown):
+    out = redact(text)
+    assert secret not in out
+    assert out == shown
+    assert redact(out) == out
+
+
+@pytest.mark.parametrize("clean", [
+    "tool --token-file /etc/hermes/token", "see https://example.com/a:b@c", "password-reset page",
+    "pk_live_publishable_key_is_public_0000", "unsk_live_abcdefghijklmnopqrstu",
+])
+def test_near_misses_of_the_new_shapes_stay_readable(clean):
+    assert redact(clean) == clean
+
+
+def test_pathological_lines_are_masked_linearly_and_correctly():
+    """The old assignment pattern retried from every word boundary of a run: these
+    lines took seconds to minutes. The result is asserted, not the time (a quadratic
+    pattern makes this test run for minutes, which the suite's timeout reports)."""
+    import base64
+
+    repeated = "password-" * 4000
+    assert redact(repeated) == repeated
+    blob = base64.urlsafe_b64encode(bytes(range(256)) * 3073).decode()[: 1 << 20]
+    assert len(blob) == 1 << 20
+    assert redact(blob) == blob
+    line = blob + " password=hunter2 " + "eyJ-" * 50_000
+    assert redact(line) == blob + " password=*** " + "eyJ-" * 50_000

@@ -7,6 +7,7 @@ first). Up/down walk the commands entered before.
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Input
@@ -87,11 +88,12 @@ class CommandBar(Input):
         self.running_command = command
         self.set_class(command is not None, "-running")
         if command is None:
-            self.border_title = detail or IDLE_TITLE
+            self.border_title = Text(detail or IDLE_TITLE)
             self.placeholder = "Type a command and press Enter to run it in the foreground"
             return
         shown = " ".join(command.split())
         if len(shown) > 40:
             shown = shown[:39] + "…"
-        self.border_title = f"running: {shown} · {background_key} moves it to the background"
+        # Text, not a str: a str title is parsed as markup, and the command is outside text.
+        self.border_title = Text(f"running: {shown} · {background_key} moves it to the background")
         self.placeholder = "Enter a new command to redirect (the running one moves to the background)"

@@ -59,7 +59,7 @@ class HelpScreen(ModalScreen[None]):
                     table.add_row("", "", "")
                 table.add_row(Text(row.section, style="bold underline"), "", "")
                 section = row.section
-            table.add_row(row.keys, row.description, row.binding_id)
+            table.add_row(Text(row.keys), Text(row.description), Text(row.binding_id))  # keys come from config
         with Vertical():
             yield Static(self._title, classes="title")
             with VerticalScroll():

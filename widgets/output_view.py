@@ -24,7 +24,7 @@ from textual.worker import get_current_worker
 
 from engine.fsutil import human_bytes
 from engine.processes.follower import OutputFollower
-from engine.processes.redact import maybe_redact
+from engine.processes.redact import keep_colours_only, maybe_redact
 
 FLUSH_INTERVAL = 0.1
 PARTIAL_LINE_AFTER = 0.5  # a line without its newline is shown after this long (prompts)
@@ -34,6 +34,7 @@ DRAW_BYTES_PER_FLUSH = 16 * 1024  # at most this much new output is drawn per fl
 def _render(lines: list[str], term: str | None) -> Text:
     text = Text()
     for i, line in enumerate(lines):
+        line = keep_colours_only(line)  # colours render; no other sequence reaches the terminal
         part = Text.from_ansi(line) if "\x1b" in line else Text(line)
         if term:
             part.highlight_words([term], style="reverse", case_sensitive=False)

@@ -3,6 +3,7 @@ a numbered title, a subtitle for live state, and an honest empty state."""
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Static
@@ -52,6 +53,7 @@ class Pane(Vertical, can_focus=True):
     def __init__(self, *children, **kwargs) -> None:
         kwargs.setdefault("id", self.PANE_ID)
         super().__init__(*children, **kwargs)
+        self._status: str | None = None
         self.border_title = f"{self.NUMBER} {self.TITLE}" if self.NUMBER else self.TITLE
 
     @property
@@ -69,9 +71,10 @@ class Pane(Vertical, can_focus=True):
 
     def set_status(self, text: str) -> None:
         """Panes call this on every refresh; only a change reaches the header."""
-        if text == self.border_subtitle:
+        if text == self._status:
             return
-        self.border_subtitle = text
+        self._status = text
+        self.border_subtitle = Text(text)  # a str would be parsed as markup: statuses carry names
         self.post_message(self.StatusChanged(self.PANE_ID, text))
 
 

@@ -27,9 +27,9 @@ from textual.widgets import DataTable, Log
 from engine.config import Settings
 from engine.fsutil import human_bytes, human_duration
 from engine.home import HomeError, HomeLayout
-from engine.processes import ProcessLookupFailed, ProcessRegistry, ProcessSession, SpawnFailed
+from engine.processes import LOST, ProcessLookupFailed, ProcessRegistry, ProcessSession, SpawnFailed
 from engine.processes.notify import COMPLETION, NotificationCenter, ProcessEvent
-from engine.processes.redact import maybe_redact
+from engine.processes.redact import escape_controls, maybe_redact
 from widgets.confirm import ConfirmModal
 from widgets.output_view import OutputView
 from widgets.pane import EmptyState, Pane
@@ -83,7 +83,8 @@ def row_cells(s: ProcessSession, usage: Usage | None, now: float, command: str) 
 
 
 def shown_command(s: ProcessSession, redact: bool) -> str:
-    command = maybe_redact(" ".join(s.command.split()), redact)
+    """The command on one line, masked, its control characters shown as escapes."""
+    command = escape_controls(maybe_redact(" ".join(s.command.split()), redact))
     return command if len(command) <= 60 else command[:59] + "…"
 
 
@@ -266,8 +267,7 @@ class ProcessesPane(Pane):
                 else:
                     for i, (col, _label) in enumerate(COLUMNS):
                         if cells[i] != old[i]:
-                            value = Text(cells[i], style=snap.styles[key]) if i == STATUS_COLUMN else cells[i]
-                            table.update_cell(key, col, value)
+                            table.update_cell(key, col, self._cell(i, cells[i], snap.styles[key]))
                     reorder = reorder or (old[STATUS_COLUMN] == "running") != (cells[STATUS_COLUMN] == "running")
                 self._rows[key] = cells
             if reorder and len(self._rows) > 1:
@@ -290,7 +290,7 @@ class ProcessesPane(Pane):
         table = self.table
         selected = self.selected if self._sorted_once else None  # at first, start at the top
         self._sorted_once = True
-        table.sort("id", key=lambda short: order.get(short, (True, 0.0, short)))
+        table.sort("id", key=lambda cell: order.get(cell.plain, (True, 0.0, cell.plain)))
         if selected is not None and selected.id in self._rows:
             table.move_cursor(row=table.get_row_index(selected.id), animate=False)
         else:
@@ -299,11 +299,15 @@ class ProcessesPane(Pane):
             if top is not None and self.foreground is None:
                 self._show_row(top.id)
 
+    @classmethod
+    def _cells(cls, cells: tuple[str, ...], style: str) -> list[Text]:
+        return [cls._cell(i, value, style) for i, value in enumerate(cells)]
+
     @staticmethod
-    def _cells(cells: tuple[str, ...], style: str) -> list:
-        out: list = list(cells)
-        out[STATUS_COLUMN] = Text(cells[STATUS_COLUMN], style=style)
-        return out
+    def _cell(column: int, value: str, style: str) -> Text:
+        """Every cell is plain Text: a command such as ``awk -F'[/]'`` is shown as typed
+        (a str cell would be parsed as markup, and that one raises MarkupError)."""
+        return Text(value, style=style) if column == STATUS_COLUMN else Text(value)
 
     # -- selection and output -------------------------------------------------------------
 
@@ -344,7 +348,7 @@ class ProcessesPane(Pane):
         self.output.set_state(s.exit_text())
 
     def _title_of(self, s: ProcessSession) -> str:
-        return f"{s.id} · pid {s.pid} · {maybe_redact(' '.join(s.command.split()), self.redact)[:60]}"
+        return f"{s.id} · pid {s.pid} · {shown_command(s, self.redact)}"
 
     @property
     def selected(self) -> ProcessSession | None:
@@ -479,15 +483,21 @@ class ProcessesPane(Pane):
         if s is None:
             self.app.notify("no session selected", severity="warning")
             return
-        if not s.running:
+        if not s.running and s.status != LOST:
             self.app.notify(f"{s.id} already {s.exit_text()}", markup=False)
             return
         grace = self.settings.processes.kill_grace_seconds
+        if s.status == LOST:  # its wrapper is gone; its command may still run on
+            how = (f"Its supervising wrapper is gone. Sends SIGTERM to each process left in group {s.pid} that "
+                   f"is verified as this session's (its own fingerprint, its HERMES_PROCESS_ID), waits {grace:g}s, "
+                   "then SIGKILL to whatever is left. Nothing else is signalled.")
+        else:
+            how = (f"Sends SIGTERM to the whole group, waits {grace:g}s, then SIGKILL to whatever is left. "
+                   "The pid is checked against the fingerprint taken at spawn first: a recycled pid is never "
+                   "signalled.")
         body = (
             f"Command: {maybe_redact(s.command, self.redact)}\n"
-            f"PID {s.pid} (it leads process group {s.pid}), owner {s.owner}\n\n"
-            f"Sends SIGTERM to the whole group, waits {grace:g}s, then SIGKILL to whatever is left. "
-            "The pid is checked against the fingerprint taken at spawn first: a recycled pid is never signalled."
+            f"PID {s.pid} (it leads process group {s.pid}), owner {s.owner}\n\n{how}"
         )
 
         def answered(yes: bool | None) -> None:
@@ -505,6 +515,8 @@ class ProcessesPane(Pane):
             return
         if report.ok:
             message, severity = f"{report.id} {report.status}", "information"
+            if report.detail and report.outcome == "killed":
+                message += f": {report.detail}"
         else:
             message, severity = f"{report.id}: {report.outcome} ({report.detail})", "error"
         if report.survivors:

@@ -134,7 +134,7 @@ class ScratchPane(Pane):
             table.add_column(Text(label), key=key)  # plain text: no markup parse
         yield table
         yield Static(id="scratch-detail", markup=False)
-        yield Static(id="scratch-progress-label")
+        yield Static(id="scratch-progress-label", markup=False)
         yield ProgressBar(id="scratch-progress", show_eta=False)
         yield EmptyState("No scratch entries yet. Commands spawned here get <home>/cache/scratch as TMPDIR; "
                          "an entry idle for scratch.idle_hours can be pruned with p.")
@@ -353,10 +353,10 @@ class ScratchPane(Pane):
         self.query_one("#scratch-progress", ProgressBar).remove_class("-running")
         self.query_one("#scratch-progress-label", Static).remove_class("-running")
         if message.error:
-            self.notify(f"prune failed: {message.error}", severity="error", timeout=8)
+            self.notify(f"prune failed: {message.error}", severity="error", timeout=8, markup=False)
         else:
             self.notify(message.result.summary(restore_hint="u restores"), title="Prune done",
-                        severity="information" if message.result.ok else "warning", timeout=8)
+                        severity="information" if message.result.ok else "warning", timeout=8, markup=False)
         self.refresh_entries()
 
     # -- restore ---------------------------------------------------------------------------

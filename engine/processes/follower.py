@@ -163,39 +163,71 @@ def read_tail(path: Path | str, max_bytes: int) -> tuple[str, int]:
     except FileNotFoundError:
         return "", 0
     if start > 0:
-        # Skip continuation bytes of a character cut at the start of the window.
-        i = 0
-        while i < min(3, len(data)) and (data[i] & 0xC0) == 0x80:
-            i += 1
-        data = data[i:]
+        data = data[_continuation_bytes(data) :]
     return data.decode("utf-8", errors="replace"), size
 
 
-def read_last_lines(path: Path | str, n: int, block: int = 64 * 1024) -> tuple[bytes, int]:
-    """The last ``n`` lines of a file (raw bytes) and its total size, reading backwards
-    in blocks, so the tail of a huge log costs only the tail."""
+# The most ``read_last_lines`` reads: a line longer than this (a log without newlines)
+# is shown by its last part only, so a tail costs bounded time and memory.
+TAIL_MAX_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class LastLines:
+    """The tail of a log: raw bytes, the file's size, and how many bytes of the first
+    line shown were left out because the window ended inside it (0: lines are whole)."""
+
+    data: bytes
+    total: int
+    cut: int = 0
+
+
+def read_last_lines(
+    path: Path | str, n: int, block: int = 64 * 1024, max_bytes: int = TAIL_MAX_BYTES
+) -> LastLines:
+    """The last ``n`` lines of a file, reading backwards in blocks, so the tail of a huge
+    log costs only the tail; never more than ``max_bytes`` (then ``cut`` says how much
+    of the earliest line is missing, and the data starts on a character boundary)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
-        return b"", 0
+        return LastLines(b"", 0)
     try:
         size = os.fstat(fd).st_size
         if n <= 0 or size == 0:
-            return b"", size
+            return LastLines(b"", size)
+        floor = max(0, size - max(1, max_bytes))
         pos = size
-        data = b""
-        while pos > 0:
-            step = min(block, pos)
+        blocks: list[bytes] = []
+        newlines = 0
+        while pos > floor:
+            step = min(block, pos - floor)
             pos -= step
-            data = os.pread(fd, step, pos) + data
+            chunk = os.pread(fd, step, pos)
+            blocks.append(chunk)
             # A final newline ends the last line; n lines need n newlines before the tail.
-            if data.count(b"\n", 0, len(data) - 1) >= n:
+            newlines += chunk.count(b"\n", 0, len(chunk) - 1 if pos + step == size else len(chunk))
+            if newlines >= n:
                 break
-        cut = len(data) - 1  # skip the final newline (if any) when counting back
-        for _ in range(n):
-            cut = data.rfind(b"\n", 0, cut)
-            if cut < 0:
-                return data, size  # fewer than n lines in the whole file
-        return data[cut + 1 :], size
+        data = b"".join(reversed(blocks))
     finally:
         os.close(fd)
+    cut = len(data) - 1  # skip the final newline (if any) when counting back
+    for _ in range(n):
+        cut = data.rfind(b"\n", 0, cut)
+        if cut < 0:
+            break
+    else:
+        return LastLines(data[cut + 1 :], size)
+    if pos == 0:
+        return LastLines(data, size)  # fewer than n lines in the whole file
+    skip = _continuation_bytes(data)
+    return LastLines(data[skip:], size, pos + skip)
+
+
+def _continuation_bytes(data: bytes) -> int:
+    """How many bytes at the start of ``data`` continue a character cut off before it."""
+    i = 0
+    while i < min(3, len(data)) and (data[i] & 0xC0) == 0x80:
+        i += 1
+    return i

@@ -2,8 +2,19 @@
 
 The log file on disk keeps the raw bytes; only what is *displayed* is masked. The
 shapes below are the common credential formats a command may print (API keys,
-tokens, auth headers, ``password=...`` assignments, PEM private-key blocks). A mask
+tokens, auth headers, ``password=...`` assignments and their JSON/YAML forms,
+``--password x`` flags, credentials inside URLs, PEM private-key blocks). A mask
 keeps a short prefix so the user can still tell which secret it was.
+
+Every pattern is linear in the length of the line: a log line can be megabytes of
+base64 without a newline, and a pattern that retries from every word boundary would
+take minutes on it. Two rules keep that so:
+
+- a pattern that must find something *after* a run of token characters starts only
+  where such a run starts (a lookbehind on the run's characters), so each run is
+  scanned from one place only, never again from each ``-`` inside it;
+- runs are matched possessively or inside atomic groups, so a failed match gives up
+  at once instead of backtracking through the run character by character.
 """
 
 from __future__ import annotations
@@ -12,33 +23,73 @@ import re
 
 MASK = "***"
 
+# Characters of a key, token or flag name (a "run").
+_RUN = r"A-Za-z0-9_\-"
+_RUN_START = rf"(?<![{_RUN}])"
+
+
+def _word_starting(prefix: str, rest: str, before: str = "A-Za-z0-9_") -> re.Pattern[str]:
+    """``prefix`` + ``rest`` where ``prefix`` starts a word (no ``before`` character in
+    front of it). The literal comes first so the regex engine can jump from one
+    occurrence of it to the next instead of trying the pattern at every position."""
+    literal = re.escape(prefix)
+    return re.compile(f"{literal}(?<![{before}]{literal}){rest}")
+
+
 # (pattern, how many leading characters of the match stay visible)
 _TOKEN_SHAPES: tuple[tuple[re.Pattern[str], int], ...] = (
-    (re.compile(r"\bsk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_\-]{16,}"), 3),
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"), 4),
-    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), 11),
-    (re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), 5),
-    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), 4),
-    (re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"), 4),
-    (re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}"), 6),
-    (re.compile(r"\bhf_[A-Za-z0-9]{30,}"), 3),
-    (re.compile(r"\beyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"), 3),  # JWT
+    (_word_starting("sk-", r"(?:proj-|ant-|live-|test-)?[A-Za-z0-9_\-]{16,}+"), 3),
+    # Stripe secret (sk_live_) and restricted (rk_live_) keys; the match starts at "k_".
+    (re.compile(r"k_(?<![A-Za-z0-9_][sr]k_)(?<=[sr]k_)(?:live|test)_[A-Za-z0-9]{16,}+"), 7),
+    (_word_starting("gh", r"[pousr]_[A-Za-z0-9]{20,}+"), 4),
+    (_word_starting("github_pat_", r"[A-Za-z0-9_]{20,}+"), 11),
+    (_word_starting("xox", r"[abposr]-[A-Za-z0-9\-]{10,}+"), 5),
+    (_word_starting("A", r"(?:KIA|SIA)[0-9A-Z]{16}\b"), 4),
+    (_word_starting("AIza", r"[0-9A-Za-z_\-]{35}\b"), 4),
+    (_word_starting("glpat-", r"[A-Za-z0-9_\-]{20,}+"), 6),
+    (_word_starting("hf_", r"[A-Za-z0-9]{30,}+"), 3),
+    # JWT: three dot-separated parts, from the start of a run (see the module doc).
+    (_word_starting("eyJ", rf"[{_RUN}]{{10,}}+\.[{_RUN}]{{10,}}+\.[{_RUN}]{{10,}}+", before=_RUN), 3),
 )
 
 # "Bearer <token>" / "Authorization: Basic <b64>": keep the scheme, mask the credential.
-_AUTH_SCHEME = re.compile(r"(?i)\b(bearer|basic|token)(\s+)([A-Za-z0-9_\-\.=:/+~]{8,})")
+_AUTH_SCHEME = re.compile(r"(?i)\b(bearer|basic|token)(\s++)([A-Za-z0-9_\-\.=:/+~]{8,}+)")
 
-# key=value / key: value where the key names a secret. Quotes are kept around the mask.
+_SECRET_WORD = (
+    r"(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|"
+    r"private[_\-]?key|client[_\-]?secret|auth)"
+)
+
+# A value after a key: a quoted string (quotes kept around the mask) or a bare word.
+# A bare value never starts with "{" or "[": that is a nested JSON/YAML structure, not
+# a secret (its own keys are looked at in turn).
+_VALUE = r"(?:\"(?P<dq>[^\"\n]++)\"|'(?P<sq>[^'\n]++)'|(?P<bare>[^\s\"'&;,{\[][^\s\"'&;,]*+))"
+
+# key=value, key: value, "key": "value" (JSON), key: value (YAML) where the key names a
+# secret. The key is a whole run that contains a secret word.
 _ASSIGNMENT = re.compile(
-    r"(?i)\b([A-Za-z0-9_\-]*(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|"
-    r"private[_\-]?key|client[_\-]?secret|auth)[A-Za-z0-9_\-]*)"
-    r"(\s*[=:]\s*)([\"']?)([^\s\"'&;,]{1,})"
+    rf"(?i){_RUN_START}(?P<key>(?>[{_RUN}]*?{_SECRET_WORD})[{_RUN}]*+)"
+    rf"(?P<sep>[\"']?\s*+[=:]\s*+)"
+    + _VALUE
+)
+
+# --password x / --api-key x / -token x (the "=" form is an assignment above).
+_FLAG = re.compile(
+    rf"(?i)(?<![^\s\"'])(?P<key>--?(?>[{_RUN}]*?{_SECRET_WORD})[{_RUN}]*+)(?P<sep>[ \t]++)" + _VALUE
+)
+
+# Flags that name where a secret is, not the secret: their value stays readable.
+_FLAG_NOT_A_SECRET = re.compile(r"(?i)[_\-](?:file|path|dir|env|var|name|id|type|length|len|url)$")
+
+# scheme://user:password@host (postgres://, mysql://, https://, redis://, ...).
+_URL_CREDENTIALS = re.compile(
+    r"(?<![A-Za-z0-9+.\-])(?P<head>[A-Za-z][A-Za-z0-9+.\-]*+://[^\s:/@]++:)(?P<pw>[^\s/@]++)@"
 )
 
 _SCHEMES = ("bearer", "basic", "token")
 
 _PRIVATE_KEY_BLOCK = re.compile(
-    r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----.*?(?:-----END \1PRIVATE KEY-----|\Z)", re.DOTALL
+    r"-----BEGIN ([A-Z0-9 ]{0,40}?)PRIVATE KEY-----.*?(?:-----END \1PRIVATE KEY-----|\Z)", re.DOTALL
 )
 
 
@@ -47,23 +98,43 @@ def _mask_keep(match: re.Match[str], keep: int) -> str:
 
 
 def redact(text: str) -> str:
-    """``text`` with every recognised secret masked. Idempotent and cheap on clean text."""
+    """``text`` with every recognised secret masked. Idempotent; linear in its length."""
     if not text:
         return text
-    text = _PRIVATE_KEY_BLOCK.sub(lambda m: f"-----BEGIN {m.group(1)}PRIVATE KEY----- {MASK}", text)
+    if "PRIVATE KEY-----" in text:
+        text = _PRIVATE_KEY_BLOCK.sub(lambda m: f"-----BEGIN {m.group(1)}PRIVATE KEY----- {MASK}", text)
     for pattern, keep in _TOKEN_SHAPES:
         text = pattern.sub(lambda m, k=keep: _mask_keep(m, k), text)
+    if "://" in text:
+        text = _URL_CREDENTIALS.sub(_mask_url, text)
     text = _AUTH_SCHEME.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
-    text = _ASSIGNMENT.sub(_mask_assignment, text)
+    text = _ASSIGNMENT.sub(_mask_value, text)
+    if "-" in text:
+        text = _FLAG.sub(_mask_flag, text)
     return text
 
 
-def _mask_assignment(m: re.Match[str]) -> str:
-    value = m.group(4)
+def _mask_url(m: re.Match[str]) -> str:
+    return f"{m.group('head')}{MASK}@"
+
+
+def _mask_value(m: re.Match[str]) -> str:
+    """Mask the value of a key/value match, keeping the key, separator and quotes."""
+    quoted = m.group("dq") if m.group("dq") is not None else m.group("sq")
+    value = quoted if quoted is not None else m.group("bare")
     if value == MASK or value.endswith(MASK) or value.lower() in _SCHEMES:
         # "Authorization: Bearer ***" is already masked after the scheme word.
         return m.group(0)
-    return f"{m.group(1)}{m.group(2)}{m.group(3)}{MASK}"
+    if quoted is not None:
+        quote = '"' if m.group("dq") is not None else "'"
+        return f"{m.group('key')}{m.group('sep')}{quote}{MASK}{quote}"
+    return f"{m.group('key')}{m.group('sep')}{MASK}"
+
+
+def _mask_flag(m: re.Match[str]) -> str:
+    if _FLAG_NOT_A_SECRET.search(m.group("key")):
+        return m.group(0)
+    return _mask_value(m)
 
 
 def maybe_redact(text: str, enabled: bool) -> str:
@@ -76,3 +147,31 @@ _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\
 def strip_ansi(text: str) -> str:
     """Drop terminal escape sequences (colours, cursor moves, titles)."""
     return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+# C0 controls but newline and tab, DEL, and the C1 controls: on a terminal each can act
+# (start a sequence, ring the bell, move the cursor) instead of being shown.
+_CONTROL_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_SGR = re.compile(r"(\x1b\[[0-9;:]*m)")
+
+
+def escape_controls(text: str) -> str:
+    r"""``text`` with every control character but ``\n`` and ``\t`` written as a visible
+    escape (``\x1b``), so what a process printed is shown, never acted on."""
+    return _CONTROL_CHARS.sub(_visible_escape, text)
+
+
+def _visible_escape(m: re.Match[str]) -> str:
+    return f"\\x{ord(m.group()):02x}"
+
+
+def keep_colours_only(text: str) -> str:
+    """``text`` for a view that renders SGR colours: every other escape sequence is
+    dropped (titles, clipboard writes, cursor moves, screen clears) and any control
+    character left over is shown as a visible escape."""
+    if "\x1b" in text:
+        text = _ANSI.sub(lambda m: m.group() if _SGR.fullmatch(m.group()) else "", text)
+        if "\x1b" in text:
+            parts = _SGR.split(text)  # odd items are the colour sequences themselves
+            return "".join(p if i % 2 else escape_controls(p) for i, p in enumerate(parts))
+    return escape_controls(text)

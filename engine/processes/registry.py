@@ -7,8 +7,10 @@ spawned a session also holds its ``Popen`` so it can wait without polling and re
 
 from __future__ import annotations
 
+import json
 import os
 import select
+import signal as signal_mod
 import subprocess
 import threading
 import time
@@ -29,12 +31,16 @@ from engine.processes.session import (
     ProcessLookupFailed,
     ProcessSession,
     SessionCorrupt,
+    SessionNotStarted,
 )
-from engine.processes.supervisor import command_argv, spawn_environment, wrapper_argv
+from engine.processes.supervisor import GO, command_argv, spawn_environment, wrapper_argv
 
 MIN_PREFIX_HEX = 4
 RETENTION_EVERY_SECONDS = 600.0
 RETENTION_STAMP = ".last_retention"
+# A spawn records its session within milliseconds; a folder still not started after
+# this long belongs to a spawn that died or failed, and retention removes it.
+ABANDONED_START_SECONDS = 600.0
 
 
 class SpawnFailed(Exception):
@@ -135,53 +141,88 @@ class ProcessRegistry:
         watch = tuple(w for w in watch if w)
         self.home.ensure_dir(self.root)
         scratch = self._scratch_dir()
-        while True:
-            sid = new_session_id()
-            d = self.session_dir(sid)
-            try:
-                d.mkdir(mode=0o700)
-                break
-            except FileExistsError:
-                continue
-        out_fd = os.open(d / sess.OUTPUT_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
-        environ = spawn_environment(home_root=self.home.root, scratch_dir=scratch, process_id=sid, extra=env)
-        started = time.time()
-        try:
-            popen = subprocess.Popen(
-                wrapper_argv(d / sess.EXIT_FILE, argv),
-                cwd=workdir,
-                env=environ,
-                stdin=subprocess.DEVNULL,
-                stdout=out_fd,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                close_fds=True,
-            )
-        except OSError as exc:
-            os.close(out_fd)
-            _remove_tree(d)
-            raise SpawnFailed(f"cannot start {display!r}: {exc.strerror or exc}") from None
-        os.close(out_fd)
-        fp = identity.fingerprint(popen.pid)
+        sid, d = self._new_session_dir()
         meta = {
             "id": sid,
             "command": display,
             "argv": recorded_argv,
             "cwd": str(workdir),
-            "pid": popen.pid,
-            "fingerprint": fp,
-            "started_at": started,
             "owner": owner,
             "notify": bool(notify),
             "watch": list(watch),
             "background": bool(background),
             "spawner_pid": os.getpid(),
         }
-        atomic_write_json(d / sess.META_FILE, meta)
+        environ = spawn_environment(home_root=self.home.root, scratch_dir=scratch, process_id=sid, extra=env)
+        try:
+            # Recorded before anything runs: a folder left by a spawn that stops here is
+            # recognisably one whose command never started.
+            _write_starting_record(d, {**meta, "state": sess.STATE_STARTING, "created_at": time.time()})
+            popen = self._start_gated(d, argv, workdir, environ)
+        except OSError as exc:
+            _remove_tree(d)
+            raise SpawnFailed(f"cannot start {display!r}: {exc.strerror or exc}; it did not run") from None
+        meta.update(pid=popen.pid, fingerprint=identity.fingerprint(popen.pid), started_at=time.time())
+        try:
+            atomic_write_json(d / sess.META_FILE, meta)
+        except OSError as exc:
+            self._abort_gated(popen)
+            _remove_tree(d)
+            raise SpawnFailed(f"cannot record the session of {display!r} "
+                              f"({exc.strerror or exc}): the command was not started") from None
+        self._open_gate(popen)
         with self._lock:
             self._state.children[sid] = popen
         self._maybe_retention()
         return sess.session_from_meta(d, meta)
+
+    def _new_session_dir(self) -> tuple[str, Path]:
+        while True:
+            sid = new_session_id()
+            d = self.session_dir(sid)
+            try:
+                d.mkdir(mode=0o700)
+                return sid, d
+            except FileExistsError:
+                continue
+
+    @staticmethod
+    def _start_gated(d: Path, argv: list[str], workdir: Path, environ: dict[str, str]) -> subprocess.Popen:
+        """Start the wrapper, waiting at its gate (stdin): the command does not run yet."""
+        out_fd = os.open(d / sess.OUTPUT_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        try:
+            return subprocess.Popen(
+                wrapper_argv(d / sess.EXIT_FILE, argv),
+                cwd=workdir,
+                env=environ,
+                stdin=subprocess.PIPE,
+                stdout=out_fd,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
+            )
+        finally:
+            os.close(out_fd)
+
+    @staticmethod
+    def _open_gate(popen: subprocess.Popen) -> None:
+        """The session is recorded: let the command run."""
+        assert popen.stdin is not None
+        try:
+            popen.stdin.write(GO)
+            popen.stdin.close()
+        except OSError:
+            pass  # the wrapper is already gone (killed): the session reads as lost
+
+    @staticmethod
+    def _abort_gated(popen: subprocess.Popen) -> None:
+        """Close the gate without "go": the wrapper exits and the command never runs."""
+        assert popen.stdin is not None
+        try:
+            popen.stdin.close()
+        except OSError:
+            pass
+        popen.wait()
 
     def _scratch_dir(self) -> Path | None:
         if not self._scratch_ready:
@@ -253,7 +294,7 @@ class ProcessRegistry:
         self.reap()
         try:
             return self._load(sid)
-        except SessionCorrupt as exc:
+        except (SessionCorrupt, SessionNotStarted) as exc:
             raise ProcessLookupFailed(str(exc)) from None
 
     def _load(self, sid: str) -> ProcessSession:
@@ -265,7 +306,7 @@ class ProcessRegistry:
         try:
             mtime = (d / sess.META_FILE).stat().st_mtime_ns
         except FileNotFoundError:
-            raise SessionCorrupt(f"{sid}: no metadata (still being created, or removed)") from None
+            raise SessionNotStarted(f"{sid}: no metadata: its command was never started") from None
         with self._lock:
             cached = self._state.bases.get(sid)
         if cached is None or cached.meta_mtime_ns != mtime:
@@ -324,12 +365,17 @@ class ProcessRegistry:
 
     def unreadable(self) -> list[str]:
         """Ids of session folders that exist but whose metadata cannot be read."""
-        return self._scan(include_finished=False)[1]
+        return sorted(self._scan(include_finished=False)[1])
 
-    def _scan(self, include_finished: bool) -> tuple[list[ProcessSession], list[str]]:
+    def problems(self) -> list[SessionCorrupt]:
+        """One :class:`SessionCorrupt` (a one-line message) per unreadable session."""
+        bad = self._scan(include_finished=False)[1]
+        return [bad[sid] for sid in sorted(bad)]
+
+    def _scan(self, include_finished: bool) -> tuple[list[ProcessSession], dict[str, SessionCorrupt]]:
         self.reap()
         found: list[ProcessSession] = []
-        bad: list[str] = []
+        bad: dict[str, SessionCorrupt] = {}
         names = self._names()
         with self._lock:
             gone = set(self._state.finished) - set(names)
@@ -338,9 +384,12 @@ class ProcessRegistry:
         for sid in names:
             try:
                 s = self._load(sid)
-            except (SessionCorrupt, OSError):
+            except SessionNotStarted:
+                continue  # no command of it ever ran: nothing to list or to spare
+            except (SessionCorrupt, OSError) as exc:
                 if self.session_dir(sid).is_dir():  # not just removed by retention meanwhile
-                    bad.append(sid)
+                    bad[sid] = exc if isinstance(exc, SessionCorrupt) else SessionCorrupt(
+                        f"{sid}: unreadable metadata ({exc.strerror or exc})")
                 continue
             if include_finished or s.running:
                 found.append(s)
@@ -350,13 +399,21 @@ class ProcessRegistry:
     def live_processes(self) -> list[tuple[int, str, str]]:
         """(pid, fingerprint, session id) of running sessions whose leader is verified.
 
-        Raises :class:`SessionCorrupt` when a session folder cannot be read: its process
-        may be live and registered, so a caller that spares registered processes (the
-        scratch pruner) must fail closed rather than treat it as a stranger."""
+        A session whose metadata is malformed may still have a live process, so a
+        caller that spares registered processes (the scratch pruner) must not treat it
+        as a stranger: every live process working under the cwd its metadata still
+        names is returned as registered too. When not even the cwd can be read, raises
+        :class:`SessionCorrupt`: its process could be anywhere, so the caller fails
+        closed everywhere. A folder whose command never started counts for nothing."""
         sessions, bad = self._scan(include_finished=False)
-        if bad:
-            raise SessionCorrupt(f"unreadable process session(s): {', '.join(sorted(bad)[:5])}")
-        return [(s.pid, s.fingerprint, s.id) for s in sessions if identity.is_alive(s.pid, s.fingerprint)]
+        anywhere = sorted(sid for sid, exc in bad.items() if not exc.cwd)
+        if anywhere:
+            raise SessionCorrupt(f"unreadable process session(s) whose cwd is unknown: {', '.join(anywhere[:5])}")
+        live = [(s.pid, s.fingerprint, s.id) for s in sessions if identity.is_alive(s.pid, s.fingerprint)]
+        for sid in sorted(bad):
+            label = f"{sid} (unreadable metadata, working under {bad[sid].cwd})"
+            live.extend((pid, fp, label) for pid, fp in _processes_under(bad[sid].cwd))
+        return live
 
     # -- waiting ------------------------------------------------------------------------
 
@@ -428,6 +485,14 @@ class ProcessRegistry:
         if s.status == sess.LOST and _pid_reused(s):
             return KillReport(**base, status=s.status, outcome="pid_recycled",
                               detail=f"pid {s.pid} now belongs to another process: not signalled")
+        if s.status == sess.LOST:
+            verified, unverified = _orphaned_group(s)
+            if verified:
+                return self._kill_orphans(s, verified, unverified, grace)
+            if unverified:
+                return KillReport(**base, status=s.status, outcome="unverified",
+                                  detail=f"its wrapper is gone and {len(unverified)} process(es) left in its group "
+                                  "could not be verified as its own: not signalled")
         if s.finished:
             return KillReport(**base, status=s.status, outcome="already_finished",
                               detail=f"already {s.exit_text()}")
@@ -476,6 +541,66 @@ class ProcessRegistry:
         return KillReport(**base, status=after.status, outcome=outcome, detail=detail,
                           signals=signals, survivors=survivors)
 
+    def _kill_orphans(self, s: ProcessSession, members: dict[int, str], unverified: list[int],
+                      grace: float | None) -> KillReport:
+        """The wrapper of ``s`` is gone but its command runs on: TERM each verified member
+        of its process group through its own fingerprint, grace, KILL survivors."""
+        grace = self.settings.processes.kill_grace_seconds if grace is None else max(0.0, float(grace))
+        kill_file = s.dir / sess.KILLED_FILE
+        atomic_write_json(kill_file, {"pending": True, "signal": None, "at": time.time(), "by_pid": os.getpid()})
+        signals: list[tuple[int, str]] = []
+        for pid, fp in sorted(members.items()):
+            if identity.send_signal(pid, fp, signal_mod.SIGTERM).sent:
+                signals.append((pid, "SIGTERM"))
+        living = _wait_gone(members, time.monotonic() + grace)
+        for pid, fp in sorted(living.items()):
+            if identity.send_signal(pid, fp, signal_mod.SIGKILL).sent:
+                signals.append((pid, "SIGKILL"))
+        survivors = tuple(sorted(_wait_gone(living, time.monotonic() + 1.0)))
+        if not signals:
+            _unlink(kill_file)
+            return KillReport(id=s.id, pid=s.pid, command=s.command, status=s.status, outcome="gone",
+                              detail="its wrapper is gone and its group ended before any signal")
+        last = "SIGKILL" if any(sig == "SIGKILL" for _p, sig in signals) else "SIGTERM"
+        atomic_write_json(kill_file, {
+            "pending": bool(survivors), "signal": last, "at": time.time(), "by_pid": os.getpid(),
+            "signals": [{"pid": p, "signal": n} for p, n in signals], "orphans": True,
+        })
+        with self._lock:
+            self._state.finished.pop(s.id, None)
+        after = self.get(s.id)
+        detail = (f"its wrapper (pid {s.pid}) was gone; signalled the {len(members)} process(es) left in its "
+                  "group, each verified by its own fingerprint")
+        if unverified:
+            detail += f"; {len(unverified)} unverified one(s) not signalled: {', '.join(map(str, unverified))}"
+        outcome = "survivors" if survivors else "killed"
+        return KillReport(id=s.id, pid=s.pid, command=s.command, status=after.status, outcome=outcome,
+                          detail=detail, signals=tuple(signals), survivors=survivors)
+
+    def remove_abandoned_starts(self, now: float | None = None) -> list[str]:
+        """Remove folders whose command never started and whose spawn is over: no
+        metadata, or a ``starting`` record, untouched for ``ABANDONED_START_SECONDS``.
+        Nothing of them ever ran (the wrapper waits for the record), so nothing is lost."""
+        now = time.time() if now is None else now
+        removed = []
+        for sid in self._names():
+            d = self.session_dir(sid)
+            try:
+                sess.read_meta(d)
+                continue
+            except sess.SessionNotStarted:
+                pass
+            except SessionCorrupt:
+                continue  # reported by ps; never removed on a guess
+            try:
+                age = now - max(d.stat().st_mtime, _mtime(d / sess.META_FILE))
+            except OSError:
+                continue
+            if age >= ABANDONED_START_SECONDS:
+                _remove_tree(d)
+                removed.append(sid)
+        return removed
+
     def remove(self, session_id: str) -> bool:
         """Delete a finished session's folder (retention). Running sessions are refused."""
         s = self.get(session_id)
@@ -505,10 +630,92 @@ def _pidfd_exited(fd: int) -> bool | None:
     return bool(revents & select.POLLIN)
 
 
+def _write_starting_record(d: Path, meta: dict[str, Any]) -> None:
+    """The ``starting`` record, whole or not at all (written aside, then renamed in).
+    Not fsynced: after a crash a lost one reads as "no metadata", which means the
+    same (never started), and the fsync would double the cost of a spawn."""
+    tmp = d / f".{sess.META_FILE}.starting"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(json.dumps(meta).encode() + b"\n")
+        os.rename(tmp, d / sess.META_FILE)
+    except BaseException:
+        _unlink(tmp)
+        raise
+
+
+def _orphaned_group(s: ProcessSession) -> tuple[dict[int, str], list[int]]:
+    """Live members of the process group a lost session's wrapper led, split into the
+    verified (pid -> own fingerprint) and the rest. A member is verified when it was
+    born in this boot after the wrapper, and its environment names this session
+    (``HERMES_PROCESS_ID``, set for every command we spawn)."""
+    if not identity.is_verifiable(s.fingerprint):
+        return {}, []
+    boot, _sep, ticks = s.fingerprint.partition("|")
+    verified: dict[int, str] = {}
+    unverified: list[int] = []
+    marker = f"HERMES_PROCESS_ID={s.id}".encode()
+    for pid, stat in sorted(identity.group_members(s.pid).items()):
+        fp = identity.fingerprint_of(stat)
+        if fp.partition("|")[0] == boot and stat.start_ticks >= int(ticks) and marker in _environ(pid):
+            verified[pid] = fp
+        else:
+            unverified.append(pid)
+    return verified, unverified
+
+
+def _environ(pid: int) -> list[bytes]:
+    try:
+        with open(identity.PROC / str(pid) / "environ", "rb") as fh:
+            return fh.read().split(b"\0")
+    except OSError:
+        return []
+
+
+def _wait_gone(members: dict[int, str], deadline: float) -> dict[int, str]:
+    """Wait until none of ``members`` (pid -> fingerprint) is alive, or the deadline."""
+    while True:
+        living = {pid: fp for pid, fp in members.items() if identity.is_alive(pid, fp)}
+        if not living or time.monotonic() >= deadline:
+            return living
+        time.sleep(0.02)
+
+
+def _processes_under(cwd: str) -> list[tuple[int, str]]:
+    """(pid, fingerprint) of every live process whose working directory is ``cwd`` or
+    below it (a /proc scan: only done for a session with malformed metadata)."""
+    root = os.path.realpath(cwd).rstrip(os.sep) or os.sep
+    found = []
+    try:
+        names = os.listdir(identity.PROC)
+    except OSError:
+        raise SessionCorrupt(f"cannot list {identity.PROC} to find the processes under {cwd}") from None
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            where = os.readlink(identity.PROC / name / "cwd")
+        except OSError:
+            continue  # gone, or another user's (the pruner never signals those)
+        if where == root or where.startswith(root.rstrip(os.sep) + os.sep):
+            fp = identity.fingerprint(int(name))
+            if identity.is_verifiable(fp):
+                found.append((int(name), fp))
+    return found
+
+
 def _pid_reused(s: ProcessSession) -> bool:
     """The session's pid exists now but is another process (fingerprint differs)."""
     now = identity.fingerprint(s.pid)
     return now != identity.UNVERIFIED and identity.is_verifiable(s.fingerprint) and now != s.fingerprint
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except FileNotFoundError:
+        return 0.0
 
 
 def _unlink(path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Retention of finished sessions: by age and by count. Running sessions are never touched."""
+"""Retention of finished sessions: by age and by count. Running sessions are never touched.
+Folders of spawns that never started their command are removed once abandoned."""
 
 from __future__ import annotations
 
@@ -26,4 +27,4 @@ def prune_finished(registry: ProcessRegistry, now: float | None = None) -> list[
     for s in doomed:
         if registry.remove(s.id):
             removed.append(s.id)
-    return removed
+    return removed + registry.remove_abandoned_starts(now)

@@ -18,6 +18,7 @@ process gone -> ``lost`` (no exit code is invented).
 
 from __future__ import annotations
 
+import json
 import os
 import signal as signal_mod
 import time
@@ -58,7 +59,14 @@ class ProcessLookupFailed(LookupError):
 
 
 class SessionCorrupt(Exception):
-    """A session folder whose metadata cannot be read; listing skips it."""
+    """A session folder whose metadata cannot be read or is malformed; listing skips it.
+    ``cwd`` is where its process may work, when that much can still be read (the
+    pruner keeps sparing that directory); None means anywhere."""
+
+    def __init__(self, message: str, cwd: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.cwd = cwd
 
 
 @dataclass(frozen=True)
@@ -190,28 +198,102 @@ def read_kill_record(session_dir: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+# The largest pid Linux hands out (PID_MAX_LIMIT); a bigger one cannot be a process.
+PID_MAX = 1 << 22
+
+# ``meta.json`` of a spawn still recording itself: its command has not been started.
+STATE_STARTING = "starting"
+
+
+class SessionNotStarted(Exception):
+    """A session folder whose command was never started: its spawn is still recording
+    the session, or died (or hit a full disk) before it could. No process of it runs,
+    so listings and the pruner skip it; retention removes it once abandoned."""
+
+
 def read_meta(session_dir: Path) -> dict[str, Any]:
+    """The validated metadata of a started session.
+
+    Raises :class:`SessionNotStarted` for a folder whose command never ran (no metadata
+    yet, or the spawn's ``starting`` record), :class:`SessionCorrupt` (one line, with
+    the cwd when it can still be read) for anything unreadable or malformed."""
+    path = session_dir / META_FILE
     try:
-        data = read_json(session_dir / META_FILE)
+        raw = path.read_bytes()
     except FileNotFoundError:
-        raise SessionCorrupt(f"{session_dir.name}: no metadata (still being created, or not a session)") from None
-    except (OSError, ValueError) as exc:
-        raise SessionCorrupt(f"{session_dir.name}: unreadable metadata ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("pid"), int):
-        raise SessionCorrupt(f"{session_dir.name}: metadata without a pid")
+        raise SessionNotStarted(f"{session_dir.name}: no metadata: its command was never started") from None
+    except OSError as exc:
+        raise SessionCorrupt(f"{session_dir.name}: unreadable metadata ({exc.strerror or exc})") from None
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise SessionCorrupt(f"{session_dir.name}: unreadable metadata ({exc})", salvage_cwd(raw)) from None
+    if not isinstance(data, dict):
+        raise SessionCorrupt(f"{session_dir.name}: metadata is not an object")
+    if data.get("state") == STATE_STARTING:
+        raise SessionNotStarted(f"{session_dir.name}: being started (its command has not run)")
+    problem = meta_problem(session_dir.name, data)
+    if problem:
+        cwd = data.get("cwd")
+        raise SessionCorrupt(f"{session_dir.name}: {problem}", cwd if isinstance(cwd, str) else None)
     return data
 
 
+# Field -> the types it may have (None allowed where a field is optional).
+_META_TYPES: dict[str, tuple[type, ...]] = {
+    "command": (str,),
+    "cwd": (str,),
+    "fingerprint": (str, type(None)),
+    "owner": (str, type(None)),
+    "started_at": (int, float),
+    "notify": (bool, type(None)),
+    "background": (bool, type(None)),
+    "watch": (list, type(None)),
+    "argv": (list, type(None)),
+}
+
+
+def meta_problem(folder: str, meta: dict[str, Any]) -> str | None:
+    """Why ``meta`` cannot describe the session in ``folder`` (None: it can)."""
+    pid = meta.get("pid")
+    if isinstance(pid, bool) or not isinstance(pid, int):
+        return f"metadata without a valid pid ({pid!r:.40})"
+    if not 1 < pid <= PID_MAX:
+        return f"metadata with an impossible pid {str(pid)[:40]}"
+    if meta.get("id", folder) != folder:
+        return f"metadata names another session ({meta.get('id')!r:.40}), not its folder"
+    for name, types in _META_TYPES.items():
+        if name in meta and not isinstance(meta[name], types):
+            return f"metadata field {name!r} has the wrong type ({type(meta[name]).__name__})"
+    return None
+
+
+def salvage_cwd(raw: bytes) -> str | None:
+    """The ``cwd`` of metadata that is no longer valid JSON (truncated, overwritten), if
+    its field is still whole: the pruner keeps sparing that directory."""
+    import re
+
+    m = re.search(rb'"cwd":\s*("(?:[^"\\]|\\.)*")', raw[:65536])
+    if m is None:
+        return None
+    try:
+        cwd = json.loads(m.group(1))
+    except ValueError:
+        return None
+    return cwd if isinstance(cwd, str) and cwd.startswith("/") else None
+
+
 def session_from_meta(session_dir: Path, meta: dict[str, Any]) -> ProcessSession:
-    """A session whose status is not derived yet (``running``); see :func:`derive`."""
+    """A session whose status is not derived yet (``running``); see :func:`derive`.
+    ``meta`` has passed :func:`read_meta`."""
     argv = meta.get("argv")
     return ProcessSession(
-        id=str(meta.get("id") or session_dir.name),
-        pid=int(meta["pid"]),
+        id=session_dir.name,
+        pid=meta["pid"],
         fingerprint=str(meta.get("fingerprint") or identity.UNVERIFIED),
-        command=str(meta.get("command", "")),
-        cwd=str(meta.get("cwd", "")),
-        owner=str(meta.get("owner", "")),
+        command=meta.get("command", ""),
+        cwd=meta.get("cwd", ""),
+        owner=str(meta.get("owner") or ""),
         started_at=float(meta.get("started_at") or 0.0),
         status=RUNNING,
         exit_code=None,

@@ -13,6 +13,10 @@ the command ends, so the exit is known even when no app or CLI is alive.
 - The record is one ``printf`` into a fresh file; its trailing newline is the commit
   mark (readers ignore a record without it). A rename would be the classic atomic
   write, but ``mv`` is a fork+exec that doubled the cost of a spawn (~1.2 ms).
+- The command starts only once the spawner has recorded the session: the wrapper
+  first reads ``go`` from its stdin (a pipe from the spawner), then points stdin at
+  /dev/null and runs the command. A spawn that cannot record the session closes the
+  pipe instead, and the wrapper exits (125) without running anything.
 - ``$?`` of a command killed by signal N is 128+N: a plain ``exit 130`` reads the same
   as SIGINT. Kills made by us are recorded exactly in ``killed.json``.
 """
@@ -28,8 +32,17 @@ from engine.doctor import tmpdir_is_users
 
 WRAPPER_SHELL = "/bin/sh"
 
-# $0 is the exit-record path; "$@" is the command's argv.
-WRAPPER_SCRIPT = 'trap : HUP INT TERM\n"$@"\nrc=$?\nprintf \'%s\\n\' "$rc" >"$0"\nexit "$rc"\n'
+# $0 is the exit-record path; "$@" is the command's argv. stdin is the spawner's gate:
+# it says "go" once the session is recorded; anything else (the spawner failed to
+# record it, or died) ends the wrapper before the command ever runs.
+WRAPPER_SCRIPT = (
+    'trap : HUP INT TERM\n'
+    'IFS= read -r go || exit 125\n'
+    '[ "$go" = go ] || exit 125\n'
+    'exec </dev/null\n'
+    '"$@"\nrc=$?\nprintf \'%s\\n\' "$rc" >"$0"\nexit "$rc"\n'
+)
+GO = b"go\n"
 
 
 def command_argv(command: str | Sequence[str], shell: str) -> tuple[list[str], str, list[str] | None]:

@@ -13,7 +13,7 @@ import os
 import sys
 
 from hermes_tui import __version__
-from hermes_tui.cli.common import EXIT_FAILED, EXIT_USAGE, CliError, Context
+from hermes_tui.cli.common import EXIT_FAILED, EXIT_USAGE, CliError, Context, guard_terminal_output
 
 # Every subcommand: the module under hermes_tui.cli that registers it, and the line
 # `hermes-tui --help` shows for it (tests/test_foundation_cli.py checks each line is the
@@ -134,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
             check_home_path(ctx.home.root)
         if args.command is None:
             return _open_app(ctx)
+        guard_terminal_output()  # headless from here on: outside text never drives the terminal
         if args.demo:
             raise CliError("--demo opens the app; it cannot be combined with a command", EXIT_USAGE)
         code = args.func(ctx)

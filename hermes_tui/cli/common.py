@@ -95,3 +95,51 @@ def number_arg(*, integer: bool = False, allow_zero: bool = False, unit: str = "
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+
+
+# -- the terminal is the user's ----------------------------------------------------------
+
+class TerminalSafeStream:
+    """A text stream in front of a terminal that escapes control characters in every
+    write. ``buffer`` is the terminal's own byte stream: ``proc log --raw`` writes the
+    stored bytes there on purpose. Everything else (fileno, isatty, encoding) is the
+    wrapped stream's."""
+
+    def __init__(self, stream) -> None:
+        from engine.processes.redact import escape_controls
+
+        self._stream = stream
+        self._escape = escape_controls
+
+    @property
+    def wrapped(self):
+        """The stream as it was: for output that is the user's own terminal session
+        (a foreground ``run``), which must reach the terminal unchanged."""
+        return self._stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(self._escape(text))
+        return len(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def guard_terminal_output() -> None:
+    """Put :class:`TerminalSafeStream` in front of stdout and stderr where each is a
+    terminal. Done once, by the CLI entry point, for headless commands only (the app
+    owns the terminal itself); output to a pipe or a file stays byte-exact."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if isinstance(stream, TerminalSafeStream):
+            continue
+        try:
+            tty = stream is not None and stream.isatty()
+        except (AttributeError, ValueError, OSError):
+            tty = False
+        if tty:
+            setattr(sys, name, TerminalSafeStream(stream))

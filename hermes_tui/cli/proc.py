@@ -158,6 +158,9 @@ def _run_foreground(ctx: Context, reg, s) -> int:
     hung_up = threading.Event()
     reader_gone = threading.Event()
     out = sys.stderr if ctx.json else sys.stdout
+    # The command runs in the user's terminal as if typed at the shell: its colours,
+    # progress bars and prompts reach the terminal unchanged.
+    out = getattr(out, "wrapped", out)
 
     def write(text: str) -> None:
         try:
@@ -249,9 +252,8 @@ def cmd_ps(ctx: Context) -> int:
 
     reg = _registry(ctx)
     sessions = reg.list(include_finished=ctx.args.all)
-    for sid in reg.unreadable():
-        print(f"hermes-tui: {sid}: metadata unreadable, not listed (its folder: {reg.session_dir(sid)})",
-              file=sys.stderr)
+    for problem in reg.problems():  # one line each; every other session is listed
+        print(f"hermes-tui: {problem.message}; not listed", file=sys.stderr)
     now = time.time()
     if ctx.json:
         print_json([_session_json(s, now, ctx.settings.processes.redact) for s in sessions])
@@ -316,7 +318,7 @@ def cmd_poll(ctx: Context) -> int:
 
 
 def cmd_log(ctx: Context) -> int:
-    from engine.processes.follower import read_last_lines
+    from engine.processes.follower import LastLines, read_last_lines
     from engine.processes.redact import maybe_redact
 
     reg = _registry(ctx)
@@ -326,20 +328,24 @@ def cmd_log(ctx: Context) -> int:
         if tail is None:
             with open(s.output_path, "rb") as fh:
                 data = fh.read()
-            total = len(data)
+            shown = LastLines(data, len(data))
         else:
-            data, total = read_last_lines(s.output_path, tail)  # only the tail is read
+            shown = read_last_lines(s.output_path, tail)  # only the tail is read, and at most 1 MiB
     except FileNotFoundError:
-        data, total = b"", 0
+        shown = LastLines(b"", 0)
     except OSError as exc:
         raise CliError(f"cannot read {s.output_path}: {exc.strerror or exc}") from None
+    if shown.cut and not ctx.json:
+        print(f"hermes-tui: the first line shown is only the end of a longer one "
+              f"({shown.cut} bytes before it left out)", file=sys.stderr)
     if ctx.args.raw and not ctx.json:
-        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.write(shown.data)
         sys.stdout.flush()
         return EXIT_OK
-    text = maybe_redact(data.decode("utf-8", errors="replace"), ctx.settings.processes.redact and not ctx.args.raw)
+    text = maybe_redact(shown.data.decode("utf-8", errors="replace"),
+                        ctx.settings.processes.redact and not ctx.args.raw)
     if ctx.json:
-        print_json({"id": s.id, "output": text, "total_bytes": total})
+        print_json({"id": s.id, "output": text, "total_bytes": shown.total, "cut_bytes": shown.cut})
     else:
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -141,15 +142,39 @@ def bench_ps(table: Table, root: Path, sessions: int, runs: int) -> None:
                       runs, unit="ms"))
 
 
+def redaction_inputs(mb: int) -> dict[str, str]:
+    """Ordinary log text and the pathological single lines that used to make masking
+    backtrack (one line without a newline each)."""
+    import base64
+
+    size = mb * MB
+    log_line = "12:00:01 INFO GET /api/items?page=2 200 user=bob token_count=12 in 3.1ms\n"
+    return {
+        "ordinary log text": (log_line * (size // len(log_line) + 1))[:size],
+        "'password-' repeated, one line": ("password-" * (size // 9 + 1))[:size],
+        "base64url, one line": base64.urlsafe_b64encode(os.urandom(size)).decode()[:size],
+        "'eyJ-' repeated, one line": ("eyJ-" * (size // 4 + 1))[:size],
+    }
+
+
+def bench_redaction(table: Table, mb: int, runs: int) -> None:
+    """(d) Masking cost per input kind; no plain tool masks secrets, so ours only. The
+    note gives the throughput of the median run."""
+    for name, text in redaction_inputs(mb).items():
+        row = table.add(compare(f"(d) redact {mb} MB: {name}", lambda t=text: timed(lambda: maybe_redact(t, True)),
+                                None, runs, unit="ms", note="ours only"))
+        table.rows[-1] = replace(row, note=f"ours only; {mb / row.ours.median:.1f} MB/s at the median")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=int, default=200)
     ap.add_argument("--spawns", type=int, default=50, help="processes per round for (b)")
     ap.add_argument("--sessions", type=int, default=300)
     ap.add_argument("--runs", type=int, default=7, help="interleaved rounds per row")
-    ap.add_argument("--only", choices=("a", "b", "c"), action="append", help="run only these parts")
+    ap.add_argument("--only", choices=("a", "b", "c", "d"), action="append", help="run only these parts")
     args = ap.parse_args()
-    parts = set(args.only or ("a", "b", "c"))
+    parts = set(args.only or ("a", "b", "c", "d"))
     table = Table("Processes: hermes-tui vs the plain tools", "plain tool")
     with tempfile.TemporaryDirectory(prefix="hermes-bench-proc-") as tmp:
         root = Path(tmp)
@@ -159,6 +184,8 @@ def main() -> int:
             bench_spawn(table, root, args.spawns, args.runs)
         if "c" in parts:
             bench_ps(table, root, args.sessions, args.runs)
+        if "d" in parts:
+            bench_redaction(table, 4, args.runs)
     table.print()
     return 0
 
