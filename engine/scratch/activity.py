@@ -16,8 +16,9 @@ Two kinds of inode do not count as activity:
   clone "active" forever through the shared inode.
 
 The walk is fd-relative (``listdir`` on a directory fd, ``lstat`` by name with
-``dir_fd``): no path string is built per inode and no ``DirEntry`` object is made,
-which is what a walk over ~200k inodes spends most of its time on.
+``dir_fd``, each directory opened relative to its parent's fd): no path string is
+built per inode and no ``DirEntry`` object is made, which is what a walk over ~200k
+inodes spends most of its time on, and a tree deeper than PATH_MAX is walked too.
 """
 
 from __future__ import annotations
@@ -66,7 +67,9 @@ class Activity:
 
 
 def _describe(exc: OSError, where: str) -> str:
-    return f"{where}: {exc.strerror or exc}"
+    """The failing path as a quoted repr (it is outside text: a name may hold a
+    newline or ESC) and the error."""
+    return f"{where!r}: {exc.strerror or exc}"
 
 
 def scan_activity(path: str | os.PathLike[str], cutoff: float, *, count_top: bool = True) -> Activity:
@@ -91,28 +94,31 @@ def scan_activity(path: str | os.PathLike[str], cutoff: float, *, count_top: boo
 
 
 def _walk(root_path: str, cutoff: float, newest: float, size: int) -> Activity:
-    """Depth-first. Directories wait on the stack as paths (not open fds, so a wide
-    tree cannot exhaust file descriptors); each is opened once, listed, and its
-    children are lstat-ed by name relative to that fd."""
+    """Depth-first over directory fds: each directory is opened relative to its
+    parent's fd, listed once, and its children are lstat-ed by name. No path string
+    is ever handed to the kernel below the top, so a tree deeper than PATH_MAX is
+    walked like any other; open fds are bounded by the depth (the current branch),
+    not the width. Paths are built per directory only for error messages."""
     lstat = os.lstat
     listdir = os.listdir
     open_ = os.open
-    close = os.close
     # File-type tests as integer compares: no function call per inode.
     ifmt, ifdir, iflnk, ifreg = 0o170000, st.S_IFDIR, st.S_IFLNK, st.S_IFREG  # 0o170000: the S_IFMT mask
-    stack = [root_path]
-    while stack:
-        dir_path = stack.pop()
-        try:
-            fd = open_(dir_path, _OPEN_DIR_FLAGS)
-        except OSError as exc:
-            return Activity(TouchState.SCAN_FAILED, error=_describe(exc, dir_path))
-        try:
+    branch: list[tuple[int, list[str], str]] = []  # (dir fd, subdirs still to visit, shown path)
+    where = root_path
+    try:
+        fd = open_(root_path, _OPEN_DIR_FLAGS)
+    except OSError as exc:
+        return Activity(TouchState.SCAN_FAILED, error=_describe(exc, root_path))
+    try:
+        while True:
+            subdirs: list[str] = []
+            branch.append((fd, subdirs, where))
             for name in listdir(fd):
                 s = lstat(name, dir_fd=fd)
                 fmt = s.st_mode & ifmt
                 if fmt == ifdir:
-                    stack.append(dir_path + "/" + name)
+                    subdirs.append(name)
                 else:
                     size += s.st_size
                     if fmt == iflnk or (fmt == ifreg and s.st_nlink > 1):
@@ -122,12 +128,20 @@ def _walk(root_path: str, cutoff: float, newest: float, size: int) -> Activity:
                     return Activity(TouchState.TOUCHED, mtime)
                 if mtime > newest:
                     newest = mtime
-        except OSError as exc:
-            return Activity(TouchState.SCAN_FAILED, error=_describe(exc, dir_path))
-        finally:
-            close(fd)
+            while branch and not branch[-1][1]:
+                os.close(branch.pop()[0])
+            if not branch:
+                break
+            parent_fd, pending, parent_where = branch[-1]
+            name = pending.pop()
+            where = parent_where + "/" + name
+            fd = open_(name, _OPEN_DIR_FLAGS, dir_fd=parent_fd)
+    except OSError as exc:
+        return Activity(TouchState.SCAN_FAILED, error=_describe(exc, where))
+    finally:
+        for frame in branch:
+            os.close(frame[0])
     return Activity(TouchState.IDLE, None if newest == float("-inf") else newest, size)
-
 
 
 # --------------------------------------------------------------------------------------
