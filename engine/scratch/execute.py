@@ -680,7 +680,8 @@ def prune_pass(
 
 
 def restore(target: PruneTarget, wanted: str) -> RestoredRecord:
-    """``hermes-tui scratch restore NAME``: put a quarantined entry back (logged)."""
+    """``hermes-tui scratch restore NAME``: put a quarantined entry back (logged; a
+    restore that cannot be recorded is undone and refused)."""
     from engine.scratch.quarantine import find_quarantined
 
     q = find_quarantined(target.quarantine_dir, wanted)
@@ -688,14 +689,22 @@ def restore(target: PruneTarget, wanted: str) -> RestoredRecord:
     if not lock.acquire():
         raise RestoreError("a prune of this home is running; try again when it ends")
     try:
-        dest = restore_entry(q, target.scratch_dir)
+        try:
+            audit = open_audit(target.log_file, target.home.ensure_dir)
+        except AuditWriteError as exc:
+            raise RestoreError(str(exc)) from None
+        with audit:
+            dest = restore_entry(q, target.scratch_dir)
+            try:
+                audit.restored(q.path, os.fspath(dest), "by request")
+            except AuditWriteError as exc:
+                _undo_quietly(q.path, os.fspath(dest))
+                raise RestoreError(f"{exc}; nothing was restored") from None
         # Putting it back is activity: without this the next pass would take it again.
         try:
             os.utime(dest, follow_symlinks=False)
         except OSError:
             pass
-        with open_audit(target.log_file, target.home.ensure_dir) as audit:
-            audit.restored(q.path, os.fspath(dest), "by request")
         return RestoredRecord(os.fspath(dest), q.path, "by request")
     finally:
         lock.release()
