@@ -463,7 +463,7 @@ def test_a_failing_pass_leaves_one_line(home, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(execute, "scan_activity", boom)
+    monkeypatch.setattr(execute, "scan_many", boom)  # the re-check walks
     with pytest.raises(RuntimeError):
         execute_plan(t, plan, opts)
     assert log_text(home).strip().endswith("scratch prune: pass failed: RuntimeError: disk on fire")

@@ -145,17 +145,17 @@ def test_flock_taken_after_the_plan_keeps_the_entry_and_spares_its_process(home,
 def _write_during_the_recheck(monkeypatch, entry: Path, rel: str = "a/b/c/late.txt"):
     """Land a write in ``entry`` while its re-check walk runs: after the walk has
     passed the directory (so the walk itself cannot see it), before the pass acts."""
-    real = execute_mod.scan_activity
+    real = execute_mod.scan_many
     done = []
 
-    def scan(path, cutoff, **kw):
-        act = real(path, cutoff, **kw)
-        if os.fspath(path) == str(entry) and not done:
+    def scan(paths, cutoff, *a, **kw):
+        acts = real(paths, cutoff, *a, **kw)
+        if str(entry) in map(os.fspath, paths) and not done:
             done.append(True)
             (entry / rel).write_text("written while the pass re-checked")
-        return act
+        return acts
 
-    monkeypatch.setattr(execute_mod, "scan_activity", scan)
+    monkeypatch.setattr(execute_mod, "scan_many", scan)
     return done
 
 
@@ -180,16 +180,16 @@ def test_quarantine_expiry_compares_against_the_start_of_the_recheck(home, monke
     dated inside the walk is restored at expiry, never deleted."""
     t = target_of(home)
     e = make_entry(t.scratch_dir, "e")
-    real = execute_mod.scan_activity
+    real = execute_mod.scan_many
     started: list[float] = []
 
-    def slow_scan(path, cutoff, **kw):
-        if os.fspath(path) == str(e) and not started:
+    def slow_scan(paths, cutoff, *a, **kw):
+        if str(e) in map(os.fspath, paths) and not started:
             started.append(time.time())
             assert wait_until(lambda: int(time.time()) > int(started[0]), timeout=5)
-        return real(path, cutoff, **kw)
+        return real(paths, cutoff, *a, **kw)
 
-    monkeypatch.setattr(execute_mod, "scan_activity", slow_scan)
+    monkeypatch.setattr(execute_mod, "scan_many", slow_scan)
     opts = options(quarantine_hours=12.0)
     prune_pass(t, opts)
     monkeypatch.undo()

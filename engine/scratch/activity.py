@@ -152,8 +152,8 @@ def _walk(root_path: str, cutoff: float, newest: float, size: int) -> Activity:
 PARALLEL_MIN_ENTRIES = 8
 
 
-def _scan_chunk(paths: list[str], cutoff: float) -> list[Activity]:
-    return [scan_activity(p, cutoff) for p in paths]
+def _scan_chunk(paths: list[str], cutoff: float, count_top: bool = True) -> list[Activity]:
+    return [scan_activity(p, cutoff, count_top=count_top) for p in paths]
 
 
 def _worker_count(requested: int | None, n_paths: int) -> int:
@@ -168,8 +168,9 @@ def _worker_count(requested: int | None, n_paths: int) -> int:
     return max(1, min(cpus, 4, n_paths))
 
 
-def scan_many(paths: list[str], cutoff: float, workers: int | None = None) -> list[Activity]:
-    """``scan_activity`` for every path, in order.
+def scan_many(paths: list[str], cutoff: float, workers: int | None = None, *, count_top: bool = True
+              ) -> list[Activity]:
+    """``scan_activity`` for every path, in order (``count_top`` as there).
 
     The walk is bound by per-inode Python work under the GIL, so threads do not help;
     the entries are dealt round-robin to ``workers - 1`` forked children plus this
@@ -183,7 +184,7 @@ def scan_many(paths: list[str], cutoff: float, workers: int | None = None) -> li
     paths = [os.fspath(p) for p in paths]
     n = _worker_count(workers, len(paths))
     if n <= 1:
-        return _scan_chunk(paths, cutoff)
+        return _scan_chunk(paths, cutoff, count_top)
     shares = [list(range(i, len(paths), n)) for i in range(n)]
     children: list[tuple[int, int, list[int]]] = []  # (pid, read fd, indexes)
     for share in shares[1:]:
@@ -203,7 +204,7 @@ def scan_many(paths: list[str], cutoff: float, workers: int | None = None) -> li
             code = 0
             try:
                 os.close(r)
-                data = pickle.dumps([scan_activity(paths[i], cutoff) for i in share])
+                data = pickle.dumps(_scan_chunk([paths[i] for i in share], cutoff, count_top))
                 with os.fdopen(w, "wb") as out:
                     out.write(data)
             except BaseException:
@@ -213,7 +214,7 @@ def scan_many(paths: list[str], cutoff: float, workers: int | None = None) -> li
         children.append((pid, r, share))
     results: list[Activity | None] = [None] * len(paths)
     for i in shares[0]:
-        results[i] = scan_activity(paths[i], cutoff)
+        results[i] = scan_activity(paths[i], cutoff, count_top=count_top)
     for pid, r, share in children:
         chunks = []
         with os.fdopen(r, "rb") as inp:
@@ -233,7 +234,7 @@ def scan_many(paths: list[str], cutoff: float, workers: int | None = None) -> li
             except Exception:
                 got = None
         if got is None or len(got) != len(share):
-            got = [scan_activity(paths[i], cutoff) for i in share]
+            got = _scan_chunk([paths[i] for i in share], cutoff, count_top)
         for i, act in zip(share, got, strict=True):
             results[i] = act
     return [r for r in results if r is not None]

@@ -149,9 +149,13 @@ class AuditLog:
     def rescued(self, path: str, why: str = "touched since selection") -> None:
         self._write("rescued %r " + DASH + " %s, kept", os.fspath(path), escape_text(why))
 
-    def removing(self, path: str, trash: str) -> None:
-        """Written before a delete starts: a pass killed mid-delete still left a record."""
-        self._write("removing %r (moved to %r, deleting now)", os.fspath(path), os.fspath(trash))
+    def removing(self, path: str, moved_to: str = "") -> None:
+        """Written before a delete starts: a pass killed mid-delete still left a record
+        (``moved_to``: the pruner's own name the entry is deleted under)."""
+        if moved_to:
+            self._write("removing %r (moved to %r to be deleted)", os.fspath(path), os.fspath(moved_to))
+        else:
+            self._write("removing %r", os.fspath(path))
 
     def kept_rescan_failed(self, path: str, error: str = "") -> None:
         if error:

@@ -39,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engine import identity
-from engine.scratch.activity import scan_activity
+from engine.scratch.activity import Activity, scan_activity, scan_many
 from engine.scratch.audit import AuditLog, AuditWriteError, open_audit
 from engine.scratch.delete import delete_tree
 from engine.scratch.keep import check_failed, static_keep_reason
@@ -318,11 +318,7 @@ def _execute(run: _Run) -> PruneResult:
     candidates = _drop_kept_by_rule(run, candidates)
     _signal(run, _still_targets(targets, {c.name for c in candidates}))
     total = len(candidates) + len(plan.expiring)
-    freed = 0
-    for i, cand in enumerate(candidates):
-        if run.progress:
-            run.progress(i, total, freed, cand.path)
-        freed += _prune_one(run, cand)
+    freed = _prune_candidates(run, candidates, total)
     for j, exp in enumerate(plan.expiring):
         if run.progress:
             run.progress(len(candidates) + j, total, freed, exp.path)
@@ -484,17 +480,59 @@ def _gone(path: str) -> bool:
     return False
 
 
-def _prune_one(run: _Run, cand: Candidate) -> int:
+@dataclass(frozen=True)
+class _Moved:
+    """An entry renamed to the pruner's own name, waiting for its verify walk."""
+
+    cand: Candidate
+    owned: str
+    size: int
+
+
+def _prune_candidates(run: _Run, candidates: list[Candidate], total: int) -> int:
+    """Re-check, move aside, verify, then quarantine or delete every candidate.
+
+    The re-check walks of all candidates run together (split across processes like
+    the survey), and so do the verify walks of the moved trees: the verify walk
+    counts every mtime at or after the moment the re-checks started, so a write that
+    lands anywhere after that moment is found whatever runs in between. If a record
+    cannot be written, every moved entry not yet recorded is put back first."""
+    if run.progress and candidates:
+        run.progress(0, total, 0, candidates[0].path)
+    moment = time.time()
+    rechecks = scan_many([c.path for c in candidates], run.plan.cutoff)
+    moved: list[_Moved] = []
+    done = 0  # moved entries already finished (recorded, put back, or deleted)
+    try:
+        for cand, act in zip(candidates, rechecks, strict=True):
+            entry = _move_if_still_idle(run, cand, act, moment)
+            if entry is not None:
+                moved.append(entry)
+        verdicts = scan_many([m.owned for m in moved], moment, count_top=False)  # a move rewrites ".."
+        freed = 0
+        for m, verdict in zip(moved, verdicts, strict=True):
+            if run.progress:
+                run.progress(done, total, freed, m.cand.path)
+            if _verified_untouched(run, m.cand.path, m.owned, verdict):
+                freed += _finish(run, m)
+            done += 1
+        return freed
+    except BaseException:
+        for m in moved[done:]:  # nothing stays moved without its record
+            _undo_quietly(m.cand.path, m.owned)
+        raise
+
+
+def _move_if_still_idle(run: _Run, cand: Candidate, act: Activity, moment: float) -> _Moved | None:
+    """Keep rules now, the re-check's verdict, then the rename (None: it stays)."""
     path = cand.path
     if _keep_by_rule(run, path):
-        return 0
+        return None
     try:
         if st.S_ISDIR(os.lstat(path).st_mode):
             run.repos |= linked_worktree_repos(path)
     except OSError:
-        pass  # the re-check below decides what this means
-    recheck_started = time.time()
-    act = scan_activity(path, run.plan.cutoff)
+        pass  # the re-check verdict decides what this means
     if not act.idle:
         if _gone(path):
             run.audit.vanished(path)
@@ -504,16 +542,15 @@ def _prune_one(run: _Run, cand: Candidate) -> int:
         else:
             run.audit.kept_rescan_failed(path, act.error)
             run.kept.append(KeptRecord(path, "activity re-scan failed, left untouched"))
-        return 0
-    size = act.size_bytes or 0
-    owned = _move_aside(run, cand, recheck_started)
-    if owned is None:
-        return 0
-    if not _verified_untouched(run, path, owned, recheck_started):
-        return 0
+        return None
+    owned = _move_aside(run, cand, moment)
+    return None if owned is None else _Moved(cand, owned, act.size_bytes or 0)
+
+
+def _finish(run: _Run, m: _Moved) -> int:
     if run.options.quarantine_hours > 0:
-        return _record_quarantine(run, path, owned, size)
-    return _delete_moved(run, path, owned, size)
+        return _record_quarantine(run, m.cand.path, m.owned, m.size)
+    return _delete_moved(run, m.cand.path, m.owned, m.size)
 
 
 def _move_aside(run: _Run, cand: Candidate, moment: float) -> str | None:
@@ -557,10 +594,9 @@ def _put_back(run: _Run, path: str, owned: str) -> bool:
         return False
 
 
-def _verified_untouched(run: _Run, path: str, owned: str, moment: float) -> bool:
-    """Walk the moved tree for any mtime at or after ``moment`` (the re-check's
-    start). A write found, or a walk that fails, puts the entry back: ``rescued``."""
-    act = scan_activity(owned, moment, count_top=False)  # a move to a new parent rewrites ".."
+def _verified_untouched(run: _Run, path: str, owned: str, act: Activity) -> bool:
+    """``act``: the moved tree's walk for any mtime at or after the re-check's start.
+    A write found, or a walk that fails, puts the entry back: ``rescued``."""
     if act.idle:
         return True
     why = "written to while the pass re-checked it" if act.touched else f"verify walk failed ({act.error})"
@@ -659,7 +695,7 @@ def _expire_one(run: _Run, exp: ExpiringEntry, judged: list[JudgedProcess]) -> i
         run.restored.append(RestoredRecord(os.fspath(dest), exp.path, why))
         return 0
     size = act.size_bytes or 0
-    run.audit.removing(exp.path, exp.path)
+    run.audit.removing(exp.path)
     if not _remove(run, exp.path):
         return 0
     run.audit.removed(exp.path, size)
