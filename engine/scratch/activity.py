@@ -29,6 +29,7 @@ import stat as st
 from dataclasses import dataclass
 
 _OPEN_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+GIT_FILE_DEPTH = 4  # levels below the entry where a linked worktree's ".git" file is looked for
 
 
 class TouchState(enum.StrEnum):
@@ -45,13 +46,17 @@ class Activity:
     (None when nothing counted, e.g. a lone hardlinked file); for a touched entry the
     recent mtime that stopped the walk (not necessarily the newest). ``size_bytes``
     is the sum of lstat sizes of everything but directories (what ``tree_size``
-    reports too), known only after a complete walk.
+    reports too), known only after a complete walk. ``git_files``: paths of the
+    regular files named ``.git`` found within GIT_FILE_DEPTH levels (linked git
+    worktrees, see worktrees.py), noted by the same walk so the prune needs no
+    second one; complete only for an idle entry.
     """
 
     state: TouchState
     newest_mtime: float | None = None
     size_bytes: int | None = None
     error: str = ""
+    git_files: tuple[str, ...] = ()
 
     @property
     def touched(self) -> bool:
@@ -105,6 +110,7 @@ def _walk(root_path: str, cutoff: float, newest: float, size: int) -> Activity:
     # File-type tests as integer compares: no function call per inode.
     ifmt, ifdir, iflnk, ifreg = 0o170000, st.S_IFDIR, st.S_IFLNK, st.S_IFREG  # 0o170000: the S_IFMT mask
     branch: list[tuple[int, list[str], str]] = []  # (dir fd, subdirs still to visit, shown path)
+    git_files: list[str] = []
     where = root_path
     try:
         fd = open_(root_path, _OPEN_DIR_FLAGS)
@@ -121,6 +127,8 @@ def _walk(root_path: str, cutoff: float, newest: float, size: int) -> Activity:
                     subdirs.append(name)
                 else:
                     size += s.st_size
+                    if name == ".git" and fmt == ifreg and len(branch) <= GIT_FILE_DEPTH + 1:
+                        git_files.append(where + "/.git")
                     if fmt == iflnk or (fmt == ifreg and s.st_nlink > 1):
                         continue
                 mtime = s.st_mtime
@@ -141,7 +149,8 @@ def _walk(root_path: str, cutoff: float, newest: float, size: int) -> Activity:
     finally:
         for frame in branch:
             os.close(frame[0])
-    return Activity(TouchState.IDLE, None if newest == float("-inf") else newest, size)
+    return Activity(TouchState.IDLE, None if newest == float("-inf") else newest, size,
+                    git_files=tuple(git_files))
 
 
 # --------------------------------------------------------------------------------------

@@ -23,21 +23,22 @@ _OPEN_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_
 
 
 def _empty_dir(fd: int) -> list[str]:
-    """Unlink every non-directory in the directory ``fd``; return its subdirectories."""
+    """Unlink every non-directory in the directory ``fd``; return its subdirectories.
+
+    ``unlink`` is simply tried on every name: Linux refuses a directory with EISDIR,
+    which is how directories are told apart without an lstat or a ``DirEntry`` per
+    name (files are the many, directories the few)."""
     subdirs = []
-    with os.scandir(fd) as it:
-        for entry in it:
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                is_dir = False
-            if is_dir:
-                subdirs.append(entry.name)
-                continue
-            try:
-                os.unlink(entry.name, dir_fd=fd)
-            except OSError:
-                pass  # residue: reported by the caller's lstat
+    unlink = os.unlink
+    for name in os.listdir(fd):
+        try:
+            unlink(name, dir_fd=fd)
+        except IsADirectoryError:
+            subdirs.append(name)
+        except PermissionError:  # EPERM: what some systems answer for a directory
+            subdirs.append(name)
+        except OSError:
+            pass  # residue: reported by the caller's lstat
     return subdirs
 
 

@@ -33,7 +33,6 @@ import errno
 import fcntl
 import os
 import signal
-import stat as st
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -55,7 +54,7 @@ from engine.scratch.quarantine import (
     restore_entry,
 )
 from engine.scratch.target import TRASH_PREFIX, PruneOptions, PruneTarget
-from engine.scratch.worktrees import linked_worktree_repos, prune_worktrees
+from engine.scratch.worktrees import prune_worktrees, repos_of_git_files
 
 # progress(done, total, bytes_freed, current path or "")
 Progress = Callable[[int, int, int, str], None]
@@ -528,11 +527,6 @@ def _move_if_still_idle(run: _Run, cand: Candidate, act: Activity, moment: float
     path = cand.path
     if _keep_by_rule(run, path):
         return None
-    try:
-        if st.S_ISDIR(os.lstat(path).st_mode):
-            run.repos |= linked_worktree_repos(path)
-    except OSError:
-        pass  # the re-check verdict decides what this means
     if not act.idle:
         if _gone(path):
             run.audit.vanished(path)
@@ -543,6 +537,7 @@ def _move_if_still_idle(run: _Run, cand: Candidate, act: Activity, moment: float
             run.audit.kept_rescan_failed(path, act.error)
             run.kept.append(KeptRecord(path, "activity re-scan failed, left untouched"))
         return None
+    run.repos |= repos_of_git_files(act.git_files)  # read before the move: the paths name the entry
     owned = _move_aside(run, cand, moment)
     return None if owned is None else _Moved(cand, owned, act.size_bytes or 0)
 
