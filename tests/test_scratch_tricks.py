@@ -431,3 +431,27 @@ def test_a_full_log_filesystem_means_no_action_and_one_line(home, children, full
         assert (e / "a/b/c/work.txt").read_text() == "work"
         assert not t.quarantine_dir.exists() or os.listdir(t.quarantine_dir) == []
         assert not any(n.startswith(TRASH_PREFIX) for n in os.listdir(t.scratch_dir))
+
+
+def test_an_unwritable_log_means_no_signal_no_move_and_no_traceback(home, children, capsys):
+    """Without mounting anything: the log path is a directory, so no record can be written."""
+    from engine.scratch.audit import AuditWriteError
+
+    t = target_of(home)
+    e = make_entry(t.scratch_dir, "idle")
+    p = _start(children, ["sleep", "60"], e)
+    home.prune_log.mkdir(parents=True)
+    for quarantine_hours in (0.0, 12.0):
+        with pytest.raises(AuditWriteError, match="cannot write the prune log"):
+            prune_pass(t, options(quarantine_hours=quarantine_hours))
+        assert p.poll() is None and (e / "a/b/c/work.txt").read_text() == "work"
+        assert not t.quarantine_dir.exists() or os.listdir(t.quarantine_dir) == []
+    p.kill()
+    p.wait(timeout=10)
+    for quarantine_hours in (0.0, 12.0):  # no process: the move's own record is what fails
+        with pytest.raises(AuditWriteError):
+            prune_pass(t, options(quarantine_hours=quarantine_hours))
+        assert (e / "a/b/c/work.txt").read_text() == "work"
+        assert not t.quarantine_dir.exists() or os.listdir(t.quarantine_dir) == []
+        assert not any(n.startswith(TRASH_PREFIX) for n in os.listdir(t.scratch_dir))
+    assert "Traceback" not in capsys.readouterr().err
