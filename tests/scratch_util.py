@@ -112,3 +112,28 @@ def prune_on_pty(home: HomeLayout, answer: bytes, *args: str, at_prompt=None) ->
     proc.wait(timeout=30)
     os.close(master)
     return proc.returncode, out.decode("utf-8", "replace")
+
+
+def in_cwd(pid: int, path: Path) -> bool:
+    """``pid`` works in ``path`` (also when the kernel already marks it deleted)."""
+    try:
+        return os.readlink(f"/proc/{pid}/cwd") in (str(path), f"{path} (deleted)")
+    except OSError:
+        return False
+
+
+def start_in(children, argv, cwd: Path):
+    """A real child working in ``cwd``, returned once it has exec'd (not python any more)."""
+    from engine import identity
+
+    p = children(argv, cwd=cwd)
+    assert wait_until(lambda: in_cwd(p.pid, cwd) and identity.read_stat(p.pid).comm != b"python3")
+    return p
+
+
+def exited(p, timeout: float = 10.0) -> bool:
+    try:
+        p.wait(timeout=timeout)
+        return True
+    except subprocess.TimeoutExpired:
+        return False

@@ -28,30 +28,19 @@ from engine.scratch.plan import plan_prune
 from engine.scratch.quarantine import list_quarantine
 from engine.scratch.target import TRASH_PREFIX
 from tests.conftest import REPO, run_cli
-from tests.scratch_util import HOUR, log_text, make_entry, options, prune_on_pty, target_of, wait_until
+from tests.scratch_util import (
+    HOUR,
+    exited,
+    log_text,
+    make_entry,
+    options,
+    prune_on_pty,
+    start_in,
+    target_of,
+    wait_until,
+)
 
 RECORD = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} scratch prune: ")
-
-
-def _in_cwd(pid: int, path: Path) -> bool:
-    try:
-        return os.readlink(f"/proc/{pid}/cwd") in (str(path), f"{path} (deleted)")
-    except OSError:
-        return False
-
-
-def _start(children, argv, cwd: Path):
-    p = children(argv, cwd=cwd)
-    assert wait_until(lambda: _in_cwd(p.pid, cwd) and identity.read_stat(p.pid).comm != b"python3")
-    return p
-
-
-def _exited(p, timeout: float = 10.0) -> bool:
-    try:
-        p.wait(timeout=timeout)
-        return True
-    except subprocess.TimeoutExpired:
-        return False
 
 
 def _rebuild(build: Path) -> None:
@@ -71,7 +60,7 @@ def _rebuild(build: Path) -> None:
 def test_compiler_in_a_rebuilt_build_of_a_staying_entry_is_never_signalled(home, children, why):
     t = target_of(home)
     proj = make_entry(t.scratch_dir, "proj", {"build/obj.o": "o", "src/main.c": "int main;"})
-    compiler = _start(children, ["sleep", "60"], proj / "build")
+    compiler = start_in(children, ["sleep", "60"], proj / "build")
     _rebuild(proj / "build")
     if why == "kept":
         make_entry(t.scratch_dir, "unrelated")  # something idle, so the pass really runs
@@ -91,7 +80,7 @@ def test_gone_cwd_at_the_scratch_root_itself_is_spared(home, children):
     import shutil
 
     t = target_of(home)
-    p = _start(children, ["sleep", "60"], t.scratch_dir)
+    p = start_in(children, ["sleep", "60"], t.scratch_dir)
     shutil.rmtree(t.scratch_dir)
     t.scratch_dir.mkdir()
     make_entry(t.scratch_dir, "idle")
@@ -104,16 +93,16 @@ def test_orphan_of_an_entry_that_is_gone_is_still_reaped(home, children):
 
     t = target_of(home)
     gone = make_entry(t.scratch_dir, "gone")
-    p = _start(children, ["sleep", "60"], gone / "a")
+    p = start_in(children, ["sleep", "60"], gone / "a")
     shutil.rmtree(gone)
     result = prune_pass(t, options())
-    assert _exited(p) and [s.pid for s in result.signalled] == [p.pid]
+    assert exited(p) and [s.pid for s in result.signalled] == [p.pid]
 
 
 def test_marker_made_at_the_terminal_prompt_keeps_the_entry_and_spares_its_process(home, children):
     t = target_of(home)
     e = make_entry(t.scratch_dir, "idle")
-    p = _start(children, ["sleep", "60"], e)
+    p = start_in(children, ["sleep", "60"], e)
     rc, out = prune_on_pty(home, b"y\n", at_prompt=lambda: (e / ".scratch-keep").touch())
     assert f"pid {p.pid}" in out  # the plan did show it would be signalled
     assert rc == 0 and e.exists() and p.poll() is None, out
@@ -124,7 +113,7 @@ def test_marker_made_at_the_terminal_prompt_keeps_the_entry_and_spares_its_proce
 def test_flock_taken_after_the_plan_keeps_the_entry_and_spares_its_process(home, children):
     t = target_of(home)
     e = make_entry(t.scratch_dir, "idle")
-    p = _start(children, ["sleep", "60"], e)
+    p = start_in(children, ["sleep", "60"], e)
     plan = plan_prune(t, options())
     assert [s.pid for s in plan.signals] == [p.pid]
     fd = os.open(e, os.O_RDONLY | os.O_DIRECTORY)
@@ -236,7 +225,7 @@ def test_kill_9_of_the_pruner_mid_delete_leaves_a_record_and_no_deleter(home, ch
     stats = [identity.read_stat(int(d)) for d in os.listdir("/proc") if d.isdigit()]
     assert [s for s in stats if s is not None and s.ppid == pruner.pid] == []  # no deleter child
     pruner.send_signal(signal.SIGKILL)
-    assert _exited(pruner)
+    assert exited(pruner)
     trash = t.scratch_dir / (TRASH_PREFIX + "e")
     assert trash.exists() and not e.exists()
     # the next pass puts the unverified leftover back, then judges it afresh
@@ -291,23 +280,23 @@ def _deeper_than_path_max(root: Path, last: str) -> int:
     return depth
 
 
-def test_an_entry_deeper_than_path_max_is_walked_and_deleted(home):
+def _deep_entry(home):
     t = target_of(home)
-    t.scratch_dir.mkdir(parents=True, exist_ok=True)
     deep = t.scratch_dir / "deep"
     deep.mkdir()
     _deeper_than_path_max(deep, "bottom.txt")
+    return t, deep
+
+
+def test_an_entry_deeper_than_path_max_is_walked_and_deleted(home):
+    t, deep = _deep_entry(home)
     result = prune_pass(t, options())
     assert result.ok, result.failures
     assert result.removed_count == 1 and not deep.exists()
 
 
 def test_an_entry_deeper_than_path_max_written_at_the_bottom_is_active(home):
-    t = target_of(home)
-    t.scratch_dir.mkdir(parents=True, exist_ok=True)
-    deep = t.scratch_dir / "deep"
-    deep.mkdir()
-    _deeper_than_path_max(deep, "bottom.txt")
+    t, deep = _deep_entry(home)
     fd = os.open(deep, os.O_RDONLY | os.O_DIRECTORY)
     fds = [fd]
     try:
@@ -349,7 +338,7 @@ def test_a_process_name_with_control_characters_cannot_split_a_record_or_reach_a
     make_entry(t.scratch_dir, "sub\n\x1b[2Jdir")  # an outside name in a path too
     link = tmp_path / NASTY
     os.symlink("/bin/sleep", link)
-    p = _start(children, [str(link), "60"], e)
+    p = start_in(children, [str(link), "60"], e)
     broken = home.processes_dir / "proc_0123456789ab"
     broken.mkdir(parents=True)
     (broken / "meta.json").write_text("{not json")
@@ -421,7 +410,7 @@ def _prune_yes_with_a_full_log(home, quarantine_hours: str):
 def test_a_full_log_filesystem_means_no_action_and_one_line(home, children, full_logs):
     t = target_of(home)
     e = make_entry(t.scratch_dir, "idle")
-    p = _start(children, ["sleep", "60"], e)
+    p = start_in(children, ["sleep", "60"], e)
     _prune_yes_with_a_full_log(home, "0")  # the TERM record fails: no signal
     assert p.poll() is None
     p.kill()
@@ -439,7 +428,7 @@ def test_an_unwritable_log_means_no_signal_no_move_and_no_traceback(home, childr
 
     t = target_of(home)
     e = make_entry(t.scratch_dir, "idle")
-    p = _start(children, ["sleep", "60"], e)
+    p = start_in(children, ["sleep", "60"], e)
     home.prune_log.mkdir(parents=True)
     for quarantine_hours in (0.0, 12.0):
         with pytest.raises(AuditWriteError, match="cannot write the prune log"):
