@@ -99,15 +99,30 @@ def test_orphan_of_an_entry_that_is_gone_is_still_reaped(home, children):
     assert exited(p) and [s.pid for s in result.signalled] == [p.pid]
 
 
-def test_marker_made_at_the_terminal_prompt_keeps_the_entry_and_spares_its_process(home, children):
+@pytest.mark.parametrize("rule", ["marker", "flock"])
+def test_a_keep_rule_made_at_the_terminal_prompt_keeps_the_entry_and_spares_its_process(home, children, rule):
     t = target_of(home)
     e = make_entry(t.scratch_dir, "idle")
     p = start_in(children, ["sleep", "60"], e)
-    rc, out = prune_on_pty(home, b"y\n", at_prompt=lambda: (e / ".scratch-keep").touch())
+    held: list[int] = []
+
+    def keep_it() -> None:  # what a person does while the plan is on screen
+        if rule == "marker":
+            (e / ".scratch-keep").touch()
+        else:
+            held.append(os.open(e, os.O_RDONLY | os.O_DIRECTORY))
+            fcntl.flock(held[0], fcntl.LOCK_EX)
+
+    try:
+        rc, out = prune_on_pty(home, b"y\n", at_prompt=keep_it)
+    finally:
+        for fd in held:
+            os.close(fd)
     assert f"pid {p.pid}" in out  # the plan did show it would be signalled
     assert rc == 0 and e.exists() and p.poll() is None, out
     assert "sent TERM" not in log_text(home)
-    assert f"kept {str(e)!r} \u2014 .scratch-keep marker" in log_text(home)
+    why = ".scratch-keep marker" if rule == "marker" else "locked by another process (flock)"
+    assert f"kept {str(e)!r} \u2014 {why}" in log_text(home)
 
 
 def test_flock_taken_after_the_plan_keeps_the_entry_and_spares_its_process(home, children):
