@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import pty
+import select
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -72,3 +76,64 @@ def wait_until(predicate, timeout: float = 10.0, step: float = 0.02) -> bool:
 
 def default_settings() -> Settings:
     return Settings()
+
+
+def prune_on_pty(home: HomeLayout, answer: bytes, *args: str, at_prompt=None) -> tuple[int, str]:
+    """Run ``hermes-tui prune`` on a real pseudo-terminal and type ``answer`` at its
+    question; ``at_prompt()`` runs first, while the plan is on screen (what a person
+    could do between reading the plan and answering)."""
+    repo = Path(__file__).resolve().parent.parent
+    master, slave = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    env.pop("HERMES_HOME", None)
+    proc = subprocess.Popen([sys.executable, "-m", "hermes_tui", "--home", str(home.root), "prune", *args],
+                            stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
+    os.close(slave)
+    out = b""
+    deadline = time.monotonic() + 60
+    answered = False
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([master], [], [], 0.2)
+        if r:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+            if not answered and b"[y/N]" in out:
+                if at_prompt is not None:
+                    at_prompt()
+                os.write(master, answer)
+                answered = True
+        elif proc.poll() is not None:
+            break
+    proc.wait(timeout=30)
+    os.close(master)
+    return proc.returncode, out.decode("utf-8", "replace")
+
+
+def in_cwd(pid: int, path: Path) -> bool:
+    """``pid`` works in ``path`` (also when the kernel already marks it deleted)."""
+    try:
+        return os.readlink(f"/proc/{pid}/cwd") in (str(path), f"{path} (deleted)")
+    except OSError:
+        return False
+
+
+def start_in(children, argv, cwd: Path):
+    """A real child working in ``cwd``, returned once it has exec'd (not python any more)."""
+    from engine import identity
+
+    p = children(argv, cwd=cwd)
+    assert wait_until(lambda: in_cwd(p.pid, cwd) and identity.read_stat(p.pid).comm != b"python3")
+    return p
+
+
+def exited(p, timeout: float = 10.0) -> bool:
+    try:
+        p.wait(timeout=timeout)
+        return True
+    except subprocess.TimeoutExpired:
+        return False

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import pty
-import select
-import subprocess
-import sys
-import time
 
-from tests.conftest import REPO, run_cli
-from tests.scratch_util import make_entry, target_of
+from tests.conftest import run_cli
+from tests.scratch_util import make_entry, prune_on_pty, target_of
 
 
 def _cli(home, *args, **kw):
@@ -109,46 +104,15 @@ def test_bad_config_is_exit_2(home):
     assert out.returncode == 2 and "config.yaml:2" in out.stderr
 
 
-def _run_on_pty(home, answer: bytes, *args: str) -> tuple[int, str]:
-    """Run ``prune`` on a real pseudo-terminal and type ``answer`` at its question."""
-    master, slave = pty.openpty()
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("HERMES_HOME", None)
-    proc = subprocess.Popen([sys.executable, "-m", "hermes_tui", "--home", str(home.root), "prune", *args],
-                            stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
-    os.close(slave)
-    out = b""
-    deadline = time.monotonic() + 60
-    answered = False
-    while time.monotonic() < deadline:
-        r, _, _ = select.select([master], [], [], 0.2)
-        if r:
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-            if not answered and b"[y/N]" in out:
-                os.write(master, answer)
-                answered = True
-        elif proc.poll() is not None:
-            break
-    proc.wait(timeout=30)
-    os.close(master)
-    return proc.returncode, out.decode("utf-8", "replace")
-
-
 def test_prune_on_a_terminal_shows_the_plan_and_no_changes_nothing(home):
     t, idle, *_ = _setup(home)
-    rc, out = _run_on_pty(home, b"\n")
+    rc, out = prune_on_pty(home, b"\n")
     assert rc == 0 and "Prune now? [y/N]" in out and "idle" in out and "Nothing was changed" in out
     assert idle.exists()
 
 
 def test_prune_on_a_terminal_yes_prunes(home):
     t, idle, *_ = _setup(home)
-    rc, out = _run_on_pty(home, b"y\n")
+    rc, out = prune_on_pty(home, b"y\n")
     assert rc == 0 and "1 entry pruned" in out
     assert not idle.exists()

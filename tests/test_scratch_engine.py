@@ -17,6 +17,7 @@ from engine.scratch.activity import TouchState, scan_activity, scan_many
 from engine.scratch.execute import PassLock, PruneBusy, execute_plan, prune_pass, restore
 from engine.scratch.plan import plan_prune
 from engine.scratch.quarantine import RestoreError, list_quarantine
+from engine.scratch.target import TRASH_PREFIX
 from tests.scratch_util import HOUR, age_tree, log_text, make_entry, options, target_of
 
 
@@ -109,8 +110,8 @@ def test_s7_stuck_entry_is_not_counted(home, children, monkeypatch):
     assert _wait_cwd(worker.pid, gone)
     real_delete = execute.delete_tree
 
-    def delete_tree(path):
-        if os.fspath(path) != str(stuck):
+    def delete_tree(path):  # the entry is deleted under its trash name since rename-verify-delete
+        if os.path.basename(os.fspath(path)) != TRASH_PREFIX + "stuck":
             real_delete(path)
 
     monkeypatch.setattr(execute, "delete_tree", delete_tree)
@@ -145,10 +146,11 @@ def test_s9_newline_in_a_name_stays_one_record(home):
     old = time.time() - 30 * HOUR
     os.utime(p, (old, old))
     assert run(home).removed_count == 1
-    lines = log_text(home).splitlines()
-    assert len(lines) == 1 and "\\n" in lines[0]
-    rec = audit.parse_record(lines[0])
-    assert rec.action == "removed" and audit.decode_path(rec.path) == str(p)
+    lines = log_text(home).splitlines()  # "removing" (written before the delete), then "removed"
+    assert len(lines) == 2 and all("\\n" in line for line in lines)
+    recs = [audit.parse_record(line) for line in lines]
+    assert [r.action for r in recs] == ["removing", "removed"]
+    assert all(audit.decode_path(r.path) == str(p) for r in recs)
 
 
 def test_s10_rollover_race_still_records(home, monkeypatch):
@@ -245,7 +247,7 @@ def test_s14_unconfirmable_removal_is_not_counted(home, monkeypatch):
     real_lstat = os.lstat
 
     def lstat(p, *a, **kw):
-        if removed and os.fspath(p) == str(e):
+        if removed and os.fspath(p) == os.fspath(removed[0]):  # the trash name it was deleted under
             raise PermissionError(13, "Permission denied", str(p))
         return real_lstat(p, *a, **kw)
 
@@ -461,7 +463,7 @@ def test_a_failing_pass_leaves_one_line(home, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(execute, "scan_activity", boom)
+    monkeypatch.setattr(execute, "scan_many", boom)  # the re-check walks
     with pytest.raises(RuntimeError):
         execute_plan(t, plan, opts)
     assert log_text(home).strip().endswith("scratch prune: pass failed: RuntimeError: disk on fire")

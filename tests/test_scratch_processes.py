@@ -13,28 +13,7 @@ from engine.scratch import execute as execute_mod
 from engine.scratch.execute import execute_plan, prune_pass
 from engine.scratch.plan import plan_prune
 from engine.scratch.registered import RegistryUnreadable, registry_provider
-from tests.scratch_util import log_text, make_entry, options, target_of, wait_until
-
-
-def _in_cwd(pid: int, path: Path) -> bool:
-    try:
-        return os.readlink(f"/proc/{pid}/cwd") == str(path)
-    except OSError:
-        return False
-
-
-def _start(children, argv, cwd: Path):
-    p = children(argv, cwd=cwd)
-    assert wait_until(lambda: _in_cwd(p.pid, cwd) and identity.read_stat(p.pid).comm != b"python3")
-    return p
-
-
-def _exited(p, timeout: float = 10.0) -> bool:
-    try:
-        p.wait(timeout=timeout)
-        return True
-    except Exception:
-        return False
+from tests.scratch_util import exited, in_cwd, log_text, make_entry, options, start_in, target_of, wait_until
 
 
 def test_s6_idle_sleeper_is_termed_live_sleeper_survives(home, children):
@@ -42,11 +21,11 @@ def test_s6_idle_sleeper_is_termed_live_sleeper_survives(home, children):
     idle = make_entry(t.scratch_dir, "idle")
     live = make_entry(t.scratch_dir, "live")
     os.utime(live / "a" / "b" / "c" / "work.txt")
-    a = _start(children, ["sleep", "60"], idle)
-    b = _start(children, ["sleep", "60"], live)
+    a = start_in(children, ["sleep", "60"], idle)
+    b = start_in(children, ["sleep", "60"], live)
     result = prune_pass(t, options())
     assert result.removed_count == 1 and not idle.exists() and live.exists()
-    assert _exited(a) and a.returncode == -signal.SIGTERM
+    assert exited(a) and a.returncode == -signal.SIGTERM
     assert b.poll() is None
     assert [(s.pid, s.signal) for s in result.signalled] == [(a.pid, "SIGTERM")]
     assert f"sent TERM pid={a.pid} name='sleep' cwd={str(idle)!r}" in log_text(home)
@@ -61,7 +40,7 @@ def test_term_ignoring_process_gets_kill(home, children):
     p = children([sys.executable, "-c", code], cwd=idle, stdout=subprocess.PIPE)
     assert p.stdout.readline().strip() == b"ready"
     result = prune_pass(t, options(grace=0.3))
-    assert _exited(p) and p.returncode == -signal.SIGKILL
+    assert exited(p) and p.returncode == -signal.SIGKILL
     assert [s.signal for s in result.signalled] == ["SIGTERM", "SIGKILL"]
     assert f"sent KILL pid={p.pid} (still running after TERM)" in log_text(home)
 
@@ -71,15 +50,15 @@ def test_registered_process_keeps_its_entry_unregistered_one_is_termed(home, chi
     mine = make_entry(t.scratch_dir, "registered")
     stray = make_entry(t.scratch_dir, "stray")
     # a registered shell whose child (a descendant) does the work inside the entry
-    reg = _start(children, ["sh", "-c", "sleep 60; true"], mine)
-    assert wait_until(lambda: any(_in_cwd(int(d), mine) and identity.read_stat(int(d)).comm == b"sleep"
+    reg = start_in(children, ["sh", "-c", "sleep 60; true"], mine)
+    assert wait_until(lambda: any(in_cwd(int(d), mine) and identity.read_stat(int(d)).comm == b"sleep"
                                   for d in os.listdir("/proc") if d.isdigit()))
-    other = _start(children, ["sleep", "60"], stray)
+    other = start_in(children, ["sleep", "60"], stray)
     fp = identity.fingerprint(reg.pid)
     provider = lambda: [(reg.pid, fp, "proc_test")]  # noqa: E731
     result = prune_pass(t, options(registered=provider))
     assert mine.exists() and not stray.exists()
-    assert reg.poll() is None and _exited(other)
+    assert reg.poll() is None and exited(other)
     assert {s.pid for s in result.signalled} == {other.pid}
     text = log_text(home)
     assert f"kept {str(mine)!r} \u2014 live Hermes process pid=" in text
@@ -88,11 +67,11 @@ def test_registered_process_keeps_its_entry_unregistered_one_is_termed(home, chi
 def test_pid_reuse_does_not_make_a_process_registered(home, children):
     t = target_of(home)
     e = make_entry(t.scratch_dir, "e")
-    p = _start(children, ["sleep", "60"], e)
+    p = start_in(children, ["sleep", "60"], e)
     boot = identity.boot_id()
     provider = lambda: [(p.pid, f"{boot}|1", "stale row")]  # noqa: E731  (another start time)
     prune_pass(t, options(registered=provider))
-    assert _exited(p) and not e.exists()
+    assert exited(p) and not e.exists()
 
 
 def test_real_process_registry_session_keeps_its_entry(home, settings):
@@ -103,7 +82,7 @@ def test_real_process_registry_session_keeps_its_entry(home, settings):
     reg = ProcessRegistry(home, settings)
     session = reg.spawn(["sleep", "60"], cwd=e)
     try:
-        assert wait_until(lambda: any(_in_cwd(int(d), e) for d in os.listdir("/proc") if d.isdigit()))
+        assert wait_until(lambda: any(in_cwd(int(d), e) for d in os.listdir("/proc") if d.isdigit()))
         result = prune_pass(t, options(registered=registry_provider(home, settings)))
         assert e.exists() and result.signalled == ()
         assert identity.is_alive(session.pid, session.fingerprint)
@@ -115,7 +94,7 @@ def test_real_process_registry_session_keeps_its_entry(home, settings):
 def test_launcher_lineage_inside_idle_entry_keeps_it_and_is_never_signalled(home, children):
     t = target_of(home)
     e = make_entry(t.scratch_dir, "shell-here")
-    shell = _start(children, ["sleep", "60"], e)
+    shell = start_in(children, ["sleep", "60"], e)
     lineage = ((shell.pid, identity.fingerprint(shell.pid)),)
     result = prune_pass(t, options(lineage=lineage))
     assert e.exists() and shell.poll() is None and result.signalled == ()
@@ -148,9 +127,9 @@ def test_non_utf8_comm_is_parsed_and_logged_on_one_line(home, children, tmp_path
     link = os.path.join(os.fsencode(tmp_path), b"sl\xffp")
     os.symlink(b"/bin/sleep", link)
     p = children([link, b"60"], cwd=e)
-    assert wait_until(lambda: _in_cwd(p.pid, e) and identity.read_stat(p.pid).comm == b"sl\xffp")
+    assert wait_until(lambda: in_cwd(p.pid, e) and identity.read_stat(p.pid).comm == b"sl\xffp")
     prune_pass(t, options())
-    assert _exited(p)
+    assert exited(p)
     lines = [ln for ln in log_text(home).splitlines() if "sent TERM" in ln]
     assert len(lines) == 1 and "name='sl\\udcffp'" in lines[0]
 
@@ -161,7 +140,7 @@ def test_non_utf8_comm_in_launcher_lineage_is_still_spared(home, children, tmp_p
     link = os.path.join(os.fsencode(tmp_path), b"sh\xe2\x82")  # cut mid UTF-8 sequence
     os.symlink(b"/bin/sleep", link)
     p = children([link, b"60"], cwd=e)
-    assert wait_until(lambda: _in_cwd(p.pid, e) and identity.read_stat(p.pid).comm == b"sh\xe2\x82")
+    assert wait_until(lambda: in_cwd(p.pid, e) and identity.read_stat(p.pid).comm == b"sh\xe2\x82")
     result = prune_pass(t, options(lineage=((p.pid, identity.fingerprint(p.pid)),)))
     assert e.exists() and p.poll() is None and result.signalled == ()
 
@@ -169,14 +148,14 @@ def test_non_utf8_comm_in_launcher_lineage_is_still_spared(home, children, tmp_p
 def test_orphan_with_deleted_cwd_is_termed_even_with_nothing_to_prune(home, children):
     t = target_of(home)
     gone = make_entry(t.scratch_dir, "gone")
-    p = _start(children, ["sleep", "60"], gone)
+    p = start_in(children, ["sleep", "60"], gone)
     import shutil
 
     shutil.rmtree(gone)
     plan = plan_prune(t, options())
     assert plan.candidates == () and [s.pid for s in plan.signals] == [p.pid]
     execute_plan(t, plan, options())
-    assert _exited(p)
+    assert exited(p)
 
 
 def test_directory_really_named_deleted_is_not_an_orphan(home, children):
@@ -184,7 +163,7 @@ def test_directory_really_named_deleted_is_not_an_orphan(home, children):
     e = make_entry(t.scratch_dir, "live")
     odd = e / "x (deleted)"
     odd.mkdir()
-    p = _start(children, ["sleep", "60"], odd)
+    p = start_in(children, ["sleep", "60"], odd)
     plan = plan_prune(t, options())
     assert plan.signals == ()
     execute_plan(t, plan, options())
@@ -224,7 +203,7 @@ def test_unknown_lineage_signals_nobody_and_keeps_entries_with_processes(home, c
     t = target_of(home)
     busy = make_entry(t.scratch_dir, "busy")
     empty = make_entry(t.scratch_dir, "empty")
-    p = _start(children, ["sleep", "60"], busy)
+    p = start_in(children, ["sleep", "60"], busy)
     result = prune_pass(t, options(lineage_error="no /proc in the launcher"))
     assert busy.exists() and not empty.exists() and p.poll() is None
     assert result.signalled == ()
@@ -234,7 +213,7 @@ def test_unknown_lineage_signals_nobody_and_keeps_entries_with_processes(home, c
 def test_unreadable_registry_signals_nobody(home, children):
     t = target_of(home)
     busy = make_entry(t.scratch_dir, "busy")
-    p = _start(children, ["sleep", "60"], busy)
+    p = start_in(children, ["sleep", "60"], busy)
 
     def broken():
         raise RegistryUnreadable("cannot read the process registry: corrupt meta.json")
@@ -250,7 +229,7 @@ def test_process_arriving_after_the_plan_in_a_registered_way_keeps_the_entry(hom
     opts_plan = options()
     plan = plan_prune(t, opts_plan)
     assert [c.name for c in plan.candidates] == ["e"]
-    p = _start(children, ["sleep", "60"], e)
+    p = start_in(children, ["sleep", "60"], e)
     fp = identity.fingerprint(p.pid)
     result = execute_plan(t, plan, options(registered=lambda: [(p.pid, fp, "late")]))
     assert e.exists() and p.poll() is None and result.removed_count == 0
@@ -262,7 +241,7 @@ def test_process_arriving_after_an_approved_plan_keeps_the_entry_and_is_not_sign
     other = make_entry(t.scratch_dir, "other")
     plan = plan_prune(t, options())
     assert plan.signals == ()
-    p = _start(children, ["sleep", "60"], e)
+    p = start_in(children, ["sleep", "60"], e)
     result = execute_plan(t, plan, options())
     assert e.exists() and not other.exists() and p.poll() is None
     assert result.signalled == ()
@@ -275,7 +254,7 @@ def test_another_users_process_keeps_its_entry_and_is_never_signalled(home, chil
 
     t = target_of(home)
     e = make_entry(t.scratch_dir, "theirs")
-    p = _start(children, ["sleep", "60"], e)
+    p = start_in(children, ["sleep", "60"], e)
     monkeypatch.setattr(procscan.os, "getuid", lambda: 54321)
     result = prune_pass(t, options())
     assert e.exists() and p.poll() is None and result.signalled == ()
@@ -287,7 +266,7 @@ def test_a_corrupt_session_in_the_real_registry_signals_nobody(home, settings, c
     live registered process, so the pass spares every process and says why."""
     t = target_of(home)
     busy = make_entry(t.scratch_dir, "busy")
-    p = _start(children, ["sleep", "60"], busy)
+    p = start_in(children, ["sleep", "60"], busy)
     broken = home.processes_dir / "proc_0123456789ab"
     broken.mkdir(parents=True)
     (broken / "meta.json").write_text("{not json")

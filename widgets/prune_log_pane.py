@@ -23,6 +23,7 @@ from widgets.pane import EmptyState, Pane
 
 ACTION_STYLES = {
     "removed": "bold red",
+    "removing": "red",
     "quarantined": "magenta",
     "restored": "green",
     "TERM": "yellow",

@@ -7,8 +7,8 @@ Each rule here exists because losing work happened before; see docs/scratch.md.
 
 Modules: activity (the tri-state subtree scan), keep (marker and lock rules),
 procscan + ownership (/proc and who owns a process), entries (the survey behind the
-listing and the plan), plan, execute, quarantine, audit, worktrees, schedule and
-auto_pass (the detached hourly pass).
+listing and the plan), plan, execute, delete (the in-process deleter), quarantine,
+audit, worktrees, schedule and auto_pass (the detached hourly pass).
 """
 
 from engine.scratch.schedule import maybe_start_auto_prune

@@ -16,8 +16,9 @@ Two kinds of inode do not count as activity:
   clone "active" forever through the shared inode.
 
 The walk is fd-relative (``listdir`` on a directory fd, ``lstat`` by name with
-``dir_fd``): no path string is built per inode and no ``DirEntry`` object is made,
-which is what a walk over ~200k inodes spends most of its time on.
+``dir_fd``, each directory opened relative to its parent's fd): no path string is
+built per inode and no ``DirEntry`` object is made, which is what a walk over ~200k
+inodes spends most of its time on, and a tree deeper than PATH_MAX is walked too.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import stat as st
 from dataclasses import dataclass
 
 _OPEN_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+GIT_FILE_DEPTH = 4  # levels below the entry where a linked worktree's ".git" file is looked for
 
 
 class TouchState(enum.StrEnum):
@@ -44,13 +46,17 @@ class Activity:
     (None when nothing counted, e.g. a lone hardlinked file); for a touched entry the
     recent mtime that stopped the walk (not necessarily the newest). ``size_bytes``
     is the sum of lstat sizes of everything but directories (what ``tree_size``
-    reports too), known only after a complete walk.
+    reports too), known only after a complete walk. ``git_files``: paths of the
+    regular files named ``.git`` found within GIT_FILE_DEPTH levels (linked git
+    worktrees, see worktrees.py), noted by the same walk so the prune needs no
+    second one; complete only for an idle entry.
     """
 
     state: TouchState
     newest_mtime: float | None = None
     size_bytes: int | None = None
     error: str = ""
+    git_files: tuple[str, ...] = ()
 
     @property
     def touched(self) -> bool:
@@ -66,7 +72,9 @@ class Activity:
 
 
 def _describe(exc: OSError, where: str) -> str:
-    return f"{where}: {exc.strerror or exc}"
+    """The failing path as a quoted repr (it is outside text: a name may hold a
+    newline or ESC) and the error."""
+    return f"{where!r}: {exc.strerror or exc}"
 
 
 def scan_activity(path: str | os.PathLike[str], cutoff: float, *, count_top: bool = True) -> Activity:
@@ -91,30 +99,36 @@ def scan_activity(path: str | os.PathLike[str], cutoff: float, *, count_top: boo
 
 
 def _walk(root_path: str, cutoff: float, newest: float, size: int) -> Activity:
-    """Depth-first. Directories wait on the stack as paths (not open fds, so a wide
-    tree cannot exhaust file descriptors); each is opened once, listed, and its
-    children are lstat-ed by name relative to that fd."""
+    """Depth-first over directory fds: each directory is opened relative to its
+    parent's fd, listed once, and its children are lstat-ed by name. No path string
+    is ever handed to the kernel below the top, so a tree deeper than PATH_MAX is
+    walked like any other; open fds are bounded by the depth (the current branch),
+    not the width. Paths are built per directory only for error messages."""
     lstat = os.lstat
     listdir = os.listdir
     open_ = os.open
-    close = os.close
     # File-type tests as integer compares: no function call per inode.
     ifmt, ifdir, iflnk, ifreg = 0o170000, st.S_IFDIR, st.S_IFLNK, st.S_IFREG  # 0o170000: the S_IFMT mask
-    stack = [root_path]
-    while stack:
-        dir_path = stack.pop()
-        try:
-            fd = open_(dir_path, _OPEN_DIR_FLAGS)
-        except OSError as exc:
-            return Activity(TouchState.SCAN_FAILED, error=_describe(exc, dir_path))
-        try:
+    branch: list[tuple[int, list[str], str]] = []  # (dir fd, subdirs still to visit, shown path)
+    git_files: list[str] = []
+    where = root_path
+    try:
+        fd = open_(root_path, _OPEN_DIR_FLAGS)
+    except OSError as exc:
+        return Activity(TouchState.SCAN_FAILED, error=_describe(exc, root_path))
+    try:
+        while True:
+            subdirs: list[str] = []
+            branch.append((fd, subdirs, where))
             for name in listdir(fd):
                 s = lstat(name, dir_fd=fd)
                 fmt = s.st_mode & ifmt
                 if fmt == ifdir:
-                    stack.append(dir_path + "/" + name)
+                    subdirs.append(name)
                 else:
                     size += s.st_size
+                    if name == ".git" and fmt == ifreg and len(branch) <= GIT_FILE_DEPTH + 1:
+                        git_files.append(where + "/.git")
                     if fmt == iflnk or (fmt == ifreg and s.st_nlink > 1):
                         continue
                 mtime = s.st_mtime
@@ -122,12 +136,21 @@ def _walk(root_path: str, cutoff: float, newest: float, size: int) -> Activity:
                     return Activity(TouchState.TOUCHED, mtime)
                 if mtime > newest:
                     newest = mtime
-        except OSError as exc:
-            return Activity(TouchState.SCAN_FAILED, error=_describe(exc, dir_path))
-        finally:
-            close(fd)
-    return Activity(TouchState.IDLE, None if newest == float("-inf") else newest, size)
-
+            while branch and not branch[-1][1]:
+                os.close(branch.pop()[0])
+            if not branch:
+                break
+            parent_fd, pending, parent_where = branch[-1]
+            name = pending.pop()
+            where = parent_where + "/" + name
+            fd = open_(name, _OPEN_DIR_FLAGS, dir_fd=parent_fd)
+    except OSError as exc:
+        return Activity(TouchState.SCAN_FAILED, error=_describe(exc, where))
+    finally:
+        for frame in branch:
+            os.close(frame[0])
+    return Activity(TouchState.IDLE, None if newest == float("-inf") else newest, size,
+                    git_files=tuple(git_files))
 
 
 # --------------------------------------------------------------------------------------
@@ -138,8 +161,8 @@ def _walk(root_path: str, cutoff: float, newest: float, size: int) -> Activity:
 PARALLEL_MIN_ENTRIES = 8
 
 
-def _scan_chunk(paths: list[str], cutoff: float) -> list[Activity]:
-    return [scan_activity(p, cutoff) for p in paths]
+def _scan_chunk(paths: list[str], cutoff: float, count_top: bool = True) -> list[Activity]:
+    return [scan_activity(p, cutoff, count_top=count_top) for p in paths]
 
 
 def _worker_count(requested: int | None, n_paths: int) -> int:
@@ -154,8 +177,9 @@ def _worker_count(requested: int | None, n_paths: int) -> int:
     return max(1, min(cpus, 4, n_paths))
 
 
-def scan_many(paths: list[str], cutoff: float, workers: int | None = None) -> list[Activity]:
-    """``scan_activity`` for every path, in order.
+def scan_many(paths: list[str], cutoff: float, workers: int | None = None, *, count_top: bool = True
+              ) -> list[Activity]:
+    """``scan_activity`` for every path, in order (``count_top`` as there).
 
     The walk is bound by per-inode Python work under the GIL, so threads do not help;
     the entries are dealt round-robin to ``workers - 1`` forked children plus this
@@ -169,7 +193,7 @@ def scan_many(paths: list[str], cutoff: float, workers: int | None = None) -> li
     paths = [os.fspath(p) for p in paths]
     n = _worker_count(workers, len(paths))
     if n <= 1:
-        return _scan_chunk(paths, cutoff)
+        return _scan_chunk(paths, cutoff, count_top)
     shares = [list(range(i, len(paths), n)) for i in range(n)]
     children: list[tuple[int, int, list[int]]] = []  # (pid, read fd, indexes)
     for share in shares[1:]:
@@ -189,7 +213,7 @@ def scan_many(paths: list[str], cutoff: float, workers: int | None = None) -> li
             code = 0
             try:
                 os.close(r)
-                data = pickle.dumps([scan_activity(paths[i], cutoff) for i in share])
+                data = pickle.dumps(_scan_chunk([paths[i] for i in share], cutoff, count_top))
                 with os.fdopen(w, "wb") as out:
                     out.write(data)
             except BaseException:
@@ -199,7 +223,7 @@ def scan_many(paths: list[str], cutoff: float, workers: int | None = None) -> li
         children.append((pid, r, share))
     results: list[Activity | None] = [None] * len(paths)
     for i in shares[0]:
-        results[i] = scan_activity(paths[i], cutoff)
+        results[i] = scan_activity(paths[i], cutoff, count_top=count_top)
     for pid, r, share in children:
         chunks = []
         with os.fdopen(r, "rb") as inp:
@@ -219,7 +243,7 @@ def scan_many(paths: list[str], cutoff: float, workers: int | None = None) -> li
             except Exception:
                 got = None
         if got is None or len(got) != len(share):
-            got = [scan_activity(paths[i], cutoff) for i in share]
+            got = _scan_chunk([paths[i] for i in share], cutoff, count_top)
         for i, act in zip(share, got, strict=True):
             results[i] = act
     return [r for r in results if r is not None]

@@ -3,7 +3,12 @@
 Record shapes are shared with Hermes (a real home's log must read the same), so
 they are spelled once here. Every path and name goes through ``%r``: a newline in a
 name is written as ``\\n`` and a non-UTF-8 byte as ``\\udcff``, so one record is
-always one line and a crafted name cannot forge a record.
+always one line and a crafted name cannot forge a record. Free text that may carry
+outside text (a kept reason naming a process, an error string naming a sub-path)
+goes through :func:`escape_text`: the same escapes, without the quotes.
+
+A record that cannot be written (disk full, log folder missing) raises
+:class:`AuditWriteError`; the caller takes no action it could not record.
 
 The handler is opened per pass and closed at its end (no handle held between
 passes); it rotates at 5 MB keeping 3 files, writes with ``errors=backslashreplace``
@@ -27,10 +32,41 @@ BACKUP_COUNT = 3
 PREFIX = "scratch prune: "
 DASH = "\u2014"
 
-_module_logger = logging.getLogger(__name__)
+class AuditWriteError(Exception):
+    """A record could not be written: the action it describes must not be taken."""
+
+
+def escape_text(text: str) -> str:
+    """``text`` with control characters, lone surrogates and other unprintable
+    characters written as Python escapes (``\\n``, ``\\x1b``, ``\\udcff``), so it can
+    neither split a log record nor drive a terminal. Printable text is unchanged."""
+    text = str(text)
+    if text.isprintable():
+        try:
+            text.encode("utf-8")
+            return text
+        except UnicodeEncodeError:
+            pass
+    return repr(text)[1:-1]
 
 
 class _ConcurrentSafeRotatingHandler(logging.handlers.RotatingFileHandler):
+    """Rotates like its base class, but remembers a failed write instead of printing a
+    traceback to stderr (logging's default), so the writer can refuse the action."""
+
+    last_error: BaseException | None = None
+
+    def handleError(self, record) -> None:  # noqa: N802 (logging's name)
+        import sys
+
+        self.last_error = sys.exc_info()[1] or OSError("the record could not be written")
+        stream, self.stream = self.stream, None  # type: ignore[assignment]
+        if stream is not None:
+            try:
+                stream.close()  # drop the unwritten buffer: a later record starts clean
+            except Exception:
+                pass
+
     def doRollover(self) -> None:  # noqa: N802 (logging's name)
         try:
             super().doRollover()
@@ -72,11 +108,22 @@ class AuditLog:
     def close(self) -> None:
         if self._handler is not None:
             self._logger.removeHandler(self._handler)
-            self._handler.close()
+            try:
+                self._handler.close()
+            except Exception:
+                pass  # a failed final flush was reported by the write that failed
             self._handler = None
 
     def _write(self, fmt: str, *args) -> None:
+        """Write one record or raise AuditWriteError (nothing half-done is hidden)."""
+        handler = self._handler
+        if isinstance(handler, _ConcurrentSafeRotatingHandler):
+            handler.last_error = None
         self._logger.info(PREFIX + fmt, *args)
+        err = getattr(handler, "last_error", None)
+        if err is not None:
+            why = getattr(err, "strerror", None) or str(err) or type(err).__name__
+            raise AuditWriteError(f"cannot write the prune log {escape_text(os.fspath(self.log_file))}: {why}")
         self.lines_written += 1
 
     # -- the reference's shapes ------------------------------------------------------
@@ -91,7 +138,7 @@ class AuditLog:
         self._write("sent KILL pid=%d (still running after TERM)", pid)
 
     def could_not_remove(self, path: str, exc: object) -> None:
-        self._write("could not remove %r: %s", os.fspath(path), exc)
+        self._write("could not remove %r: %s", os.fspath(path), escape_text(str(exc)))
 
     def could_not_fully_remove(self, path: str) -> None:
         self._write("could not fully remove %r", os.fspath(path))
@@ -99,11 +146,23 @@ class AuditLog:
     def could_not_confirm(self, path: str) -> None:
         self._write("could not confirm removal of %r", os.fspath(path))
 
-    def rescued(self, path: str) -> None:
-        self._write("rescued %r " + DASH + " touched since selection, kept", os.fspath(path))
+    def rescued(self, path: str, why: str = "touched since selection") -> None:
+        self._write("rescued %r " + DASH + " %s, kept", os.fspath(path), escape_text(why))
 
-    def kept_rescan_failed(self, path: str) -> None:
-        self._write("kept %r " + DASH + " activity re-scan failed, left untouched", os.fspath(path))
+    def removing(self, path: str, moved_to: str = "") -> None:
+        """Written before a delete starts: a pass killed mid-delete still left a record
+        (``moved_to``: the pruner's own name the entry is deleted under)."""
+        if moved_to:
+            self._write("removing %r (moved to %r to be deleted)", os.fspath(path), os.fspath(moved_to))
+        else:
+            self._write("removing %r", os.fspath(path))
+
+    def kept_rescan_failed(self, path: str, error: str = "") -> None:
+        if error:
+            self._write("kept %r " + DASH + " activity re-scan failed, left untouched (%s)", os.fspath(path),
+                        escape_text(error))
+        else:
+            self._write("kept %r " + DASH + " activity re-scan failed, left untouched", os.fspath(path))
 
     def vanished(self, path: str) -> None:
         self._write("entry %r vanished since selection", os.fspath(path))
@@ -111,47 +170,48 @@ class AuditLog:
     # -- ours ---------------------------------------------------------------------------
 
     def kept(self, path: str, reason: str) -> None:
-        self._write("kept %r " + DASH + " %s", os.fspath(path), reason)
+        self._write("kept %r " + DASH + " %s", os.fspath(path), escape_text(reason))
 
     def quarantined(self, path: str, target: str, size: int) -> None:
         self._write("quarantined %r -> %r (%d bytes)", os.fspath(path), os.fspath(target), size)
 
     def could_not_quarantine(self, path: str, exc: object) -> None:
-        self._write("could not quarantine %r: %s", os.fspath(path), exc)
+        self._write("could not quarantine %r: %s", os.fspath(path), escape_text(str(exc)))
 
     def restored(self, source: str, target: str, why: str) -> None:
-        self._write("restored %r -> %r " + DASH + " %s", os.fspath(source), os.fspath(target), why)
+        self._write("restored %r -> %r " + DASH + " %s", os.fspath(source), os.fspath(target), escape_text(why))
 
     def signal_failed(self, pid: int, name: str, detail: str) -> None:
-        self._write("could not signal pid=%d name=%r: %s", pid, name, detail)
+        self._write("could not signal pid=%d name=%r: %s", pid, name, escape_text(detail))
 
     def survivor(self, pid: int) -> None:
         self._write("pid=%d still running after KILL", pid)
 
     def process_check_failed(self, why: str) -> None:
-        self._write("process check failed, nothing deleted this pass: %s", why)
+        self._write("process check failed, nothing deleted this pass: %s", escape_text(why))
 
     def pass_failed(self, why: str) -> None:
-        self._write("pass failed: %s", why)
+        self._write("pass failed: %s", escape_text(why))
 
     def skipped_busy(self) -> None:
         self._write("skipped " + DASH + " another prune of this home is running")
 
     def worktree_prune_failed(self, repo: str, why: str) -> None:
-        self._write("could not prune worktrees of %r: %s", os.fspath(repo), why)
+        self._write("could not prune worktrees of %r: %s", os.fspath(repo), escape_text(why))
 
 
 def open_audit(log_file: Path, ensure_dir=None) -> AuditLog:
-    """An AuditLog on ``log_file``; if its folder cannot be made, warn and log nowhere
-    but the module logger (the pass itself still runs)."""
+    """An AuditLog on ``log_file``. Raises AuditWriteError when its folder cannot be
+    made: a pass that cannot record what it does does nothing."""
     try:
         if ensure_dir is not None:
             ensure_dir(log_file.parent)
         else:
             log_file.parent.mkdir(parents=True, exist_ok=True)
     except Exception as exc:
-        _module_logger.warning("scratch prune: cannot create %s: %s", log_file.parent, exc)
-        return AuditLog(None)
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise AuditWriteError(f"cannot create the prune log folder {escape_text(os.fspath(log_file.parent))}: "
+                              f"{why}") from None
     return AuditLog(log_file)
 
 
@@ -165,6 +225,7 @@ _QUOTED = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*\"""")
 # (message start, action) in match order; the action is what the pane colours by.
 _ACTIONS = (
     ("removed ", "removed"),
+    ("removing ", "removing"),
     ("quarantined ", "quarantined"),
     ("restored ", "restored"),
     ("sent TERM", "TERM"),
@@ -179,7 +240,7 @@ _ACTIONS = (
     ("skipped", "skipped"),
 )
 
-ACTIONS = ("removed", "quarantined", "restored", "TERM", "KILL", "error", "rescued", "kept",
+ACTIONS = ("removed", "removing", "quarantined", "restored", "TERM", "KILL", "error", "rescued", "kept",
            "vanished", "failed", "skipped", "other")
 
 

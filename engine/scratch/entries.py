@@ -16,7 +16,7 @@ from engine.scratch.keep import static_keep_reason
 from engine.scratch.ownership import JudgedProcess, judge, resolve_owners
 from engine.scratch.procscan import ProcScanError, scan_processes
 from engine.scratch.quarantine import QuarantinedEntry, list_quarantine
-from engine.scratch.target import SKIP_NAMES, PruneOptions, PruneTarget
+from engine.scratch.target import PruneOptions, PruneTarget, is_entry_name
 
 STATES = ("active", "idle", "kept", "unknown")
 
@@ -87,7 +87,8 @@ class SizeCache:
 
 
 def list_entry_paths(target: PruneTarget) -> list[tuple[str, str]]:
-    """(name, path) of the top-level entries, sorted by name; the stamp is not one."""
+    """(name, path) of the top-level entries, sorted by name; the stamp and the
+    pruner's trash are not entries."""
     root = os.fspath(target.scratch_dir)
     try:
         names = os.listdir(root)
@@ -95,7 +96,7 @@ def list_entry_paths(target: PruneTarget) -> list[tuple[str, str]]:
         return []
     except OSError as exc:
         raise SurveyError(f"cannot list {root}: {exc.strerror or exc}") from None
-    return [(n, os.path.join(root, n)) for n in sorted(names) if n not in SKIP_NAMES]
+    return [(n, os.path.join(root, n)) for n in sorted(names) if is_entry_name(n)]
 
 
 def _activity_reason(act: Activity) -> str | None:

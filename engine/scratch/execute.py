@@ -1,20 +1,30 @@
-"""Executing a prune plan: signals, re-validation, delete or quarantine, audit.
+"""Executing a prune plan: signals, re-validation, rename-verify-delete, audit.
 
-Per candidate, in plan order:
-1. keep rules again (a marker or a lock may have appeared since the plan);
-2. collect linked git worktrees (before the re-check, so a rescued entry's stale
-   registrations are still pruned);
-3. re-validate the activity with the plan's cutoff; the same walk measures the size,
-   so nothing runs between the re-check and the delete;
-4. rename into quarantine, or delete (``rmtree`` / ``unlink``);
-5. a delete is confirmed with an explicit ``lstat``: only FileNotFoundError proves
-   absence (residue = "could not fully remove", any other error = "could not
-   confirm removal"; neither is counted).
+Rules are checked against the state right before each action, and every action is
+recorded *before* it is taken (a record that cannot be written stops the pass:
+nothing unrecorded is ever done, see audit.AuditWriteError).
 
-Processes are judged again with a fresh /proc scan: one that appeared since the plan
-and keeps its entry drops the entry from this pass. A scan that fails deletes
-nothing. A second pass of the same home running at the same time is refused by a
-non-blocking lock (it logs one line and does nothing).
+1. A fresh /proc scan: a process that appeared since the plan and keeps its entry
+   drops the entry; a scan that fails deletes nothing.
+2. The keep rules of every candidate again (marker, flock): an entry kept now is
+   dropped and no process of it is signalled. Right after, the planned processes
+   of the remaining entries (and orphans whose entry no longer exists, checked
+   again) get TERM, then KILL after the grace period.
+3. Per entry: the keep rules once more; linked git worktrees are collected; the
+   activity re-check walk (its start is the moment T); then the entry is renamed
+   (``renameat2(RENAME_NOREPLACE)``) to a name the pruner owns: its quarantine
+   name (stamped T) or ``TRASH_PREFIX + name`` in the scratch folder. The renamed
+   tree is walked again for any mtime at or after T (a write that landed while the
+   re-check walked); one found puts the entry back and records it ``rescued``.
+4. Otherwise the move is recorded (``quarantined``), or a ``removing`` record is
+   written and the tree is deleted in this process (delete.py: by directory fds,
+   so a tree deeper than PATH_MAX goes too, and a ``kill -9`` of the pass stops the
+   delete with it). A delete is confirmed with an explicit ``lstat``: only
+   FileNotFoundError proves absence.
+
+A trash entry left by an interrupted pass is put back under its name by the next
+pass (its removal may not have been verified). A second pass of the same home
+running at the same time is refused by a non-blocking lock.
 """
 
 from __future__ import annotations
@@ -22,17 +32,15 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import shutil
 import signal
-import stat as st
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engine import identity
-from engine.scratch.activity import scan_activity
-from engine.scratch.audit import AuditLog, open_audit
+from engine.scratch.activity import Activity, scan_activity, scan_many
+from engine.scratch.audit import AuditLog, AuditWriteError, escape_text, open_audit
+from engine.scratch.delete import delete_tree
 from engine.scratch.keep import check_failed, static_keep_reason
 from engine.scratch.ownership import JudgedProcess, judge, resolve_owners, victims
 from engine.scratch.plan import Candidate, ExpiringEntry, PrunePlan
@@ -40,12 +48,13 @@ from engine.scratch.procscan import ProcScanError, scan_processes
 from engine.scratch.quarantine import (
     QuarantinedEntry,
     RestoreError,
+    fit_name,
     quarantine_target,
     rename_noreplace,
     restore_entry,
 )
-from engine.scratch.target import PruneOptions, PruneTarget
-from engine.scratch.worktrees import linked_worktree_repos, prune_worktrees
+from engine.scratch.target import TRASH_PREFIX, PruneOptions, PruneTarget
+from engine.scratch.worktrees import prune_worktrees, repos_of_git_files
 
 # progress(done, total, bytes_freed, current path or "")
 Progress = Callable[[int, int, int, str], None]
@@ -259,7 +268,9 @@ def execute_plan(
     progress: Progress | None = None,
 ) -> PruneResult:
     """Carry out ``plan``. Raises PruneBusy when another pass holds the lock (after
-    logging it). Any unexpected error is logged as the pass's one failing line."""
+    logging it), AuditWriteError when a record could not be written (the action it
+    described was not taken, and nothing after it). Any other unexpected error is
+    logged as the pass's one failing line."""
     lock = PassLock(target)
     with open_audit(target.log_file, target.home.ensure_dir) as audit:
         if not lock.acquire():
@@ -267,9 +278,14 @@ def execute_plan(
             raise PruneBusy("another prune of this home is running; try again when it ends")
         try:
             return _execute(_Run(target, plan, options, audit, progress))
+        except AuditWriteError:
+            raise
         except Exception as exc:
-            audit.pass_failed(f"{type(exc).__name__}: {exc}")
-            exc.audit_logged = True  # type: ignore[attr-defined]
+            try:
+                audit.pass_failed(f"{type(exc).__name__}: {exc}")
+                exc.audit_logged = True  # type: ignore[attr-defined]
+            except AuditWriteError:
+                pass
             raise
         finally:
             lock.release()
@@ -284,6 +300,7 @@ def _execute(run: _Run) -> PruneResult:
     if plan.process_error:
         run.audit.process_check_failed(plan.process_error)
         return run.result(plan.process_error)
+    _put_back_leftover_trash(run)
     try:
         snapshot = scan_processes([os.fspath(run.target.scratch_dir), os.fspath(run.target.quarantine_dir)])
         judged = judge(snapshot, run.target, resolve_owners(run.options))
@@ -297,13 +314,10 @@ def _execute(run: _Run) -> PruneResult:
 
     candidates = _drop_newly_kept(run, judged)
     candidates, targets = _only_what_was_planned(run, candidates, victims(judged, {c.name for c in candidates}))
-    _signal(run, targets)
+    candidates = _drop_kept_by_rule(run, candidates)
+    _signal(run, _still_targets(targets, {c.name for c in candidates}))
     total = len(candidates) + len(plan.expiring)
-    freed = 0
-    for i, cand in enumerate(candidates):
-        if run.progress:
-            run.progress(i, total, freed, cand.path)
-        freed += _prune_one(run, cand)
+    freed = _prune_candidates(run, candidates, total)
     for j, exp in enumerate(plan.expiring):
         if run.progress:
             run.progress(len(candidates) + j, total, freed, exp.path)
@@ -312,6 +326,34 @@ def _execute(run: _Run) -> PruneResult:
         run.progress(total, total, freed, "")
     prune_worktrees(run.repos, on_error=run.audit.worktree_prune_failed)
     return run.result()
+
+
+def _keep_by_rule(run: _Run, path: str) -> bool:
+    """The marker and the flock, checked on the filesystem now; a kept entry is
+    recorded (a check that could not be made keeps it too: fail closed)."""
+    reason = static_keep_reason(path)
+    if check_failed(reason):  # the entry could not be read: the same honest record as a failed re-scan
+        run.audit.kept_rescan_failed(path, reason or "")
+        run.kept.append(KeptRecord(path, f"activity re-scan failed, left untouched ({reason})"))
+        return True
+    if reason is not None:
+        run.keep(path, reason)
+        return True
+    return False
+
+
+def _drop_kept_by_rule(run: _Run, candidates: list[Candidate]) -> list[Candidate]:
+    """A marker or a lock that appeared since the plan (or the prompt) keeps the entry,
+    and no process of it is signalled."""
+    return [c for c in candidates if not _keep_by_rule(run, c.path)]
+
+
+def _still_targets(targets: list[tuple[JudgedProcess, str]], doomed: set[str]
+                   ) -> list[tuple[JudgedProcess, str]]:
+    """The targets whose reason still holds right now: their entry is still going,
+    or their gone cwd lay in an entry that no longer exists."""
+    return [(j, why) for j, why in targets
+            if (j.area == "scratch" and j.entry in doomed) or (j.gone_cwd and j.entry_gone)]
 
 
 def _drop_newly_kept(run: _Run, judged: list[JudgedProcess]) -> list[Candidate]:
@@ -350,9 +392,10 @@ def _only_what_was_planned(
         if j is None:
             out.append(c)
         else:
-            run.keep(c.path, f"process pid={j.proc.pid} ({j.proc.name}) started working inside after the plan")
+            run.keep(c.path, f"process pid={j.proc.pid} ({j.proc.name!r}) started working inside after the plan")
     doomed = {c.name for c in out}
-    allowed = [(j, why) for j, why in allowed if j.gone_cwd or j.entry in doomed]
+    allowed = [(j, why) for j, why in allowed if j.orphan_in(doomed)
+               or (j.area == "scratch" and j.entry in doomed)]
     return out, allowed
 
 
@@ -362,16 +405,19 @@ KILL_SETTLE_SECONDS = 1.0
 
 def _signal(run: _Run, targets: list[tuple[JudgedProcess, str]]) -> None:
     """TERM every target, wait the grace period, KILL the ones still running.
-    Every signal goes through identity.send_signal (verified, pidfd)."""
+    Every signal goes through identity.send_signal (verified, pidfd), and is
+    recorded before it is sent (no record, no signal)."""
     termed: dict[int, JudgedProcess] = {}
     for j, _why in targets:
         p = j.proc
+        if not identity.is_alive(p.pid, p.fingerprint):
+            continue
+        run.audit.sent_term(p.pid, p.name, p.cwd)
         res = identity.send_signal(p.pid, p.fingerprint, signal.SIGTERM)
         if res.sent:
             termed[p.pid] = j
             run.signalled.append(SignalRecord(p.pid, p.name, p.cwd, "SIGTERM"))
-            run.audit.sent_term(p.pid, p.name, p.cwd)
-        elif res.outcome is not identity.SignalOutcome.GONE:
+        else:
             run.audit.signal_failed(p.pid, p.name, f"{res.outcome.value}: {res.detail}")
     if not termed:
         return
@@ -384,11 +430,13 @@ def _signal(run: _Run, targets: list[tuple[JudgedProcess, str]]) -> None:
     for pid, j in sorted(living.items()):
         if not identity.is_alive(pid, j.proc.fingerprint):  # exited, or only a zombie now
             continue
+        run.audit.sent_kill(pid)
         res = identity.send_signal(pid, j.proc.fingerprint, signal.SIGKILL)
         if res.sent:
             killed[pid] = j
             run.signalled.append(SignalRecord(pid, j.proc.name, j.proc.cwd, "SIGKILL"))
-            run.audit.sent_kill(pid)
+        elif res.outcome is not identity.SignalOutcome.GONE:
+            run.audit.signal_failed(pid, j.proc.name, f"{res.outcome.value}: {res.detail}")
     # Survivors are reported, never hidden (a process stuck in the kernel ignores KILL).
     deadline = time.monotonic() + KILL_SETTLE_SECONDS
     while killed and time.monotonic() < deadline:
@@ -399,149 +447,234 @@ def _signal(run: _Run, targets: list[tuple[JudgedProcess, str]]) -> None:
         run.failures.append(f"pid {pid} still running after KILL")
 
 
-_rm_ok: bool | None = None
-
-
-def _rm_available() -> bool:
-    """GNU ``rm`` with ``--one-file-system`` (checked once)."""
-    global _rm_ok
-    if _rm_ok is None:
-        try:
-            probe = subprocess.run(["rm", "-rf", "--one-file-system", "--", "/nonexistent/hermes-probe"],
-                                   stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
-            _rm_ok = probe.returncode == 0
-        except (OSError, subprocess.SubprocessError):
-            _rm_ok = False
-    return _rm_ok
-
-
-def delete_tree(path: str) -> None:
-    """Remove a directory tree, errors ignored (the lstat afterwards is the verdict).
-
-    ``rm -rf --one-file-system`` where available: it never follows symlinks, never
-    descends into another filesystem mounted inside the entry (a bind mount of real
-    data must not be emptied through scratch; it is left as residue and reported),
-    and unlinks in inode order, which on a disk is markedly faster than a Python
-    walk. Elsewhere ``shutil.rmtree``.
-    """
-    if _rm_available():
-        try:
-            subprocess.run(["rm", "-rf", "--one-file-system", "--", path], stdin=subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-            return
-        except (OSError, subprocess.SubprocessError):
-            pass
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def _remove(run: _Run, path: str) -> bool:
-    """Delete ``path`` and prove it is gone. True only when lstat says ENOENT."""
-    try:
-        if st.S_ISDIR(os.lstat(path).st_mode):
-            delete_tree(path)
-        else:
-            os.unlink(path)
-    except FileNotFoundError:
-        pass
-    except OSError as exc:
-        run.audit.could_not_remove(path, exc)
-        run.failures.append(f"could not remove {path!r}: {exc}")
-        return False
+def _confirm_gone(run: _Run, path: str, shown: str) -> bool:
+    """True only when ``lstat`` says ENOENT; otherwise the failure is recorded."""
     try:
         os.lstat(path)
     except FileNotFoundError:
         return True
     except OSError:
-        run.audit.could_not_confirm(path)
-        run.failures.append(f"could not confirm removal of {path!r}")
+        run.audit.could_not_confirm(shown)
+        run.failures.append(f"could not confirm removal of {shown!r}")
         return False
-    run.audit.could_not_fully_remove(path)
-    run.failures.append(f"could not fully remove {path!r}")
+    run.audit.could_not_fully_remove(shown)
+    run.failures.append(f"could not fully remove {shown!r}")
     return False
 
 
-def _prune_one(run: _Run, cand: Candidate) -> int:
-    path = cand.path
-    reason = static_keep_reason(path)
-    if check_failed(reason):  # the entry could not be read: the same honest record as a failed re-scan
-        run.audit.kept_rescan_failed(path)
-        run.kept.append(KeptRecord(path, f"activity re-scan failed, left untouched ({reason})"))
-        return 0
-    if reason is not None:
-        run.keep(path, reason)
-        return 0
+def _remove(run: _Run, path: str, shown: str | None = None) -> bool:
+    """Delete ``path`` in this process and prove it is gone (``shown``: the name the
+    records use, the entry's own path when ``path`` is its trash name)."""
+    delete_tree(path)
+    return _confirm_gone(run, path, shown or path)
+
+
+def _gone(path: str) -> bool:
     try:
-        if st.S_ISDIR(os.lstat(path).st_mode):
-            run.repos |= linked_worktree_repos(path)
+        os.lstat(path)
+    except FileNotFoundError:
+        return True
     except OSError:
-        pass  # the re-check below decides what this means
-    act = scan_activity(path, run.plan.cutoff)
+        return False
+    return False
+
+
+@dataclass(frozen=True)
+class _Moved:
+    """An entry renamed to the pruner's own name, waiting for its verify walk."""
+
+    cand: Candidate
+    owned: str
+    size: int
+
+
+def _prune_candidates(run: _Run, candidates: list[Candidate], total: int) -> int:
+    """Re-check, move aside, verify, then quarantine or delete every candidate.
+
+    The re-check walks of all candidates run together (split across processes like
+    the survey), and so do the verify walks of the moved trees: the verify walk
+    counts every mtime at or after the moment the re-checks started, so a write that
+    lands anywhere after that moment is found whatever runs in between. If a record
+    cannot be written, every moved entry not yet recorded is put back first."""
+    if run.progress and candidates:
+        run.progress(0, total, 0, candidates[0].path)
+    moment = time.time()
+    rechecks = scan_many([c.path for c in candidates], run.plan.cutoff)
+    moved: list[_Moved] = []
+    done = 0  # moved entries already finished (recorded, put back, or deleted)
+    try:
+        for cand, act in zip(candidates, rechecks, strict=True):
+            entry = _move_if_still_idle(run, cand, act, moment)
+            if entry is not None:
+                moved.append(entry)
+        verdicts = scan_many([m.owned for m in moved], moment, count_top=False)  # a move rewrites ".."
+        freed = 0
+        for m, verdict in zip(moved, verdicts, strict=True):
+            if run.progress:
+                run.progress(done, total, freed, m.cand.path)
+            if _verified_untouched(run, m.cand.path, m.owned, verdict):
+                freed += _finish(run, m)
+            done += 1
+        return freed
+    except BaseException:
+        for m in moved[done:]:  # nothing stays moved without its record
+            _undo_quietly(m.cand.path, m.owned)
+        raise
+
+
+def _move_if_still_idle(run: _Run, cand: Candidate, act: Activity, moment: float) -> _Moved | None:
+    """Keep rules now, the re-check's verdict, then the rename (None: it stays)."""
+    path = cand.path
+    if _keep_by_rule(run, path):
+        return None
     if not act.idle:
-        try:
-            os.lstat(path)
-            gone = False
-        except FileNotFoundError:
-            gone = True
-        except OSError:
-            gone = False
-        if gone:
+        if _gone(path):
             run.audit.vanished(path)
         elif act.touched:
             run.audit.rescued(path)
             run.kept.append(KeptRecord(path, "touched since selection"))
         else:
-            run.audit.kept_rescan_failed(path)
+            run.audit.kept_rescan_failed(path, act.error)
             run.kept.append(KeptRecord(path, "activity re-scan failed, left untouched"))
-        return 0
-    size = act.size_bytes or 0
-    # Nothing between the re-check above and the delete/rename below.
+        return None
+    run.repos |= repos_of_git_files(act.git_files)  # read before the move: the paths name the entry
+    owned = _move_aside(run, cand, moment)
+    return None if owned is None else _Moved(cand, owned, act.size_bytes or 0)
+
+
+def _finish(run: _Run, m: _Moved) -> int:
     if run.options.quarantine_hours > 0:
-        return _quarantine(run, path, cand.name, size)
-    if not _remove(run, path):
-        return 0
-    run.audit.removed(path, size)
-    run.removed.append(RemovedEntry(path, size))
-    return size
+        return _record_quarantine(run, m.cand.path, m.owned, m.size)
+    return _delete_moved(run, m.cand.path, m.owned, m.size)
 
 
-def _quarantine(run: _Run, path: str, name: str, size: int) -> int:
-    qdir = run.target.quarantine_dir
+def _move_aside(run: _Run, cand: Candidate, moment: float) -> str | None:
+    """Rename the entry (atomically, never replacing) to a name the pruner owns:
+    its quarantine name stamped ``moment``, or its trash name in the scratch folder.
+    None (and a recorded failure) when it cannot be moved."""
+    path = cand.path
     try:
-        run.target.home.ensure_dir(qdir)
-        dest = quarantine_target(qdir, name)
+        if run.options.quarantine_hours > 0:
+            qdir = run.target.quarantine_dir
+            run.target.home.ensure_dir(qdir)
+            dest = os.fspath(quarantine_target(qdir, cand.name, now=moment))
+        else:
+            dest = os.path.join(os.path.dirname(path), TRASH_PREFIX + fit_name(cand.name, len(TRASH_PREFIX)))
         rename_noreplace(path, dest)
     except Exception as exc:
         why = getattr(exc, "strerror", None) or str(exc)
         if getattr(exc, "errno", None) == errno.EXDEV:
             why += (" (the quarantine folder is on another filesystem than the scratch folder; "
                     "set scratch.quarantine_hours: 0 to delete instead)")
-        run.audit.could_not_quarantine(path, why)
-        run.failures.append(f"could not quarantine {path!r}: {why}")
-        return 0
-    run.audit.quarantined(path, os.fspath(dest), size)
-    run.quarantined.append(QuarantineMove(path, os.fspath(dest), size))
+        if run.options.quarantine_hours > 0:
+            run.audit.could_not_quarantine(path, why)
+            run.failures.append(f"could not quarantine {path!r}: {why}")
+        else:
+            run.audit.could_not_remove(path, why)
+            run.failures.append(f"could not remove {path!r}: {why}")
+        return None
+    return dest
+
+
+def _put_back(run: _Run, path: str, owned: str) -> bool:
+    """Rename ``owned`` back to ``path``; a failure is recorded (the tree stays,
+    intact, at ``owned``)."""
+    try:
+        rename_noreplace(owned, path)
+        return True
+    except OSError as exc:
+        why = f"could not be put back from {owned!r}: {exc.strerror or exc}"
+        run.audit.could_not_remove(path, why)
+        run.failures.append(f"{path!r} {why}")
+        return False
+
+
+def _verified_untouched(run: _Run, path: str, owned: str, act: Activity) -> bool:
+    """``act``: the moved tree's walk for any mtime at or after the re-check's start.
+    A write found, or a walk that fails, puts the entry back: ``rescued``."""
+    if act.idle:
+        return True
+    why = "written to while the pass re-checked it" if act.touched else f"verify walk failed ({act.error})"
+    if _put_back(run, path, owned):
+        run.audit.rescued(path, why)
+        run.kept.append(KeptRecord(path, "touched since selection" if act.touched else why))
+    return False
+
+
+def _record_quarantine(run: _Run, path: str, owned: str, size: int) -> int:
+    """The move into quarantine is recorded; if it cannot be, it is undone."""
+    try:
+        run.audit.quarantined(path, owned, size)
+    except AuditWriteError:
+        _undo_quietly(path, owned)
+        raise
+    run.quarantined.append(QuarantineMove(path, owned, size))
     return size
+
+
+def _delete_moved(run: _Run, path: str, owned: str, size: int) -> int:
+    """Write "removing", then delete the trash tree here (dies with the pass)."""
+    try:
+        run.audit.removing(path, owned)
+    except AuditWriteError:
+        _undo_quietly(path, owned)
+        raise
+    if not _remove(run, owned, shown=path):
+        _undo_quietly(path, owned)  # what is left goes back where its owner looks for it
+        return 0
+    run.audit.removed(path, size)
+    run.removed.append(RemovedEntry(path, size))
+    return size
+
+
+def _undo_quietly(path: str, owned: str) -> None:
+    """Put a moved entry back when its record could not be written (nothing may be
+    done without a record; the caller reports the write failure)."""
+    try:
+        rename_noreplace(owned, path)
+    except OSError:
+        pass
+
+
+def _put_back_leftover_trash(run: _Run) -> None:
+    """A trash entry is only there while a pass removes it; one found now was left
+    by a pass that was killed. Its removal may not have been verified, so it goes
+    back under its name (the next pass judges it afresh)."""
+    root = os.fspath(run.target.scratch_dir)
+    try:
+        names = [n for n in os.listdir(root) if n.startswith(TRASH_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        owned = os.path.join(root, name)
+        path = os.path.join(root, name[len(TRASH_PREFIX):])
+        try:
+            rename_noreplace(owned, path)
+        except OSError as exc:
+            run.audit.could_not_remove(owned, f"left by an interrupted pass, cannot be put back: "
+                                              f"{exc.strerror or exc}")
+            continue
+        why = "left by an interrupted pass"
+        run.audit.restored(owned, path, why)
+        run.restored.append(RestoredRecord(path, owned, why))
 
 
 def _expire_one(run: _Run, exp: ExpiringEntry, judged: list[JudgedProcess]) -> int:
     """Delete a quarantined entry whose hours are over, unless it was written to since
-    it was quarantined or a live process still works inside: then restore it."""
+    the moment its stamp records (the start of its re-check) or a live process still
+    works inside: then restore it."""
     base = os.path.basename(exp.path)
     inside = [j for j in judged if j.area == "quarantine" and j.entry == base
               and identity.is_alive(j.proc.pid, j.proc.fingerprint)]
     act = scan_activity(exp.path, exp.quarantined_at, count_top=False)  # the move itself is no write
     if act.failed:
-        try:
-            os.lstat(exp.path)
-        except FileNotFoundError:
+        if _gone(exp.path):
             return 0  # restored or removed by someone else
-        except OSError:
-            pass
-        run.audit.kept_rescan_failed(exp.path)
+        run.audit.kept_rescan_failed(exp.path, act.error)
         run.kept.append(KeptRecord(exp.path, "activity re-scan failed, left in quarantine"))
         return 0
     if inside or act.touched:
-        why = (f"a process pid={inside[0].proc.pid} ({inside[0].proc.name}) still works inside"
+        why = (f"a process pid={inside[0].proc.pid} ({escape_text(inside[0].proc.name)}) still works inside"
                if inside else "written to while in quarantine")
         q = QuarantinedEntry(exp.path, exp.name, exp.quarantined_at)
         try:
@@ -549,10 +682,15 @@ def _expire_one(run: _Run, exp: ExpiringEntry, judged: list[JudgedProcess]) -> i
         except RestoreError as exc:
             run.keep(exp.path, f"{why}, and it cannot be restored: {exc}")
             return 0
-        run.audit.restored(exp.path, os.fspath(dest), why)
+        try:
+            run.audit.restored(exp.path, os.fspath(dest), why)
+        except AuditWriteError:
+            _undo_quietly(exp.path, os.fspath(dest))
+            raise
         run.restored.append(RestoredRecord(os.fspath(dest), exp.path, why))
         return 0
     size = act.size_bytes or 0
+    run.audit.removing(exp.path)
     if not _remove(run, exp.path):
         return 0
     run.audit.removed(exp.path, size)
@@ -573,7 +711,8 @@ def prune_pass(
 
 
 def restore(target: PruneTarget, wanted: str) -> RestoredRecord:
-    """``hermes-tui scratch restore NAME``: put a quarantined entry back (logged)."""
+    """``hermes-tui scratch restore NAME``: put a quarantined entry back (logged; a
+    restore that cannot be recorded is undone and refused)."""
     from engine.scratch.quarantine import find_quarantined
 
     q = find_quarantined(target.quarantine_dir, wanted)
@@ -581,14 +720,22 @@ def restore(target: PruneTarget, wanted: str) -> RestoredRecord:
     if not lock.acquire():
         raise RestoreError("a prune of this home is running; try again when it ends")
     try:
-        dest = restore_entry(q, target.scratch_dir)
+        try:
+            audit = open_audit(target.log_file, target.home.ensure_dir)
+        except AuditWriteError as exc:
+            raise RestoreError(str(exc)) from None
+        with audit:
+            dest = restore_entry(q, target.scratch_dir)
+            try:
+                audit.restored(q.path, os.fspath(dest), "by request")
+            except AuditWriteError as exc:
+                _undo_quietly(q.path, os.fspath(dest))
+                raise RestoreError(f"{exc}; nothing was restored") from None
         # Putting it back is activity: without this the next pass would take it again.
         try:
             os.utime(dest, follow_symlinks=False)
         except OSError:
             pass
-        with open_audit(target.log_file, target.home.ensure_dir) as audit:
-            audit.restored(q.path, os.fspath(dest), "by request")
         return RestoredRecord(os.fspath(dest), q.path, "by request")
     finally:
         lock.release()

@@ -8,7 +8,11 @@ entry (and is spared) or may be signalled.
   signalled (not ours);
 - when the lineage or the registry is unknown: every process counts as keeping
   (fail closed: we cannot tell ours from theirs, so we signal nobody);
-- anything else is "other": signalled only if its entry goes or its cwd is gone.
+- anything else is "other": signalled only if its entry goes this pass. A process
+  whose cwd was deleted counts as an orphan only when that cwd lay in an entry this
+  pass removes or in an entry that no longer exists at all; a gone ``build/`` inside
+  an entry that stays (active, kept, the scratch root itself) spares its process
+  (``rm -rf build && mkdir build`` must not get the running compiler killed).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from engine import identity
+from engine.scratch.audit import escape_text
 from engine.scratch.procscan import ProcSnapshot, ScratchProcess, is_under
 from engine.scratch.registered import RegistryUnreadable
 from engine.scratch.target import PruneOptions, PruneTarget
@@ -39,6 +44,7 @@ class JudgedProcess:
     entry: str | None  # top-level name inside the area (None: the area root itself)
     role: Role
     label: str = ""  # registry label (session id) or the fail-closed reason
+    root: str = ""  # the area's real path (scratch or quarantine folder)
 
     @property
     def keeps(self) -> bool:
@@ -49,9 +55,29 @@ class JudgedProcess:
         """Its cwd was deleted, or no longer exists (an orphan of an earlier prune)."""
         return self.proc.cwd_deleted or not os.path.lexists(self.proc.cwd)
 
+    @property
+    def entry_gone(self) -> bool:
+        """Its top-level entry no longer exists at all (checked now, on the filesystem).
+        False for the area root itself, and when the entry cannot be checked."""
+        if self.entry is None or not self.root:
+            return False
+        try:
+            os.lstat(os.path.join(self.root, self.entry))
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        return False
+
+    def orphan_in(self, doomed: set[str]) -> bool:
+        """A gone cwd that may be reaped: in an entry going this pass, or in one gone."""
+        if not self.gone_cwd or self.entry is None:
+            return False
+        return (self.area == "scratch" and self.entry in doomed) or self.entry_gone
+
     def keep_reason(self) -> str:
         p = self.proc
-        who = f"pid={p.pid} ({p.name})"
+        who = f"pid={p.pid} ({escape_text(p.name)})"
         if self.role is Role.LINEAGE:
             return f"this prune's own lineage {who} works inside"
         if self.role is Role.REGISTERED:
@@ -127,19 +153,22 @@ def judge(snapshot: ProcSnapshot, target: PruneTarget, owners: Owners) -> list[J
                 if anc in owners.registered:
                     role, label = Role.REGISTERED, owners.registered[anc]
                     break
-        judged.append(JudgedProcess(p, area, entry, role, label))
+        root = scratch_root if area == "scratch" else quarantine_root
+        judged.append(JudgedProcess(p, area, entry, role, label, root))
     return judged
 
 
 def victims(judged: Iterable[JudgedProcess], doomed: set[str]) -> list[tuple[JudgedProcess, str]]:
     """(process, why) for every process to TERM: not keeping, and its scratch entry is
-    doomed or its cwd is gone. A cwd equal to the scratch root itself is spared."""
+    doomed, or its cwd is gone together with its entry (see the module doc). A cwd
+    at the scratch root itself is spared."""
     out = []
     for j in judged:
         if j.keeps:
             continue
         if j.gone_cwd:
-            out.append((j, "its cwd no longer exists"))
+            if j.orphan_in(doomed):
+                out.append((j, "its cwd no longer exists"))
         elif j.area == "scratch" and j.entry is not None and j.entry in doomed:
             out.append((j, f"its cwd is inside idle entry {j.entry!r}"))
     return out

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass
 
 from engine.fsutil import human_bytes, human_duration, tree_size
+from engine.scratch.audit import escape_text
 from engine.scratch.entries import Survey, survey_scratch
 from engine.scratch.ownership import victims
 from engine.scratch.target import PruneOptions, PruneTarget
@@ -123,15 +124,9 @@ def plan_prune(target: PruneTarget, options: PruneOptions, *, now: float | None 
 
 
 def show_name(name: str) -> str:
-    """A name or path as a terminal may show it: control characters and bytes that
-    are not UTF-8 escaped (the same escapes as the audit log), never raw."""
-    if name.isprintable():
-        try:
-            name.encode("utf-8")
-            return name
-        except UnicodeEncodeError:
-            pass
-    return repr(name)[1:-1]
+    """A name, path or reason as a terminal may show it: control characters and bytes
+    that are not UTF-8 escaped (the same escapes as the audit log), never raw."""
+    return escape_text(name)
 
 
 def describe_plan(plan: PrunePlan) -> list[str]:
@@ -152,7 +147,7 @@ def describe_plan(plan: PrunePlan) -> list[str]:
     if plan.signals:
         lines.append("Processes to signal (SIGTERM, then SIGKILL if still running after the grace period):")
         for s in plan.signals:
-            lines.append(f"  - pid {s.pid} ({show_name(s.name)}) cwd {short(s.cwd)}: {s.why}")
+            lines.append(f"  - pid {s.pid} ({show_name(s.name)}) cwd {short(s.cwd)}: {show_name(s.why)}")
     if plan.expiring:
         lines.append("Quarantined entries whose hours are over (deleted unless written to since):")
         for e in plan.expiring:
@@ -160,7 +155,7 @@ def describe_plan(plan: PrunePlan) -> list[str]:
     if plan.kept:
         lines.append("Staying:")
         for k in plan.kept:
-            lines.append(f"  - {short(k.path)}: {k.reason}")
+            lines.append(f"  - {short(k.path)}: {show_name(k.reason)}")
     if plan.process_error:
-        lines.append(f"The process check failed ({plan.process_error}): nothing is deleted.")
+        lines.append(f"The process check failed ({show_name(plan.process_error)}): nothing is deleted.")
     return lines

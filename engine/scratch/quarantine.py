@@ -7,6 +7,12 @@ that lands during the prune is not lost: it lands in the quarantined tree, and t
 expiry pass (which runs a fresh activity check first) restores such an entry
 instead of deleting it.
 
+The stamp is the moment the pass's re-check of the entry *started* (not the
+rename's), and expiry counts only mtimes at or after it: a file written while the
+re-check walked is restored, never deleted at expiry. An entry name too long for
+``<name>.<stamp>`` (names may use all 255 bytes) gets a shortened name ending in a
+hash of the full one; the full name stays in the prune log's record of the move.
+
 Renames never replace anything: ``renameat2(RENAME_NOREPLACE)`` where the kernel
 has it, else a check-then-rename (a plain ``rename`` silently replaces a file or an
 empty directory at the target).
@@ -16,6 +22,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import hashlib
 import os
 import re
 import time
@@ -25,6 +32,8 @@ from pathlib import Path
 STAMP_FORMAT = "%Y%m%dT%H%M%SZ"
 _STAMP_RE = re.compile(r"^(\d{8}T\d{6}Z)(?:-(\d+))?$")
 _RENAME_NOREPLACE = 1
+NAME_MAX = 255  # bytes in one path component (Linux filesystems)
+_HASH_CHARS = 16
 _AT_FDCWD = -100
 
 
@@ -100,9 +109,25 @@ def parse_name(file_name: str) -> tuple[str, float] | None:
     return name, float(when)
 
 
+def fit_name(name: str, room: int) -> str:
+    """``name`` unchanged when ``room`` more bytes still fit in NAME_MAX; else its
+    first bytes, ``~`` and a hash of the whole name (distinct names stay distinct)."""
+    raw = os.fsencode(name)
+    if len(raw) + room <= NAME_MAX:
+        return name
+    digest = hashlib.sha256(raw).hexdigest()[:_HASH_CHARS]
+    keep = NAME_MAX - room - len(digest) - 1
+    return os.fsdecode(raw[:keep]) + "~" + digest
+
+
+# Room kept after the name for ".<stamp>" and a "-n" counter.
+_STAMP_ROOM = 1 + len("20260101T000000Z") + 8
+
+
 def quarantine_target(quarantine_dir: Path, name: str, now: float | None = None) -> Path:
-    """A free ``<name>.<stamp>`` path (``-2``, ``-3``... when the second is taken)."""
-    base = f"{name}.{stamp(now)}"
+    """A free ``<name>.<stamp>`` path (``-2``, ``-3``... when the second is taken);
+    ``now``: the moment the stamp records (the start of the entry's re-check)."""
+    base = f"{fit_name(name, _STAMP_ROOM)}.{stamp(now)}"
     candidate = quarantine_dir / base
     n = 2
     while os.path.lexists(candidate):

@@ -17,6 +17,13 @@ from engine.scratch.registered import RegisteredProvider, registry_provider
 
 STAMP_NAME = ".last_prune"
 SKIP_NAMES = frozenset({STAMP_NAME})
+# An entry being removed is first renamed to TRASH_PREFIX + its name (see execute.py).
+TRASH_PREFIX = ".scratch-prune-trash."
+
+
+def is_entry_name(name: str) -> bool:
+    """A top-level name the prune treats as an entry (not its stamp, not its trash)."""
+    return name not in SKIP_NAMES and not name.startswith(TRASH_PREFIX)
 LOCK_NAME = ".scratch-prune.lock"
 
 

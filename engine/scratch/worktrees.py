@@ -1,8 +1,8 @@
 """Linked git worktrees inside an entry: find their repos, then ``git worktree prune``.
 
 Deleting an entry that holds a linked worktree leaves a dangling registration in the
-repo it belongs to. Before deleting, the entry's ``.git`` *files* (to depth 4) are
-read: ``gitdir: <path>`` (relative paths resolve against the file's folder) names
+repo it belongs to. Before deleting, the entry's ``.git`` *files* (to depth 4; the
+prune's activity re-check notes them as it walks) are read: ``gitdir: <path>`` (relative paths resolve against the file's folder) names
 ``<common git dir>/worktrees/<n>``; the common git dir (``<gitdir>/../..``) is what
 ``git worktree prune`` runs on after the loop, which covers bare repos and separate
 git dirs alike.
@@ -14,33 +14,10 @@ import os
 import subprocess
 from collections.abc import Iterable
 
-MAX_DEPTH = 4
-_SKIP = {"node_modules", ".venv", "venv"}
 
-
-def linked_worktree_repos(entry: str) -> set[str]:
-    found: set[str] = set()
-    stack = [(os.fspath(entry), 0)]
-    while stack:
-        top, depth = stack.pop()
-        try:
-            it = os.scandir(top)
-        except OSError:
-            continue
-        with it:
-            for e in it:
-                try:
-                    if e.is_symlink():
-                        continue
-                    if e.name == ".git" and e.is_file(follow_symlinks=False):
-                        repo = _repo_of(e.path)
-                        if repo:
-                            found.add(repo)
-                    elif e.is_dir(follow_symlinks=False) and depth < MAX_DEPTH and e.name not in _SKIP:
-                        stack.append((e.path, depth + 1))
-                except OSError:
-                    continue
-    return found
+def repos_of_git_files(git_files: Iterable[str]) -> set[str]:
+    """The repos of the linked worktrees whose ``.git`` files are given."""
+    return {repo for repo in map(_repo_of, git_files) if repo}
 
 
 def _repo_of(git_file: str) -> str | None:

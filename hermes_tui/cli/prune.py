@@ -37,9 +37,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(ctx: Context) -> int:
+    from engine.scratch.audit import AuditWriteError
     from engine.scratch.entries import SurveyError
     from engine.scratch.execute import PruneBusy, execute_plan, result_of_plan
-    from engine.scratch.plan import describe_plan, plan_prune
+    from engine.scratch.plan import describe_plan, plan_prune, show_name
     from engine.scratch.target import PruneOptions, PruneTarget
 
     args = ctx.args
@@ -80,13 +81,15 @@ def run(ctx: Context) -> int:
         result = execute_plan(target, plan, options)
     except PruneBusy as exc:
         raise CliError(str(exc), EXIT_FAILED) from None
+    except AuditWriteError as exc:  # the action whose record failed was not taken, nor any after it
+        raise CliError(f"prune stopped: {exc}; the step it would have recorded was not taken", EXIT_FAILED) from None
     if ctx.json:
         print_json(result.to_json())
     else:
         print(result.summary(restore_hint="hermes-tui scratch restore NAME"))
         for f in result.failures:
-            print(f"  {f}")
+            print(f"  {show_name(f)}")
         if result.process_error:
-            print(f"  process check failed ({result.process_error}): nothing was deleted")
+            print(f"  process check failed ({show_name(result.process_error)}): nothing was deleted")
         print(f"log: {home.prune_log}")
     return EXIT_OK if result.ok else EXIT_FAILED

@@ -73,13 +73,13 @@ def run_list(ctx: Context) -> int:
             rows.append((
                 _show_name(e.name), e.state, human_duration(e.idle_seconds) if e.idle_seconds is not None else "-",
                 human_bytes(e.size_bytes) if e.size_bytes is not None else "?",
-                ",".join(map(str, e.pids)) or "-", e.kept_reason or "",
+                ",".join(map(str, e.pids)) or "-", _show_name(e.kept_reason or ""),
             ))
         widths = [max(len(r[i]) for r in rows) for i in range(5)]
         for r in rows:
             print("  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=True)) + "  " + r[5])
     if survey.process_error:
-        print(f"processes: {survey.process_error} (nothing would be deleted)")
+        print(f"processes: {_show_name(survey.process_error)} (nothing would be deleted)")
     if quarantine:
         print(f"\nquarantine ({survey.target.quarantine_dir}): restore with 'hermes-tui scratch restore NAME'")
         for q in survey.quarantine:
