@@ -25,6 +25,7 @@ from engine.config import Settings
 from engine.fsutil import atomic_write_json, read_json
 from engine.home import HomeLayout
 from engine.processes import session as sess
+from engine.processes.hermes_sessions import HermesListing, list_hermes_sessions, signal_target
 from engine.processes.session import (
     ID_HEX_LEN,
     ID_PREFIX,
@@ -32,6 +33,7 @@ from engine.processes.session import (
     ProcessSession,
     SessionCorrupt,
     SessionNotStarted,
+    SessionSource,
 )
 from engine.processes.supervisor import GO, command_argv, spawn_environment, wrapper_argv
 
@@ -290,12 +292,54 @@ class ProcessRegistry:
         return matches[0]
 
     def get(self, id_or_prefix: str) -> ProcessSession:
-        sid = self.resolve_id(id_or_prefix)
+        """Our session by id or prefix; else hermes-agent's (processes.json) by the same
+        rules. A prefix matching sessions of both is ambiguous."""
+        try:
+            sid = self.resolve_id(id_or_prefix)
+        except ProcessLookupFailed as exc:
+            found = None if exc.candidates else self._hermes_match(id_or_prefix, ours_matched=False)
+            if found is None:
+                raise
+            return found
+        if sid != (id_or_prefix or "").strip():
+            self._hermes_match(id_or_prefix, ours_matched=True)  # raises when a hermes one matches too
         self.reap()
         try:
             return self._load(sid)
         except (SessionCorrupt, SessionNotStarted) as exc:
             raise ProcessLookupFailed(str(exc)) from None
+
+    def hermes_sessions(self) -> HermesListing:
+        """hermes-agent's sessions of this home (processes.json, read-only)."""
+        return list_hermes_sessions(self.home.root)
+
+    def list_with_hermes(self, include_finished: bool = True) -> tuple[list[ProcessSession], str | None]:
+        """Our sessions and hermes-agent's, by start time; and why processes.json could
+        not be read (None when it could, or there is none)."""
+        own = self.list(include_finished)
+        hermes = self.hermes_sessions()
+        theirs = [s for s in hermes.sessions if include_finished or s.running]
+        merged = sorted(own + theirs, key=lambda s: (s.started_at, s.id))
+        return merged, hermes.problem
+
+    def _hermes_match(self, id_or_prefix: str, ours_matched: bool) -> ProcessSession | None:
+        """The hermes-agent session named by an exact id or a unique prefix (the same
+        minimum length as ours), or None. Raises when the prefix names more than one
+        session, counting ours (``ours_matched``)."""
+        text = (id_or_prefix or "").strip()
+        sessions = self.hermes_sessions().sessions if text else ()
+        exact = [s for s in sessions if s.id == text]
+        if exact:
+            return exact[0]
+        hexpart = text[len(ID_PREFIX):] if text.startswith(ID_PREFIX) else text
+        if len(hexpart) < MIN_PREFIX_HEX:
+            return None
+        matches = [s for s in sessions if s.id.startswith(ID_PREFIX + hexpart)]
+        if len(matches) + int(ours_matched) > 1:
+            raise ProcessLookupFailed(f"process id {text!r} is ambiguous: "
+                                      f"{', '.join(s.id for s in matches[:10])} (hermes-agent's)"
+                                      + (" and one of ours" if ours_matched else ""))
+        return matches[0] if matches else None
 
     def _load(self, sid: str) -> ProcessSession:
         with self._lock:
@@ -481,6 +525,8 @@ class ProcessRegistry:
         (``pid_recycled``); survivors are reported and the session stays running.
         """
         s = self.get(id_or_prefix)
+        if s.source is SessionSource.HERMES:
+            return self._kill_hermes(s, grace)
         base = dict(id=s.id, pid=s.pid, command=s.command)
         if s.status == sess.LOST and _pid_reused(s):
             return KillReport(**base, status=s.status, outcome="pid_recycled",
@@ -540,6 +586,31 @@ class ProcessRegistry:
             outcome, detail = "error", report.detail or "the kernel refused the signal"
         return KillReport(**base, status=after.status, outcome=outcome, detail=detail,
                           signals=signals, survivors=survivors)
+
+    def _kill_hermes(self, s: ProcessSession, grace: float | None) -> KillReport:
+        """TERM (grace, KILL) a process hermes-agent started, only when processes.json,
+        read again now, still names it and its start ticks verify the live pid. Nothing
+        of hermes's is written: no kill record, no change to processes.json."""
+        base = dict(id=s.id, pid=s.pid, command=s.command)
+        target = signal_target(self.home.root, s.id)
+        if target.fingerprint is None:
+            return KillReport(**base, status=sess.LOST if target.refusal == "gone" else s.status,
+                              outcome=target.refusal, detail=target.detail)
+        grace = self.settings.processes.kill_grace_seconds if grace is None else max(0.0, float(grace))
+        report = identity.terminate(s.pid, target.fingerprint, grace)
+        signals, survivors = tuple(report.signals), tuple(report.survivors)
+        if report.outcome is identity.SignalOutcome.SENT:
+            outcome = "survivors" if survivors else "killed"
+            detail = f"{len(survivors)} process(es) still alive after SIGKILL" if survivors else ""
+        elif report.outcome is identity.SignalOutcome.GONE:
+            outcome, detail = "gone", "the process had already exited"
+        elif report.outcome is identity.SignalOutcome.PID_RECYCLED:
+            outcome, detail = "pid_recycled", f"pid {s.pid} now belongs to another process: not signalled"
+        else:
+            outcome, detail = report.outcome.value, report.detail or "not signalled"
+        status = sess.RUNNING if survivors else sess.LOST if outcome in ("killed", "gone") else s.status
+        return KillReport(**base, status=status, outcome=outcome, detail=detail, signals=signals,
+                          survivors=survivors)
 
     def _kill_orphans(self, s: ProcessSession, members: dict[int, str], unverified: list[int],
                       grace: float | None) -> KillReport:

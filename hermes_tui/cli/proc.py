@@ -106,6 +106,19 @@ def _lookup(reg, id_or_prefix: str):
         raise CliError(exc.message, EXIT_FAILED) from None
 
 
+NO_OUTPUT = "{id} is a hermes-agent session: output not available (hermes-agent keeps none hermes-tui can read)"
+NO_EXIT_RECORD = "{id} is a hermes-agent session: it leaves no exit record, so hermes-tui cannot wait for it"
+
+
+def _own_session(ctx: Context, refusal: str = NO_OUTPUT):
+    """The session of a poll/log/wait. A hermes-agent session has no output file and no
+    exit record: ``refusal`` as one line, exit 1."""
+    s = _lookup(_registry(ctx), ctx.args.id)
+    if not s.output_available:
+        raise CliError(refusal.format(id=s.id), EXIT_FAILED)
+    return s
+
+
 def _session_json(s, now: float | None = None, redact: bool = True) -> dict:
     from engine.processes.redact import maybe_redact
 
@@ -251,9 +264,11 @@ def cmd_ps(ctx: Context) -> int:
     from engine.processes.redact import maybe_redact
 
     reg = _registry(ctx)
-    sessions = reg.list(include_finished=ctx.args.all)
+    sessions, hermes_problem = reg.list_with_hermes(include_finished=ctx.args.all)
     for problem in reg.problems():  # one line each; every other session is listed
         print(f"hermes-tui: {problem.message}; not listed", file=sys.stderr)
+    if hermes_problem:
+        print(f"hermes-tui: {hermes_problem} are not listed", file=sys.stderr)
     now = time.time()
     if ctx.json:
         print_json([_session_json(s, now, ctx.settings.processes.redact) for s in sessions])
@@ -295,8 +310,7 @@ def _mark_seen(s) -> None:
 
 
 def cmd_poll(ctx: Context) -> int:
-    reg = _registry(ctx)
-    s = _lookup(reg, ctx.args.id)
+    s = _own_session(ctx)
     preview, size = _preview(s, ctx.settings.processes.redact)
     _mark_seen(s)
     if ctx.json:
@@ -321,8 +335,7 @@ def cmd_log(ctx: Context) -> int:
     from engine.processes.follower import LastLines, read_last_lines
     from engine.processes.redact import maybe_redact
 
-    reg = _registry(ctx)
-    s = _lookup(reg, ctx.args.id)
+    s = _own_session(ctx)
     tail = ctx.args.tail if ctx.args.tail is not None else (None if ctx.json else DEFAULT_LOG_TAIL)
     try:
         if tail is None:
@@ -354,7 +367,7 @@ def cmd_log(ctx: Context) -> int:
 
 def cmd_wait(ctx: Context) -> int:
     reg = _registry(ctx)
-    s = _lookup(reg, ctx.args.id)
+    s = _own_session(ctx, NO_EXIT_RECORD)
     try:
         s = reg.wait(s.id, ctx.args.timeout)
     except KeyboardInterrupt:
