@@ -297,8 +297,13 @@ class ProcessRegistry:
         try:
             sid = self.resolve_id(id_or_prefix)
         except ProcessLookupFailed as exc:
-            found = None if exc.candidates else self._hermes_match(id_or_prefix, ours_matched=False)
+            if exc.candidates:
+                raise
+            found = self._hermes_match(id_or_prefix, ours_matched=False)
             if found is None:
+                problem = self.hermes_sessions().problem
+                if problem:
+                    raise ProcessLookupFailed(f"{exc.message}; {problem} were not searched") from None
                 raise
             return found
         if sid != (id_or_prefix or "").strip():
@@ -608,7 +613,7 @@ class ProcessRegistry:
             outcome, detail = "pid_recycled", f"pid {s.pid} now belongs to another process: not signalled"
         else:
             outcome, detail = report.outcome.value, report.detail or "not signalled"
-        status = sess.RUNNING if survivors else sess.LOST if outcome in ("killed", "gone") else s.status
+        status = {"survivors": sess.RUNNING, "killed": sess.KILLED, "gone": sess.LOST}.get(outcome, s.status)
         return KillReport(**base, status=status, outcome=outcome, detail=detail, signals=signals,
                           survivors=survivors)
 
