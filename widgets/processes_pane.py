@@ -208,7 +208,7 @@ class ProcessesPane(Pane):
 
     def take_snapshot(self) -> Snapshot:
         """Everything one refresh needs (thread side): sessions, usage, cells, events."""
-        sessions, _unreadable = self.registry.list_with_hermes(include_finished=True)  # hermes-agent's too
+        sessions = list(self.registry.list_with_hermes(include_finished=True).sessions)  # hermes-agent's too
         running = [s for s in sessions if s.running]
         if self.sampler is None and running:
             from engine.processes.sampler import SessionSampler

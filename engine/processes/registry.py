@@ -14,7 +14,6 @@ import signal as signal_mod
 import subprocess
 import threading
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,6 +24,7 @@ from engine.config import Settings
 from engine.fsutil import atomic_write_json, read_json
 from engine.home import HomeLayout
 from engine.processes import session as sess
+from engine.processes.finished_index import FinishedIndex, StatKey, indexable, stat_key
 from engine.processes.hermes_sessions import HermesListing, list_hermes_sessions, signal_target
 from engine.processes.session import (
     ID_HEX_LEN,
@@ -79,8 +79,18 @@ class KillReport:
         }
 
 
+@dataclass(frozen=True)
+class Listing:
+    """One listing: the sessions (ours and hermes-agent's), one problem per unreadable
+    session folder of ours, and why hermes-agent's processes.json could not be read."""
+
+    sessions: tuple[ProcessSession, ...]
+    problems: tuple[SessionCorrupt, ...]
+    hermes_problem: str | None
+
+
 def new_session_id() -> str:
-    return ID_PREFIX + uuid.uuid4().hex[:ID_HEX_LEN]
+    return ID_PREFIX + os.urandom(ID_HEX_LEN // 2).hex()  # as random as uuid4, without importing uuid
 
 
 @dataclass
@@ -106,6 +116,8 @@ class ProcessRegistry:
         self._state = _State()
         self._lock = threading.RLock()
         self._scratch_ready = False
+        self._own_home: bool | None = None  # known once a listing may write the finished index
+        self._index = FinishedIndex(self.root)
 
     @property
     def root(self) -> Path:
@@ -318,14 +330,14 @@ class ProcessRegistry:
         """hermes-agent's sessions of this home (processes.json, read-only)."""
         return list_hermes_sessions(self.home.root)
 
-    def list_with_hermes(self, include_finished: bool = True) -> tuple[list[ProcessSession], str | None]:
-        """Our sessions and hermes-agent's, by start time; and why processes.json could
-        not be read (None when it could, or there is none)."""
-        own = self.list(include_finished)
+    def list_with_hermes(self, include_finished: bool = True) -> Listing:
+        """Our sessions and hermes-agent's, by start time, with what could not be read,
+        from one scan of the folders."""
+        own, bad = self._scan(include_finished)
         hermes = self.hermes_sessions()
         theirs = [s for s in hermes.sessions if include_finished or s.running]
         merged = sorted(own + theirs, key=lambda s: (s.started_at, s.id))
-        return merged, hermes.problem
+        return Listing(tuple(merged), tuple(bad[sid] for sid in sorted(bad)), hermes.problem)
 
     def _hermes_match(self, id_or_prefix: str, ours_matched: bool) -> ProcessSession | None:
         """The hermes-agent session named by an exact id or a unique prefix (the same
@@ -427,10 +439,19 @@ class ProcessRegistry:
         bad: dict[str, SessionCorrupt] = {}
         names = self._names()
         with self._lock:
+            known = set(self._state.finished)
+        index = self._index
+        indexed = index.load([n for n in names if n not in known]) if names else {}
+        with self._lock:
             gone = set(self._state.finished) - set(names)
             for sid in gone:
                 self._state.finished.pop(sid, None)
+            for sid, s in indexed.items():
+                self._state.finished.setdefault(sid, s)
+        fresh: dict[str, tuple[StatKey, ProcessSession]] = {}
         for sid in names:
+            # The key is taken before the files are read (see FinishedIndex); only for sessions not known yet.
+            key = None if sid in indexed or sid in known else stat_key(self.session_dir(sid))
             try:
                 s = self._load(sid)
             except SessionNotStarted:
@@ -440,10 +461,23 @@ class ProcessRegistry:
                     bad[sid] = exc if isinstance(exc, SessionCorrupt) else SessionCorrupt(
                         f"{sid}: unreadable metadata ({exc.strerror or exc})")
                 continue
+            if key is not None and indexable(s) and stat_key(self.session_dir(sid)) == key:
+                fresh[sid] = (key, s)
             if include_finished or s.running:
                 found.append(s)
+        if fresh and self._may_write_index():
+            index.save(fresh, names)
         found.sort(key=lambda s: (s.started_at, s.id))
         return found, bad
+
+    def _may_write_index(self) -> bool:
+        """The index is ours to write only in hermes-tui's own home: in a guest home a
+        listing writes nothing (it is read like any other time, folder by folder)."""
+        if self._own_home is None:
+            from engine.hermes.guest import home_owner
+
+            self._own_home = not home_owner(self.home.root, self.settings).is_guest
+        return self._own_home
 
     def live_processes(self) -> list[tuple[int, str, str]]:
         """(pid, fingerprint, session id) of running sessions whose leader is verified.

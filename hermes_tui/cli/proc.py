@@ -264,11 +264,12 @@ def cmd_ps(ctx: Context) -> int:
     from engine.processes.redact import maybe_redact
 
     reg = _registry(ctx)
-    sessions, hermes_problem = reg.list_with_hermes(include_finished=ctx.args.all)
-    for problem in reg.problems():  # one line each; every other session is listed
+    listing = reg.list_with_hermes(include_finished=ctx.args.all)
+    sessions = listing.sessions
+    for problem in listing.problems:  # one line each; every other session is listed
         print(f"hermes-tui: {problem.message}; not listed", file=sys.stderr)
-    if hermes_problem:
-        print(f"hermes-tui: {hermes_problem} are not listed", file=sys.stderr)
+    if listing.hermes_problem:
+        print(f"hermes-tui: {listing.hermes_problem} are not listed", file=sys.stderr)
     now = time.time()
     if ctx.json:
         print_json([_session_json(s, now, ctx.settings.processes.redact) for s in sessions])
