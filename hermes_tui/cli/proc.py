@@ -272,7 +272,7 @@ def cmd_ps(ctx: Context) -> int:
         print(f"hermes-tui: {listing.hermes_problem} are not listed", file=sys.stderr)
     now = time.time()
     if ctx.json:
-        print_json([_session_json(s, now, ctx.settings.processes.redact) for s in sessions])
+        _print_json_rows([_session_json(s, now, ctx.settings.processes.redact) for s in sessions])
         return EXIT_OK
     if not sessions:
         print("no process sessions" if ctx.args.all else "no running process sessions (--all shows finished ones)")
@@ -289,6 +289,17 @@ def cmd_ps(ctx: Context) -> int:
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
     return EXIT_OK
+
+
+def _print_json_rows(rows: list[dict]) -> None:
+    """A JSON array with one session per line: the same document as print_json's, but
+    each row goes through json's C encoder (an indented dump of hundreds of sessions
+    takes the pure-Python path and was the biggest part of ``ps --json``)."""
+    import json
+
+    body = ",\n".join("  " + json.dumps(row, default=str) for row in rows)
+    sys.stdout.write(f"[\n{body}\n]\n" if rows else "[]\n")
+    sys.stdout.flush()
 
 
 # -- proc poll / log / wait / kill ------------------------------------------------------
