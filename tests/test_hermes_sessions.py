@@ -163,7 +163,8 @@ async def test_the_pane_lists_a_hermes_session_and_kills_it_only_after_yes(herme
     real_notify = app.notify
     app.notify = lambda message, **kw: toasts.append(str(message)) or real_notify(message, **kw)
     async with app.run_test(size=(160, 48)) as pilot:
-        app.action_focus_pane("processes")
+        await _wait(pilot, lambda: bool(app.query("#pane-tabs")))
+        await pilot.press("2")
         pane: ProcessesPane = app.pane("processes")
         await _wait(pilot, lambda: HERMES_ID in pane._rows)
         assert pane._rows[HERMES_ID][2] == str(proc.pid) and pane._rows[HERMES_ID][1] == "running"

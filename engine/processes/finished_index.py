@@ -118,20 +118,23 @@ class FinishedIndex:
                 records[sid] = (tuple(item["key"]), item["session"])
         return records
 
+    def outdated(self, keyed: dict[str, tuple[StatKey, ProcessSession]], names: list[str]) -> bool:
+        """Would :meth:`save` change the file: new sessions to add, or entries that went
+        stale or whose folder is gone?"""
+        if any(self._records.get(sid, (None,))[0] != key for sid, (key, _s) in keyed.items()):
+            return True
+        present = set(names)
+        return len(self._records) != (self._loaded or 0) or any(sid not in present for sid in self._records)
+
     def save(self, keyed: dict[str, tuple[StatKey, ProcessSession]], names: list[str]) -> bool:
         """Write the entries that still held at :meth:`load` plus ``keyed`` (sid -> key
         taken before reading, session), for the folders in ``names``, when that differs
         from the file. Any error leaves things as they were (the index is a shortcut)."""
+        if not self.outdated(keyed, names):
+            return False
         present = set(names)
         records = {sid: rec for sid, rec in self._records.items() if sid in present}
-        changed = len(records) != (self._loaded or 0)
-        for sid, (key, s) in keyed.items():
-            rec = (key, _session_record(s))
-            if records.get(sid) != rec:
-                records[sid] = rec
-                changed = True
-        if not changed:
-            return False
+        records.update((sid, (key, _session_record(s))) for sid, (key, s) in keyed.items())
         body = {"version": VERSION, "sessions": {sid: {"key": list(k), "session": r} for sid, (k, r) in records.items()}}
         tmp = self.root / f".{INDEX_FILE}.{os.getpid()}.tmp"
         try:

@@ -116,6 +116,7 @@ class ProcessRegistry:
         self._state = _State()
         self._lock = threading.RLock()
         self._scratch_ready = False
+        self._root_ready = False
         self._own_home: bool | None = None  # known once a listing may write the finished index
         self._index = FinishedIndex(self.root)
 
@@ -153,7 +154,6 @@ class ProcessRegistry:
             raise SpawnFailed(f"working directory {workdir} does not exist or is not a directory")
         workdir = workdir.resolve()
         watch = tuple(w for w in watch if w)
-        self.home.ensure_dir(self.root)
         scratch = self._scratch_dir()
         sid, d = self._new_session_dir()
         meta = {
@@ -171,14 +171,14 @@ class ProcessRegistry:
         try:
             # Recorded before anything runs: a folder left by a spawn that stops here is
             # recognisably one whose command never started.
-            _write_starting_record(d, {**meta, "state": sess.STATE_STARTING, "created_at": time.time()})
+            _write_meta_record(d, {**meta, "state": sess.STATE_STARTING, "created_at": time.time()}, "starting")
             popen = self._start_gated(d, argv, workdir, environ)
         except OSError as exc:
             _remove_tree(d)
             raise SpawnFailed(f"cannot start {display!r}: {exc.strerror or exc}; it did not run") from None
         meta.update(pid=popen.pid, fingerprint=identity.fingerprint(popen.pid), started_at=time.time())
         try:
-            atomic_write_json(d / sess.META_FILE, meta)
+            _write_meta_record(d, meta, "started")
         except OSError as exc:
             self._abort_gated(popen)
             _remove_tree(d)
@@ -191,6 +191,11 @@ class ProcessRegistry:
         return sess.session_from_meta(d, meta)
 
     def _new_session_dir(self) -> tuple[str, Path]:
+        """A new, empty session folder. The processes folder is made (with the home's
+        policy) on the first spawn, and again only if it has gone since."""
+        if not self._root_ready:
+            self.home.ensure_dir(self.root)
+            self._root_ready = True
         while True:
             sid = new_session_id()
             d = self.session_dir(sid)
@@ -199,6 +204,8 @@ class ProcessRegistry:
                 return sid, d
             except FileExistsError:
                 continue
+            except FileNotFoundError:
+                self.home.ensure_dir(self.root)
 
     @staticmethod
     def _start_gated(d: Path, argv: list[str], workdir: Path, environ: dict[str, str]) -> subprocess.Popen:
@@ -465,7 +472,7 @@ class ProcessRegistry:
                 fresh[sid] = (key, s)
             if include_finished or s.running:
                 found.append(s)
-        if fresh and self._may_write_index():
+        if index.outdated(fresh, names) and self._may_write_index():
             index.save(fresh, names)
         found.sort(key=lambda s: (s.started_at, s.id))
         return found, bad
@@ -740,11 +747,16 @@ def _pidfd_exited(fd: int) -> bool | None:
     return bool(revents & select.POLLIN)
 
 
-def _write_starting_record(d: Path, meta: dict[str, Any]) -> None:
-    """The ``starting`` record, whole or not at all (written aside, then renamed in).
-    Not fsynced: after a crash a lost one reads as "no metadata", which means the
-    same (never started), and the fsync would double the cost of a spawn."""
-    tmp = d / f".{sess.META_FILE}.starting"
+def _write_meta_record(d: Path, meta: dict[str, Any], stage: str) -> None:
+    """``meta.json`` whole or not at all, for readers (written aside, then renamed in).
+
+    Not fsynced, neither the ``starting`` record nor the started one: the record is what
+    lets every instance verify and spare the session's live processes, and no process
+    outlives the machine crash that could lose an unsynced write. A session left by such
+    a crash reads as never started (its starting record or none) or, on a file system
+    that leaves a torn file, as unreadable (then the pruner signals nobody: fail
+    closed). The fsync was most of the cost of a spawn."""
+    tmp = d / f".{sess.META_FILE}.{stage}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
         with os.fdopen(fd, "wb") as fh:
