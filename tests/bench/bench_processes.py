@@ -9,9 +9,10 @@
 (b) Spawn+wait: N ``true`` through the registry (wrapper, output file, metadata, exit
     record) against ``subprocess.run(["true"])`` N times, interleaved round by round;
     the figure is per process.
-(c) ``hermes-tui ps --json`` (and ``ps --all --json``) on a home with 300 finished
-    sessions, the whole CLI process (interpreter start included), against
-    ``python -c pass`` and against ``ls`` of the sessions folder.
+(c) ``hermes-tui ps --json`` (and ``ps --all --json``) on a home with 300 sessions that
+    finished an hour ago (their exit records aged), the whole CLI process (interpreter
+    start included), against ``python -c pass`` and against ``ls`` of the sessions folder.
+    The index of finished sessions is built by the untimed warm-up round.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -135,8 +137,12 @@ def bench_spawn(table: Table, root: Path, n: int, runs: int) -> None:
 
 def bench_ps(table: Table, root: Path, sessions: int, runs: int) -> None:
     reg = _registry(root / "ps-home")
-    for _ in range(sessions):
-        reg.wait(reg.spawn(["true"]).id)
+    ids = [reg.wait(reg.spawn(["true"]).id).id for _ in range(sessions)]
+    # Finished a while ago, like the sessions a real home accumulates: settled (a session
+    # that ended in the last 10 s may still get its kill record, so it is not indexed yet).
+    long_ago = time.time() - 3600
+    for sid in ids:
+        os.utime(reg.session_dir(sid) / "exit", (long_ago, long_ago))
     assert len(reg.list(include_finished=True)) == sessions
     cli = str(Path(sys.executable).with_name("hermes-tui"))
     home = str(root / "ps-home")
