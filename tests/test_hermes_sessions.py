@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 
 import pytest
 
@@ -142,19 +141,14 @@ def test_own_sessions_are_listed_beside_hermes_sessions(hermes_home):
 # -- the processes pane -----------------------------------------------------------------------
 
 
-async def _wait(pilot, predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("condition not met in time")
-
-
 async def test_the_pane_lists_a_hermes_session_and_kills_it_only_after_yes(hermes_home):
     from hermes_tui.app import HermesApp
+    from tests.test_processes_app import wait_until as wait_briefly
     from widgets.confirm import ConfirmModal
     from widgets.processes_pane import NO_OUTPUT_NOTE, ProcessesPane
+
+    def wait_until(pilot, predicate):
+        return wait_briefly(pilot, predicate, timeout=60.0)  # generous: the machine is shared
 
     home, proc, _entry = hermes_home
     before = (home.root / "processes.json").read_bytes()
@@ -163,32 +157,32 @@ async def test_the_pane_lists_a_hermes_session_and_kills_it_only_after_yes(herme
     real_notify = app.notify
     app.notify = lambda message, **kw: toasts.append(str(message)) or real_notify(message, **kw)
     async with app.run_test(size=(160, 48)) as pilot:
-        await _wait(pilot, lambda: bool(app.query("#pane-tabs")))
+        await wait_until(pilot, lambda: bool(app.query("#pane-tabs")))
         await pilot.press("2")
         pane: ProcessesPane = app.pane("processes")
-        await _wait(pilot, lambda: HERMES_ID in pane._rows)
+        await wait_until(pilot, lambda: HERMES_ID in pane._rows)
         assert pane._rows[HERMES_ID][2] == str(proc.pid) and pane._rows[HERMES_ID][1] == "running"
         assert "hermes-agent" in pane._rows[HERMES_ID]
         pane.table.focus()
         pane._select(HERMES_ID)
-        await _wait(pilot, lambda: pane.output.session_id == HERMES_ID)
+        await wait_until(pilot, lambda: pane.output.session_id == HERMES_ID)
         assert "output not available" in pane.output._state
         assert NO_OUTPUT_NOTE in "\n".join(str(line) for line in pane.output.log.lines)
         await pilot.press("k")
-        await _wait(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal))
         await pilot.pause()
         assert "hermes-agent started it" in str(app.screen._body) and str(proc.pid) in str(app.screen._body)
         await pilot.press("enter")  # the focused default is No
-        await _wait(pilot, lambda: not isinstance(app.screen, ConfirmModal))
+        await wait_until(pilot, lambda: not isinstance(app.screen, ConfirmModal))
         await pilot.pause(0.3)
         assert proc.poll() is None
         pane.table.focus()
         await pilot.press("k")
-        await _wait(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal))
         await pilot.pause()
         await pilot.press("y")
-        await _wait(pilot, lambda: any(HERMES_ID in t and "killed" in t for t in toasts))
-        await _wait(pilot, lambda: HERMES_ID not in pane._rows or pane._rows[HERMES_ID][1] != "running")
+        await wait_until(pilot, lambda: any(HERMES_ID in t and "killed" in t for t in toasts))
+        await wait_until(pilot, lambda: HERMES_ID not in pane._rows or pane._rows[HERMES_ID][1] != "running")
     assert proc.wait(timeout=30) == -signal.SIGTERM
     assert (home.root / "processes.json").read_bytes() == before
     assert identity.read_stat(proc.pid) is None
