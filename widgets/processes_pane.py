@@ -30,6 +30,7 @@ from engine.home import HomeError, HomeLayout
 from engine.processes import LOST, ProcessLookupFailed, ProcessRegistry, ProcessSession, SpawnFailed
 from engine.processes.notify import COMPLETION, NotificationCenter, ProcessEvent
 from engine.processes.redact import escape_controls, maybe_redact
+from engine.processes.session import SessionSource
 from widgets.confirm import ConfirmModal
 from widgets.output_view import OutputView
 from widgets.pane import EmptyState, Pane
@@ -494,10 +495,11 @@ class ProcessesPane(Pane):
             self.app.notify(f"{s.id} already {s.exit_text()}", markup=False)
             return
         grace = self.settings.processes.kill_grace_seconds
-        if not s.output_available and not s.running:
+        hermes = s.source is SessionSource.HERMES  # hermes-agent's, from its processes.json
+        if hermes and not s.running:
             self.app.notify(f"{s.id} is not running: nothing to kill", markup=False)
             return
-        if not s.output_available:
+        if hermes:
             how = (f"hermes-agent started it. Sends SIGTERM to pid {s.pid} (to its group if it leads one), waits "
                    f"{grace:g}s, then SIGKILL to whatever is left, only if hermes-agent's processes.json still "
                    "names it and the start time recorded there matches the live process: a reused pid is never "
@@ -512,8 +514,7 @@ class ProcessesPane(Pane):
                    "signalled.")
         body = (
             f"Command: {maybe_redact(s.command, self.redact)}\n"
-            f"PID {s.pid}{'' if not s.output_available else f' (it leads process group {s.pid})'}, "
-            f"owner {s.owner}\n\n{how}"
+            f"PID {s.pid}{'' if hermes else f' (it leads process group {s.pid})'}, owner {s.owner}\n\n{how}"
         )
 
         def answered(yes: bool | None) -> None:
