@@ -186,3 +186,20 @@ async def test_the_pane_lists_a_hermes_session_and_kills_it_only_after_yes(herme
     assert proc.wait(timeout=30) == -signal.SIGTERM
     assert (home.root / "processes.json").read_bytes() == before
     assert identity.read_stat(proc.pid) is None
+
+
+def test_a_prefix_naming_ours_and_a_hermes_session_is_ambiguous(hermes_home, monkeypatch):
+    """Both kinds of id look alike (proc_ + 12 hex): a prefix matching one of each is
+    refused, never resolved to either; full ids still name each."""
+    import engine.processes.registry as registry_mod
+
+    home, _proc, _entry = hermes_home
+    ours_id = HERMES_ID[:13] + "ffff"
+    monkeypatch.setattr(registry_mod, "new_session_id", lambda: ours_id)
+    reg = ProcessRegistry(home, Settings())
+    reg.wait(reg.spawn(["true"]).id)
+    with pytest.raises(ProcessLookupFailed, match="ambiguous"):
+        reg.get(HERMES_ID[:10])
+    assert reg.get(ours_id).owner == "cli"
+    assert reg.get(HERMES_ID).owner == "hermes-agent"
+    assert reg.get(HERMES_ID[:15]).owner == "hermes-agent"
