@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 import stat as stat_mod
-import tempfile
 from pathlib import Path
 from typing import Any
 
 
 def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
     """Write ``data`` so readers see either the old file or the whole new one."""
+    import tempfile  # here: a listing that writes nothing does not pay for importing it
+
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

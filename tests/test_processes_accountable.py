@@ -46,14 +46,14 @@ def test_a_session_that_cannot_be_recorded_never_runs_its_command(reg, home, tmp
     boundary faked: the write of the final record fails with ENOSPC). The command is
     gated on that record, so it never runs, and its folder is gone."""
     marker = tmp_path / "ran"
-    real = registry_mod.atomic_write_json
+    real = registry_mod._write_meta_record
 
-    def full_disk_for_the_record(path, obj, *a, **k):
-        if path.name == "meta.json" and obj.get("state") != STATE_STARTING:
+    def full_disk_for_the_record(d, meta, *a, **k):
+        if meta.get("state") != STATE_STARTING:
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real(path, obj, *a, **k)
+        return real(d, meta, *a, **k)
 
-    monkeypatch.setattr(registry_mod, "atomic_write_json", full_disk_for_the_record)
+    monkeypatch.setattr(registry_mod, "_write_meta_record", full_disk_for_the_record)
     with pytest.raises(SpawnFailed, match="No space left on device.*was not started"):
         reg.spawn(["touch", str(marker)])
     assert not marker.exists()  # the wrapper has exited when spawn returns: it never will

@@ -114,3 +114,23 @@ def test_read_last_lines_of_one_huge_line_reads_a_bounded_window(tmp_path):
     assert tail.cut == 2010 - len(tail.data)
     whole = read_last_lines(path, 5, max_bytes=1 << 20)
     assert (whole.cut, whole.data) == (0, path.read_bytes())
+
+
+def test_read_newest_decodes_only_the_newest_part_and_counts_the_rest(tmp_path):
+    """Every byte is read once; only about the newest ``keep`` bytes are decoded, and
+    they start on a character boundary although reads split characters."""
+    path = tmp_path / "out.log"
+    data = ("é€😀 line\n" * 5000).encode()
+    path.write_bytes(data)
+    f = OutputFollower(path, max_bytes_per_read=4099)  # odd: splits multi-byte characters
+    shown = f.read_newest(keep=10_000)
+    assert f.bytes_read == len(data) and shown.offset == len(data)
+    assert 10_000 <= len(shown.text.encode()) < 10_000 + 4099
+    assert "\ufffd" not in shown.text and data.decode().endswith(shown.text)
+    assert shown.skipped + len(shown.text.encode()) == len(data)
+    with open(path, "ab") as fh:
+        fh.write("more é\n".encode())
+    again = f.read_newest(keep=10_000)
+    assert again.text == "more é\n" and again.skipped == 0 and not again.reset
+    path.write_bytes(b"new\n")  # shrank: everything shown so far is stale
+    assert f.read_newest(keep=10_000).reset

@@ -30,6 +30,7 @@ from engine.home import HomeError, HomeLayout
 from engine.processes import LOST, ProcessLookupFailed, ProcessRegistry, ProcessSession, SpawnFailed
 from engine.processes.notify import COMPLETION, NotificationCenter, ProcessEvent
 from engine.processes.redact import escape_controls, maybe_redact
+from engine.processes.session import SessionSource
 from widgets.confirm import ConfirmModal
 from widgets.output_view import OutputView
 from widgets.pane import EmptyState, Pane
@@ -45,6 +46,7 @@ FOREGROUND_CHECK_SECONDS = 0.2
 NOTIFICATIONS_KEPT = 200
 BACKGROUND_BINDING_ID = "processes.background"
 STUCK_REFRESH_SECONDS = 30.0
+NO_OUTPUT_NOTE = "output not available: hermes-agent keeps no output of its sessions that hermes-tui can read"
 
 
 @dataclass(frozen=True)
@@ -207,14 +209,14 @@ class ProcessesPane(Pane):
 
     def take_snapshot(self) -> Snapshot:
         """Everything one refresh needs (thread side): sessions, usage, cells, events."""
-        sessions = self.registry.list(include_finished=True)
+        sessions = list(self.registry.list_with_hermes(include_finished=True).sessions)  # hermes-agent's too
         running = [s for s in sessions if s.running]
         if self.sampler is None and running:
             from engine.processes.sampler import SessionSampler
 
             self.sampler = SessionSampler()
         usage = self.sampler.sample(running) if self.sampler is not None else {}
-        events = self.center.poll(sessions)
+        events = self.center.poll([s for s in sessions if s.output_available])  # ours: hermes's are read-only
         now = self.clock()
         rows: dict[str, tuple[str, ...]] = {}
         styles: dict[str, str] = {}
@@ -344,8 +346,14 @@ class ProcessesPane(Pane):
         s = self.sessions.get(session_id)
         if s is None:
             return
+        fresh = self.output.session_id != s.id
         self.output.show(s.id, s.output_path, self._title_of(s))
-        self.output.set_state(s.exit_text())
+        if s.output_available:
+            self.output.set_state(s.exit_text())
+        else:
+            self.output.set_state(f"{s.exit_text()} · output not available")
+            if fresh:
+                self.output.append_note(NO_OUTPUT_NOTE)
 
     def _title_of(self, s: ProcessSession) -> str:
         return f"{s.id} · pid {s.pid} · {shown_command(s, self.redact)}"
@@ -487,7 +495,16 @@ class ProcessesPane(Pane):
             self.app.notify(f"{s.id} already {s.exit_text()}", markup=False)
             return
         grace = self.settings.processes.kill_grace_seconds
-        if s.status == LOST:  # its wrapper is gone; its command may still run on
+        hermes = s.source is SessionSource.HERMES  # hermes-agent's, from its processes.json
+        if hermes and not s.running:
+            self.app.notify(f"{s.id} is not running: nothing to kill", markup=False)
+            return
+        if hermes:
+            how = (f"hermes-agent started it. Sends SIGTERM to pid {s.pid} (to its group if it leads one), waits "
+                   f"{grace:g}s, then SIGKILL to whatever is left, only if hermes-agent's processes.json still "
+                   "names it and the start time recorded there matches the live process: a reused pid is never "
+                   "signalled. processes.json is not changed.")
+        elif s.status == LOST:  # its wrapper is gone; its command may still run on
             how = (f"Its supervising wrapper is gone. Sends SIGTERM to each process left in group {s.pid} that "
                    f"is verified as this session's (its own fingerprint, its HERMES_PROCESS_ID), waits {grace:g}s, "
                    "then SIGKILL to whatever is left. Nothing else is signalled.")
@@ -497,7 +514,7 @@ class ProcessesPane(Pane):
                    "signalled.")
         body = (
             f"Command: {maybe_redact(s.command, self.redact)}\n"
-            f"PID {s.pid} (it leads process group {s.pid}), owner {s.owner}\n\n{how}"
+            f"PID {s.pid}{'' if hermes else f' (it leads process group {s.pid})'}, owner {s.owner}\n\n{how}"
         )
 
         def answered(yes: bool | None) -> None:

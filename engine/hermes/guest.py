@@ -12,7 +12,6 @@ create and change nothing. Detection only looks (stat calls, and SQLite opening
 from __future__ import annotations
 
 import os
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,6 +57,8 @@ def foreign_board(path: Path) -> bool:
     write. A file SQLite cannot read at all counts as foreign (fail closed)."""
     if not path.is_file():
         return False
+    import sqlite3  # here: only a home without other signs pays for it
+
     uri = f"file:{path.as_posix()}?mode=ro&immutable=1"
     try:
         conn = sqlite3.connect(uri, uri=True)

@@ -92,13 +92,16 @@ def read_processes(home_root: Path) -> tuple[HermesProcess, ...]:
         raise ProcessesFileUnreadable(f"{path}: {exc}") from None
 
 
-def verified_fingerprint(proc: HermesProcess) -> str | None:
+def verified_fingerprint(proc: HermesProcess, *, require_start_time: bool = False) -> str | None:
     """The fingerprint of the live process ``proc`` names, or None when it is gone,
     a zombie, not on this host, or its pid now names another process (start ticks
     differ: the pid was reused). An entry without a recorded start time cannot be
-    told from a reused pid, so the live process is taken as hermes's: sparing a
-    stranger is the safe mistake."""
+    told from a reused pid: for sparing (the pruner) the live process is taken as
+    hermes's, since sparing a stranger is the safe mistake; with ``require_start_time``
+    (showing it alive, signalling it) it is not verified."""
     if proc.pid_scope != "host" or proc.pid <= 0:
+        return None
+    if require_start_time and proc.host_start_time is None:
         return None
     stat = identity.read_stat(proc.pid)
     if stat is None or stat.is_zombie:

@@ -13,7 +13,9 @@ offset 0 and says so, so a view can clear itself instead of showing stale text.
 
 from __future__ import annotations
 
+import codecs
 import os
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +35,17 @@ class ByteChunk:
 class OutputChunk:
     text: str
     reset: bool
+    offset: int
+
+
+@dataclass(frozen=True)
+class NewestText:
+    """The decoded newest part of what was new, and how many bytes before it were read
+    but not decoded (``skipped``)."""
+
+    text: str
+    reset: bool
+    skipped: int
     offset: int
 
 
@@ -132,6 +145,34 @@ class OutputFollower:
         """New text ('' when nothing is new, or no file yet); see :meth:`read_bytes`."""
         chunk = self.read_bytes()
         return OutputChunk(chunk.data.decode("utf-8", errors="replace"), chunk.reset, chunk.offset)
+
+    def read_newest(self, keep: int) -> NewestText:
+        """Everything new, of which only about the newest ``keep`` bytes are decoded.
+
+        A view that draws the end of a fast stream reads every byte (the offset moves on)
+        but pays the UTF-8 decode only for what it draws: older pieces are dropped as
+        whole reads, so the text starts at a read boundary, which is a character
+        boundary too. ``skipped`` counts the bytes read but not decoded."""
+        pieces: deque[bytes] = deque()
+        kept = skipped = 0
+        reset = False
+        while True:
+            chunk = self.read_bytes()
+            if chunk.reset:
+                pieces.clear()
+                kept = skipped = 0
+                reset = True
+            if not chunk.data:
+                break
+            pieces.append(chunk.data)
+            kept += len(chunk.data)
+            while len(pieces) > 1 and kept - len(pieces[0]) >= keep:
+                dropped = pieces.popleft()
+                kept -= len(dropped)
+                skipped += len(dropped)
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        text = "".join(decoder.decode(piece) for piece in pieces)
+        return NewestText(text, reset, skipped, self.offset)
 
     def read_all_text(self) -> OutputChunk:
         """Everything new, however much: repeated reads joined (resets are reported)."""

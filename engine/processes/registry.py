@@ -14,7 +14,6 @@ import signal as signal_mod
 import subprocess
 import threading
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,6 +24,8 @@ from engine.config import Settings
 from engine.fsutil import atomic_write_json, read_json
 from engine.home import HomeLayout
 from engine.processes import session as sess
+from engine.processes.finished_index import FinishedIndex, StatKey, indexable, stat_key
+from engine.processes.hermes_sessions import HermesListing, list_hermes_sessions, signal_target
 from engine.processes.session import (
     ID_HEX_LEN,
     ID_PREFIX,
@@ -32,6 +33,7 @@ from engine.processes.session import (
     ProcessSession,
     SessionCorrupt,
     SessionNotStarted,
+    SessionSource,
 )
 from engine.processes.supervisor import GO, command_argv, spawn_environment, wrapper_argv
 
@@ -77,8 +79,18 @@ class KillReport:
         }
 
 
+@dataclass(frozen=True)
+class Listing:
+    """One listing: the sessions (ours and hermes-agent's), one problem per unreadable
+    session folder of ours, and why hermes-agent's processes.json could not be read."""
+
+    sessions: tuple[ProcessSession, ...]
+    problems: tuple[SessionCorrupt, ...]
+    hermes_problem: str | None
+
+
 def new_session_id() -> str:
-    return ID_PREFIX + uuid.uuid4().hex[:ID_HEX_LEN]
+    return ID_PREFIX + os.urandom(ID_HEX_LEN // 2).hex()  # as random as uuid4, without importing uuid
 
 
 @dataclass
@@ -104,6 +116,9 @@ class ProcessRegistry:
         self._state = _State()
         self._lock = threading.RLock()
         self._scratch_ready = False
+        self._root_ready = False
+        self._own_home: bool | None = None  # known once a listing may write the finished index
+        self._index = FinishedIndex(self.root)
 
     @property
     def root(self) -> Path:
@@ -139,7 +154,6 @@ class ProcessRegistry:
             raise SpawnFailed(f"working directory {workdir} does not exist or is not a directory")
         workdir = workdir.resolve()
         watch = tuple(w for w in watch if w)
-        self.home.ensure_dir(self.root)
         scratch = self._scratch_dir()
         sid, d = self._new_session_dir()
         meta = {
@@ -157,14 +171,14 @@ class ProcessRegistry:
         try:
             # Recorded before anything runs: a folder left by a spawn that stops here is
             # recognisably one whose command never started.
-            _write_starting_record(d, {**meta, "state": sess.STATE_STARTING, "created_at": time.time()})
+            _write_meta_record(d, {**meta, "state": sess.STATE_STARTING, "created_at": time.time()}, "starting")
             popen = self._start_gated(d, argv, workdir, environ)
         except OSError as exc:
             _remove_tree(d)
             raise SpawnFailed(f"cannot start {display!r}: {exc.strerror or exc}; it did not run") from None
         meta.update(pid=popen.pid, fingerprint=identity.fingerprint(popen.pid), started_at=time.time())
         try:
-            atomic_write_json(d / sess.META_FILE, meta)
+            _write_meta_record(d, meta, "started")
         except OSError as exc:
             self._abort_gated(popen)
             _remove_tree(d)
@@ -177,6 +191,11 @@ class ProcessRegistry:
         return sess.session_from_meta(d, meta)
 
     def _new_session_dir(self) -> tuple[str, Path]:
+        """A new, empty session folder. The processes folder is made (with the home's
+        policy) on the first spawn, and again only if it has gone since."""
+        if not self._root_ready:
+            self.home.ensure_dir(self.root)
+            self._root_ready = True
         while True:
             sid = new_session_id()
             d = self.session_dir(sid)
@@ -185,6 +204,8 @@ class ProcessRegistry:
                 return sid, d
             except FileExistsError:
                 continue
+            except FileNotFoundError:
+                self.home.ensure_dir(self.root)
 
     @staticmethod
     def _start_gated(d: Path, argv: list[str], workdir: Path, environ: dict[str, str]) -> subprocess.Popen:
@@ -290,12 +311,59 @@ class ProcessRegistry:
         return matches[0]
 
     def get(self, id_or_prefix: str) -> ProcessSession:
-        sid = self.resolve_id(id_or_prefix)
+        """Our session by id or prefix; else hermes-agent's (processes.json) by the same
+        rules. A prefix matching sessions of both is ambiguous."""
+        try:
+            sid = self.resolve_id(id_or_prefix)
+        except ProcessLookupFailed as exc:
+            if exc.candidates:
+                raise
+            found = self._hermes_match(id_or_prefix, ours_matched=False)
+            if found is None:
+                problem = self.hermes_sessions().problem
+                if problem:
+                    raise ProcessLookupFailed(f"{exc.message}; {problem} were not searched") from None
+                raise
+            return found
+        if sid != (id_or_prefix or "").strip():
+            self._hermes_match(id_or_prefix, ours_matched=True)  # raises when a hermes one matches too
         self.reap()
         try:
             return self._load(sid)
         except (SessionCorrupt, SessionNotStarted) as exc:
             raise ProcessLookupFailed(str(exc)) from None
+
+    def hermes_sessions(self) -> HermesListing:
+        """hermes-agent's sessions of this home (processes.json, read-only)."""
+        return list_hermes_sessions(self.home.root)
+
+    def list_with_hermes(self, include_finished: bool = True) -> Listing:
+        """Our sessions and hermes-agent's, by start time, with what could not be read,
+        from one scan of the folders."""
+        own, bad = self._scan(include_finished)
+        hermes = self.hermes_sessions()
+        theirs = [s for s in hermes.sessions if include_finished or s.running]
+        merged = sorted(own + theirs, key=lambda s: (s.started_at, s.id))
+        return Listing(tuple(merged), tuple(bad[sid] for sid in sorted(bad)), hermes.problem)
+
+    def _hermes_match(self, id_or_prefix: str, ours_matched: bool) -> ProcessSession | None:
+        """The hermes-agent session named by an exact id or a unique prefix (the same
+        minimum length as ours), or None. Raises when the prefix names more than one
+        session, counting ours (``ours_matched``)."""
+        text = (id_or_prefix or "").strip()
+        sessions = self.hermes_sessions().sessions if text else ()
+        exact = [s for s in sessions if s.id == text]
+        if exact:
+            return exact[0]
+        hexpart = text[len(ID_PREFIX):] if text.startswith(ID_PREFIX) else text
+        if len(hexpart) < MIN_PREFIX_HEX:
+            return None
+        matches = [s for s in sessions if s.id.startswith(ID_PREFIX + hexpart)]
+        if len(matches) + int(ours_matched) > 1:
+            raise ProcessLookupFailed(f"process id {text!r} is ambiguous: "
+                                      f"{', '.join(s.id for s in matches[:10])} (hermes-agent's)"
+                                      + (" and one of ours" if ours_matched else ""))
+        return matches[0] if matches else None
 
     def _load(self, sid: str) -> ProcessSession:
         with self._lock:
@@ -378,10 +446,19 @@ class ProcessRegistry:
         bad: dict[str, SessionCorrupt] = {}
         names = self._names()
         with self._lock:
+            known = set(self._state.finished)
+        index = self._index
+        indexed = index.load([n for n in names if n not in known]) if names else {}
+        with self._lock:
             gone = set(self._state.finished) - set(names)
             for sid in gone:
                 self._state.finished.pop(sid, None)
+            for sid, s in indexed.items():
+                self._state.finished.setdefault(sid, s)
+        fresh: dict[str, tuple[StatKey, ProcessSession]] = {}
         for sid in names:
+            # The key is taken before the files are read (see FinishedIndex); only for sessions not known yet.
+            key = None if sid in indexed or sid in known else stat_key(self.session_dir(sid))
             try:
                 s = self._load(sid)
             except SessionNotStarted:
@@ -391,10 +468,23 @@ class ProcessRegistry:
                     bad[sid] = exc if isinstance(exc, SessionCorrupt) else SessionCorrupt(
                         f"{sid}: unreadable metadata ({exc.strerror or exc})")
                 continue
+            if key is not None and indexable(s) and stat_key(self.session_dir(sid)) == key:
+                fresh[sid] = (key, s)
             if include_finished or s.running:
                 found.append(s)
+        if index.outdated(fresh, names) and self._may_write_index():
+            index.save(fresh, names)
         found.sort(key=lambda s: (s.started_at, s.id))
         return found, bad
+
+    def _may_write_index(self) -> bool:
+        """The index is ours to write only in hermes-tui's own home: in a guest home a
+        listing writes nothing (it is read like any other time, folder by folder)."""
+        if self._own_home is None:
+            from engine.hermes.guest import home_owner
+
+            self._own_home = not home_owner(self.home.root, self.settings).is_guest
+        return self._own_home
 
     def live_processes(self) -> list[tuple[int, str, str]]:
         """(pid, fingerprint, session id) of running sessions whose leader is verified.
@@ -481,6 +571,8 @@ class ProcessRegistry:
         (``pid_recycled``); survivors are reported and the session stays running.
         """
         s = self.get(id_or_prefix)
+        if s.source is SessionSource.HERMES:
+            return self._kill_hermes(s, grace)
         base = dict(id=s.id, pid=s.pid, command=s.command)
         if s.status == sess.LOST and _pid_reused(s):
             return KillReport(**base, status=s.status, outcome="pid_recycled",
@@ -540,6 +632,31 @@ class ProcessRegistry:
             outcome, detail = "error", report.detail or "the kernel refused the signal"
         return KillReport(**base, status=after.status, outcome=outcome, detail=detail,
                           signals=signals, survivors=survivors)
+
+    def _kill_hermes(self, s: ProcessSession, grace: float | None) -> KillReport:
+        """TERM (grace, KILL) a process hermes-agent started, only when processes.json,
+        read again now, still names it and its start ticks verify the live pid. Nothing
+        of hermes's is written: no kill record, no change to processes.json."""
+        base = dict(id=s.id, pid=s.pid, command=s.command)
+        target = signal_target(self.home.root, s.id)
+        if target.fingerprint is None:
+            return KillReport(**base, status=sess.LOST if target.refusal == "gone" else s.status,
+                              outcome=target.refusal, detail=target.detail)
+        grace = self.settings.processes.kill_grace_seconds if grace is None else max(0.0, float(grace))
+        report = identity.terminate(s.pid, target.fingerprint, grace)
+        signals, survivors = tuple(report.signals), tuple(report.survivors)
+        if report.outcome is identity.SignalOutcome.SENT:
+            outcome = "survivors" if survivors else "killed"
+            detail = f"{len(survivors)} process(es) still alive after SIGKILL" if survivors else ""
+        elif report.outcome is identity.SignalOutcome.GONE:
+            outcome, detail = "gone", "the process had already exited"
+        elif report.outcome is identity.SignalOutcome.PID_RECYCLED:
+            outcome, detail = "pid_recycled", f"pid {s.pid} now belongs to another process: not signalled"
+        else:
+            outcome, detail = report.outcome.value, report.detail or "not signalled"
+        status = {"survivors": sess.RUNNING, "killed": sess.KILLED, "gone": sess.LOST}.get(outcome, s.status)
+        return KillReport(**base, status=status, outcome=outcome, detail=detail, signals=signals,
+                          survivors=survivors)
 
     def _kill_orphans(self, s: ProcessSession, members: dict[int, str], unverified: list[int],
                       grace: float | None) -> KillReport:
@@ -630,11 +747,16 @@ def _pidfd_exited(fd: int) -> bool | None:
     return bool(revents & select.POLLIN)
 
 
-def _write_starting_record(d: Path, meta: dict[str, Any]) -> None:
-    """The ``starting`` record, whole or not at all (written aside, then renamed in).
-    Not fsynced: after a crash a lost one reads as "no metadata", which means the
-    same (never started), and the fsync would double the cost of a spawn."""
-    tmp = d / f".{sess.META_FILE}.starting"
+def _write_meta_record(d: Path, meta: dict[str, Any], stage: str) -> None:
+    """``meta.json`` whole or not at all, for readers (written aside, then renamed in).
+
+    Not fsynced, neither the ``starting`` record nor the started one: the record is what
+    lets every instance verify and spare the session's live processes, and no process
+    outlives the machine crash that could lose an unsynced write. A session left by such
+    a crash reads as never started (its starting record or none) or, on a file system
+    that leaves a torn file, as unreadable (then the pruner signals nobody: fail
+    closed). The fsync was most of the cost of a spawn."""
+    tmp = d / f".{sess.META_FILE}.{stage}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
         with os.fdopen(fd, "wb") as fh:

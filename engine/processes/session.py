@@ -18,6 +18,7 @@ process gone -> ``lost`` (no exit code is invented).
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 import signal as signal_mod
@@ -89,6 +90,15 @@ def signal_from_code(code: int | None) -> str | None:
         return None
 
 
+class SessionSource(enum.Enum):
+    """Who started a session: hermes-tui (a folder under ``processes/``, with output and
+    an exit record) or hermes-agent (an entry of its ``processes.json``: no output kept,
+    no exit record; hermes-tui only reads it)."""
+
+    OWN = "hermes-tui"
+    HERMES = "hermes-agent"
+
+
 @dataclass(frozen=True)
 class ProcessSession:
     """A snapshot of one session. ``pid``/``fingerprint`` are the process-group leader
@@ -111,6 +121,12 @@ class ProcessSession:
     background: bool = True
     argv: tuple[str, ...] | None = None
     dir: Path = field(default=Path("."), compare=False)
+    source: SessionSource = SessionSource.OWN
+
+    @property
+    def output_available(self) -> bool:
+        """hermes-agent keeps no output file for its sessions we could show."""
+        return self.source is SessionSource.OWN
 
     @property
     def running(self) -> bool:
@@ -132,6 +148,8 @@ class ProcessSession:
         """'exit 0', 'SIGKILL', 'exit 143 (SIGTERM)', 'lost', 'running'."""
         if self.status == RUNNING:
             return "running"
+        if self.status == LOST and self.source is SessionSource.HERMES:
+            return "not running (hermes keeps no exit record)"
         if self.status == LOST:
             return "lost (no exit record)"
         if self.status == KILLED:
@@ -156,7 +174,10 @@ class ProcessSession:
             "watch": list(self.watch),
             "background": self.background,
             "fingerprint": self.fingerprint,
-            "output_path": str(self.output_path),
+            "output_path": str(self.output_path) if self.output_available else None,
+            "source": self.source.value,
+            "alive": self.running,
+            "output_available": self.output_available,
         }
 
 

@@ -28,8 +28,6 @@ import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from engine.doctor import tmpdir_is_users
-
 WRAPPER_SHELL = "/bin/sh"
 
 # $0 is the exit-record path; "$@" is the command's argv. stdin is the spawner's gate:
@@ -76,6 +74,8 @@ def spawn_environment(
     is unbuffered so it reaches the log as it happens. ``extra`` wins over all of it.
     """
     env = dict(os.environ if base is None else base)
+    from engine.doctor import tmpdir_is_users  # here: doctor (and sqlite3) stay out of a plain `ps`
+
     if scratch_dir is not None and not tmpdir_is_users(env):
         s = str(scratch_dir)
         env.update(TMPDIR=s, TMP=s, TEMP=s, HERMES_SCRATCH_DIR=s)

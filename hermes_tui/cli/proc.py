@@ -106,6 +106,19 @@ def _lookup(reg, id_or_prefix: str):
         raise CliError(exc.message, EXIT_FAILED) from None
 
 
+NO_OUTPUT = "{id} is a hermes-agent session: output not available (hermes-agent keeps none hermes-tui can read)"
+NO_EXIT_RECORD = "{id} is a hermes-agent session: it leaves no exit record, so hermes-tui cannot wait for it"
+
+
+def _own_session(ctx: Context, refusal: str = NO_OUTPUT):
+    """The session of a poll/log/wait. A hermes-agent session has no output file and no
+    exit record: ``refusal`` as one line, exit 1."""
+    s = _lookup(_registry(ctx), ctx.args.id)
+    if not s.output_available:
+        raise CliError(refusal.format(id=s.id), EXIT_FAILED)
+    return s
+
+
 def _session_json(s, now: float | None = None, redact: bool = True) -> dict:
     from engine.processes.redact import maybe_redact
 
@@ -251,12 +264,15 @@ def cmd_ps(ctx: Context) -> int:
     from engine.processes.redact import maybe_redact
 
     reg = _registry(ctx)
-    sessions = reg.list(include_finished=ctx.args.all)
-    for problem in reg.problems():  # one line each; every other session is listed
+    listing = reg.list_with_hermes(include_finished=ctx.args.all)
+    sessions = listing.sessions
+    for problem in listing.problems:  # one line each; every other session is listed
         print(f"hermes-tui: {problem.message}; not listed", file=sys.stderr)
+    if listing.hermes_problem:
+        print(f"hermes-tui: {listing.hermes_problem} are not listed", file=sys.stderr)
     now = time.time()
     if ctx.json:
-        print_json([_session_json(s, now, ctx.settings.processes.redact) for s in sessions])
+        _print_json_rows([_session_json(s, now, ctx.settings.processes.redact) for s in sessions])
         return EXIT_OK
     if not sessions:
         print("no process sessions" if ctx.args.all else "no running process sessions (--all shows finished ones)")
@@ -273,6 +289,17 @@ def cmd_ps(ctx: Context) -> int:
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
     return EXIT_OK
+
+
+def _print_json_rows(rows: list[dict]) -> None:
+    """A JSON array with one session per line: the same document as print_json's, but
+    each row goes through json's C encoder (an indented dump of hundreds of sessions
+    takes the pure-Python path and was the biggest part of ``ps --json``)."""
+    import json
+
+    body = ",\n".join("  " + json.dumps(row, default=str) for row in rows)
+    sys.stdout.write(f"[\n{body}\n]\n" if rows else "[]\n")
+    sys.stdout.flush()
 
 
 # -- proc poll / log / wait / kill ------------------------------------------------------
@@ -295,8 +322,7 @@ def _mark_seen(s) -> None:
 
 
 def cmd_poll(ctx: Context) -> int:
-    reg = _registry(ctx)
-    s = _lookup(reg, ctx.args.id)
+    s = _own_session(ctx)
     preview, size = _preview(s, ctx.settings.processes.redact)
     _mark_seen(s)
     if ctx.json:
@@ -321,8 +347,7 @@ def cmd_log(ctx: Context) -> int:
     from engine.processes.follower import LastLines, read_last_lines
     from engine.processes.redact import maybe_redact
 
-    reg = _registry(ctx)
-    s = _lookup(reg, ctx.args.id)
+    s = _own_session(ctx)
     tail = ctx.args.tail if ctx.args.tail is not None else (None if ctx.json else DEFAULT_LOG_TAIL)
     try:
         if tail is None:
@@ -354,7 +379,7 @@ def cmd_log(ctx: Context) -> int:
 
 def cmd_wait(ctx: Context) -> int:
     reg = _registry(ctx)
-    s = _lookup(reg, ctx.args.id)
+    s = _own_session(ctx, NO_EXIT_RECORD)
     try:
         s = reg.wait(s.id, ctx.args.timeout)
     except KeyboardInterrupt:

@@ -1,0 +1,153 @@
+"""An index of finished sessions, so listing many of them reads one file.
+
+A session that ended with an exit record (and, if it was killed, a complete kill
+record) never changes again. ``<home>/processes/.finished-index.json`` keeps such
+sessions, each under a key made of its folder's and files' stat data (folder mtime and
+inode; ``meta.json`` and ``exit`` mtimes and sizes). The index is only ever a shortcut:
+
+- an entry is used only while its key equals what the folders show now (stat taken
+  again at every listing); any difference, a missing folder, or an index that cannot be
+  read or parsed makes the listing read that session from its folder as before;
+- the key of a session is taken *before* its files are read, so a change during the
+  read makes the key stale, never the content;
+- writers replace the whole file atomically (write aside, rename); two writers racing
+  leave one whole index, which the check above makes harmless. It is not fsynced: a
+  lost or torn index only costs a rebuild.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from engine.processes import session as sess
+from engine.processes.session import ProcessSession
+
+INDEX_FILE = ".finished-index.json"
+VERSION = 1
+# An index larger than this is not ours (tens of thousands of sessions at most).
+MAX_BYTES = 64 * 1024 * 1024
+
+StatKey = tuple[int, ...]
+
+
+def stat_key(session_dir: Path) -> StatKey | None:
+    """What must be unchanged for an indexed session to still be true; None when its
+    exit record is missing (not indexable) or anything cannot be stat'ed."""
+    try:
+        folder = os.stat(session_dir)
+        meta = os.stat(os.path.join(session_dir, sess.META_FILE))
+        ended = os.stat(os.path.join(session_dir, sess.EXIT_FILE))
+    except OSError:
+        return None
+    return (folder.st_mtime_ns, folder.st_ino, meta.st_mtime_ns, meta.st_size, ended.st_mtime_ns, ended.st_size)
+
+
+def indexable(s: ProcessSession) -> bool:
+    """Finished with an exit record, and settled (no kill still being completed)."""
+    return s.finished and s.exit_code is not None and s.ended_at is not None and sess.is_settled(s)
+
+
+def _session_record(s: ProcessSession) -> dict[str, Any]:
+    return {
+        "pid": s.pid, "fingerprint": s.fingerprint, "command": s.command, "cwd": s.cwd, "owner": s.owner,
+        "started_at": s.started_at, "status": s.status, "exit_code": s.exit_code, "signal": s.signal,
+        "ended_at": s.ended_at, "notify": s.notify, "watch": list(s.watch), "background": s.background,
+        "argv": list(s.argv) if s.argv is not None else None,
+    }
+
+
+def _session_of(session_dir: Path, rec: dict[str, Any]) -> ProcessSession:
+    argv = rec["argv"]
+    return ProcessSession(
+        id=session_dir.name, pid=int(rec["pid"]), fingerprint=str(rec["fingerprint"]), command=str(rec["command"]),
+        cwd=str(rec["cwd"]), owner=str(rec["owner"]), started_at=float(rec["started_at"]),
+        status=str(rec["status"]), exit_code=int(rec["exit_code"]),
+        signal=rec["signal"] if isinstance(rec["signal"], str) else None, ended_at=float(rec["ended_at"]),
+        output_path=session_dir / sess.OUTPUT_FILE, notify=bool(rec["notify"]),
+        watch=tuple(str(w) for w in rec["watch"]), background=bool(rec["background"]),
+        argv=tuple(str(a) for a in argv) if isinstance(argv, list) else None, dir=session_dir,
+    )
+
+
+class FinishedIndex:
+    """The index of one processes folder: :meth:`load` what still holds, :meth:`save`
+    what the listing found (only when something changed)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.path = self.root / INDEX_FILE
+        self._records: dict[str, tuple[StatKey, dict[str, Any]]] = {}
+        self._loaded: int | None = None  # entries in the file as read (stale ones included); None: not read
+
+    def load(self, names: list[str]) -> dict[str, ProcessSession]:
+        """The indexed sessions among ``names`` whose key still matches their folder.
+        The file is read once per instance; entries found stale are forgotten."""
+        if self._loaded is None:
+            self._records = self._read()
+            self._loaded = len(self._records)
+        valid: dict[str, ProcessSession] = {}
+        for sid in names:
+            held = self._records.get(sid)
+            if held is None:
+                continue
+            d = self.root / sid
+            try:
+                if stat_key(d) != held[0]:
+                    raise ValueError("stale")
+                valid[sid] = _session_of(d, held[1])
+            except (KeyError, TypeError, ValueError):
+                del self._records[sid]  # rebuilt from its folder by the caller
+        return valid
+
+    def _read(self) -> dict[str, tuple[StatKey, dict[str, Any]]]:
+        try:
+            with open(self.path, "rb") as fh:
+                raw = fh.read(MAX_BYTES + 1)
+            data = json.loads(raw)
+        except (OSError, ValueError, RecursionError):
+            return {}
+        if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("sessions"), dict):
+            return {}
+        records = {}
+        for sid, item in data["sessions"].items():
+            if (isinstance(item, dict) and isinstance(item.get("key"), list) and isinstance(item.get("session"), dict)
+                    and all(isinstance(k, int) for k in item["key"])):
+                records[sid] = (tuple(item["key"]), item["session"])
+        return records
+
+    def outdated(self, keyed: dict[str, tuple[StatKey, ProcessSession]], names: list[str]) -> bool:
+        """Would :meth:`save` change the file: new sessions to add, or entries that went
+        stale or whose folder is gone?"""
+        if any(self._records.get(sid, (None,))[0] != key for sid, (key, _s) in keyed.items()):
+            return True
+        present = set(names)
+        return len(self._records) != (self._loaded or 0) or any(sid not in present for sid in self._records)
+
+    def save(self, keyed: dict[str, tuple[StatKey, ProcessSession]], names: list[str]) -> bool:
+        """Write the entries that still held at :meth:`load` plus ``keyed`` (sid -> key
+        taken before reading, session), for the folders in ``names``, when that differs
+        from the file. Any error leaves things as they were (the index is a shortcut)."""
+        if not self.outdated(keyed, names):
+            return False
+        present = set(names)
+        records = {sid: rec for sid, rec in self._records.items() if sid in present}
+        records.update((sid, (key, _session_record(s))) for sid, (key, s) in keyed.items())
+        body = {"version": VERSION, "sessions": {sid: {"key": list(k), "session": r} for sid, (k, r) in records.items()}}
+        tmp = self.root / f".{INDEX_FILE}.{os.getpid()}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(json.dumps(body, separators=(",", ":")).encode())
+            os.replace(tmp, self.path)
+        except OSError:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            return False
+        self._records = records
+        self._loaded = len(records)
+        return True

@@ -1,0 +1,110 @@
+"""hermes-agent's background processes, shown beside our own sessions.
+
+hermes-agent lists the live background processes it started in ``processes.json``
+(see :mod:`engine.hermes.processes`). Each entry becomes a read-only
+:class:`ProcessSession` with ``source=HERMES``: hermes keeps no output file and no exit
+record we could read, so such a session is either running (its pid verified by the
+start ticks hermes recorded) or not, and nothing of it is ever written by us.
+
+Signalling one needs more than listing it: the entry is read again right before, and
+only a live process whose start ticks equal the recorded ones is signalled. An entry
+without a recorded start time is shown but never signalled (its pid may be reused).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine import identity
+from engine.hermes.processes import (
+    HermesProcess,
+    ProcessesFileUnreadable,
+    read_processes,
+    verified_fingerprint,
+)
+from engine.processes.session import LOST, RUNNING, ProcessSession, SessionSource
+
+OWNER = "hermes-agent"
+NO_OUTPUT = Path(os.devnull)  # followed, it reads as empty; never written
+
+
+@dataclass(frozen=True)
+class HermesListing:
+    """The sessions read from processes.json, or why it could not be read (one line)."""
+
+    sessions: tuple[ProcessSession, ...]
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class SignalTarget:
+    """What a kill may signal: the verified fingerprint, or why not (``refusal`` is the
+    KillReport outcome, ``detail`` its one-line reason)."""
+
+    fingerprint: str | None
+    refusal: str = ""
+    detail: str = ""
+
+
+def live_fingerprint(proc: HermesProcess) -> str | None:
+    """Verified by pid and the start ticks hermes recorded (required here)."""
+    return verified_fingerprint(proc, require_start_time=True)
+
+
+def session_of(proc: HermesProcess, home_root: Path) -> ProcessSession:
+    fp = live_fingerprint(proc)
+    return ProcessSession(
+        id=proc.session_id,
+        pid=proc.pid,
+        fingerprint=fp or identity.UNVERIFIED,
+        command=proc.command,
+        cwd=proc.cwd or "",
+        owner=OWNER,
+        started_at=proc.started_at or 0.0,
+        status=RUNNING if fp is not None else LOST,
+        exit_code=None,
+        signal=None,
+        ended_at=None,
+        output_path=NO_OUTPUT,
+        notify=False,
+        watch=(),
+        background=True,
+        dir=Path(home_root),
+        source=SessionSource.HERMES,
+    )
+
+
+def list_hermes_sessions(home_root: Path) -> HermesListing:
+    """Every session of processes.json (none when there is no such file); a file that
+    cannot be read lists none and says why."""
+    try:
+        entries = read_processes(home_root)
+    except ProcessesFileUnreadable as exc:
+        return HermesListing((), f"hermes-agent's processes.json cannot be read ({exc}); its sessions")
+    return HermesListing(tuple(session_of(p, home_root) for p in entries))
+
+
+def signal_target(home_root: Path, session_id: str) -> SignalTarget:
+    """Read processes.json again, right before a signal, and verify the entry's process."""
+    try:
+        entries = read_processes(home_root)
+    except ProcessesFileUnreadable as exc:
+        return SignalTarget(None, "unverified", f"{exc}: not signalled")
+    proc = next((p for p in entries if p.session_id == session_id), None)
+    if proc is None:
+        return SignalTarget(None, "gone", "no longer in hermes-agent's processes.json: not signalled")
+    if proc.pid_scope != "host" or proc.pid <= 0:
+        return SignalTarget(None, "unverified", f"pid scope {proc.pid_scope!r} is not this host's: not signalled")
+    if proc.host_start_time is None:
+        return SignalTarget(None, "unverified", f"hermes-agent recorded no start time, so pid {proc.pid} "
+                            "cannot be verified: not signalled")
+    fp = live_fingerprint(proc)
+    if fp is not None:
+        return SignalTarget(fp)
+    stat = identity.read_stat(proc.pid)
+    if stat is None or stat.is_zombie:
+        return SignalTarget(None, "gone", "the process had already exited")
+    return SignalTarget(None, "pid_recycled", f"pid {proc.pid} now belongs to another process "
+                        "(its start time differs from hermes-agent's record): not signalled")

@@ -1,0 +1,122 @@
+"""The index of finished sessions (processes/.finished-index.json): ``ps`` reads it
+instead of every folder, but never trusts it over the folders: a changed folder, a
+removed one, a torn or foreign index all fall back to the folders, and the index is
+rebuilt. Sessions are real; their end is aged with os.utime so they count as settled."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+
+from engine.config import Settings
+from engine.processes import ProcessRegistry
+from engine.processes import session as sess
+from engine.processes.finished_index import INDEX_FILE
+from tests.conftest import run_cli
+
+
+def finished_sessions(home, n: int) -> list[str]:
+    reg = ProcessRegistry(home, Settings())
+    ids = []
+    for i in range(n):
+        s = reg.spawn(["sh", "-c", f"exit {i % 3}"])
+        reg.wait(s.id)
+        ids.append(s.id)
+    long_ago = time.time() - 3600  # well past the settling time: no kill can still be completing
+    for sid in ids:
+        os.utime(home.processes_dir / sid / sess.EXIT_FILE, (long_ago, long_ago))
+    return ids
+
+
+def ps_all(home) -> list[dict]:
+    result = run_cli("--home", str(home.root), "ps", "--all", "--json", env={"HERMES_AUTO_PRUNE": "0"})
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def without_runtime(rows):
+    return [{k: v for k, v in row.items() if k != "runtime_seconds"} for row in rows]
+
+
+def test_a_listing_writes_the_index_and_the_next_reads_the_same(home):
+    ids = finished_sessions(home, 5)
+    index = home.processes_dir / INDEX_FILE
+    first = ps_all(home)
+    assert sorted(json.loads(index.read_text())["sessions"]) == sorted(ids)
+    assert without_runtime(ps_all(home)) == without_runtime(first)
+    assert [row["exit_code"] for row in first] == [i % 3 for i in range(5)]
+
+
+def test_a_changed_folder_is_read_again_not_taken_from_the_index(home):
+    ids = finished_sessions(home, 3)
+    ps_all(home)
+    exit_file = home.processes_dir / ids[1] / sess.EXIT_FILE
+    exit_file.write_text("7\n")  # its stat key no longer matches the index
+    long_ago = time.time() - 1800
+    os.utime(exit_file, (long_ago, long_ago))  # settled again, so it is indexed again
+    by_id = {row["id"]: row for row in ps_all(home)}
+    assert by_id[ids[1]]["exit_code"] == 7
+    assert json.loads((home.processes_dir / INDEX_FILE).read_text())["sessions"][ids[1]]["session"]["exit_code"] == 7
+
+
+def test_a_removed_folder_is_not_listed_from_the_index(home):
+    ids = finished_sessions(home, 3)
+    ps_all(home)
+    shutil.rmtree(home.processes_dir / ids[0])
+    assert [row["id"] for row in ps_all(home)] == ids[1:]
+    assert ids[0] not in json.loads((home.processes_dir / INDEX_FILE).read_text())["sessions"]
+
+
+def test_an_index_that_lies_about_a_session_is_not_believed(home):
+    """Another writer's index whose key does not match the folder (here: a forged exit
+    code under a wrong key) is ignored for that session."""
+    ids = finished_sessions(home, 2)
+    ps_all(home)
+    index = home.processes_dir / INDEX_FILE
+    data = json.loads(index.read_text())
+    data["sessions"][ids[0]]["session"]["exit_code"] = 99
+    data["sessions"][ids[0]]["key"][0] += 1
+    index.write_text(json.dumps(data))
+    assert {row["id"]: row["exit_code"] for row in ps_all(home)}[ids[0]] == 0
+
+
+def test_a_torn_or_foreign_index_is_ignored_and_rebuilt(home):
+    ids = finished_sessions(home, 3)
+    expected = without_runtime(ps_all(home))
+    index = home.processes_dir / INDEX_FILE
+    for junk in (b"", b"{\"version\": 1, \"sessions\": {", b"[1, 2]", b"\xff\xfe", b"{\"version\": 99}"):
+        index.write_bytes(junk)
+        assert without_runtime(ps_all(home)) == expected
+        assert sorted(json.loads(index.read_text())["sessions"]) == sorted(ids)
+
+
+def test_sessions_without_an_exit_record_are_not_indexed(home, children):
+    """A running session, and a lost one (its wrapper killed: no exit record; a later
+    kill may still add a record), are always read from their folders."""
+    import signal
+
+    reg = ProcessRegistry(home, Settings())
+    running = reg.spawn(["sleep", "600"])
+    lost = reg.spawn(["sleep", "600"])
+    finished_sessions(home, 1)
+    os.kill(lost.pid, signal.SIGKILL)
+    reg.wait(lost.id, timeout=30)
+    try:
+        statuses = {row["id"]: row["status"] for row in ps_all(home)}
+        assert statuses[running.id] == "running" and statuses[lost.id] == "lost"
+        indexed = json.loads((home.processes_dir / INDEX_FILE).read_text())["sessions"]
+        assert running.id not in indexed and lost.id not in indexed and len(indexed) == 1
+    finally:
+        for s in (running, lost):
+            reg.kill(s.id, grace=0.2)
+
+
+def test_no_index_is_written_in_a_guest_home(home):
+    """A home with hermes-agent's files: listing writes nothing there."""
+    (home.root / "SOUL.md").write_text("hermes lives here\n")
+    finished_sessions(home, 2)
+    before = sorted(os.listdir(home.processes_dir))
+    assert len(ps_all(home)) == 2
+    assert sorted(os.listdir(home.processes_dir)) == before
