@@ -84,7 +84,7 @@ READ_ONLY = [
     ["proc", "poll", "proc_0dc6737718db"],
 ]
 EVERY_COMMAND = READ_ONLY + [
-    ["kanban", "create", "x"], ["kanban", "tail"], ["run", "--", "true"], ["proc", "kill", "proc_0dc6737718db"],
+    ["kanban", "create", "x"], ["kanban", "dispatch"], ["run", "--", "true"], ["proc", "kill", "proc_0dc6737718db"],
     ["scratch", "restore", "nothing-here"], ["prune", "--dry-run"],
 ]
 

@@ -281,7 +281,7 @@ async def test_a_new_board_appears_whole_and_leaves_no_temporary_file(home):
     boards = await asyncio.gather(*(Board.open(home.kanban_db) for _ in range(3)))
     for b in boards:
         await b.close()
-    assert sorted(p.name for p in home.kanban_db.parent.iterdir() if p.name.startswith(".kanban")) == []
+    assert sorted(p.name for p in home.kanban_db.parent.iterdir() if p.name.startswith(".board")) == []
     assert home.kanban_db.stat().st_size > 0
 
 

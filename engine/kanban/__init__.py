@@ -6,6 +6,7 @@
 - :mod:`engine.kanban.dispatcher`  the dispatch tick
 - :mod:`engine.kanban.workers`     spawning, stopping and judging workers
 - :mod:`engine.kanban.breaker`     the failure breaker
+- :mod:`engine.kanban.relocate`    moving an older hermes-tui board out of hermes's ``kanban.db`` name
 """
 
 from __future__ import annotations
@@ -21,8 +22,13 @@ from engine.home import HomeLayout
 def board_path(home: HomeLayout, settings: Settings, override: str | os.PathLike[str] | None = None,
                environ: Mapping[str, str] | None = None) -> Path:
     """Which board: ``--db`` > ``$HERMES_KANBAN_DB`` (a worker's own board) > config
-    ``kanban.db`` (relative to the home) > ``<home>/kanban.db``. A flag or variable that is
-    relative is taken from the current directory, as any path typed in a shell."""
+    ``kanban.db`` (relative to the home) > hermes-agent's ``<home>/kanban.db`` when it
+    is there > an older hermes-tui's ``<home>/kanban.db`` not moved yet (see
+    :mod:`engine.kanban.relocate`) > ``<home>/hermes-tui/board.db``. A flag or variable
+    that is relative is taken from the current directory, as any path typed in a shell.
+
+    Telling hermes's board from ours asks SQLite (read-only, immutable): call this off
+    the UI thread."""
     env = os.environ if environ is None else environ
     given = override or env.get("HERMES_KANBAN_DB")
     if given:  # typed by a person or set by a dispatcher: relative to the current directory
@@ -30,4 +36,11 @@ def board_path(home: HomeLayout, settings: Settings, override: str | os.PathLike
     if settings.kanban.db:
         path = Path(settings.kanban.db).expanduser()
         return path if path.is_absolute() else home.root / path
+    from engine.hermes.board_file import BoardKind, board_kind
+
+    shared = board_kind(home.shared_kanban_db)
+    if shared is BoardKind.HERMES:
+        return home.shared_kanban_db
+    if shared is BoardKind.OURS and not home.kanban_db.exists():
+        return home.shared_kanban_db
     return home.kanban_db

@@ -45,9 +45,33 @@ class BoardView:
     counts: Mapping[str, int] = field(default_factory=dict)
 
 
+def _route(home: HomeLayout, path: Path, create: bool) -> tuple[Path, bool] | None:
+    """None for hermes-agent's board; else the file to open (an older board of ours at
+    ``<home>/kanban.db`` is moved to ``<home>/hermes-tui/board.db`` first, see
+    :mod:`engine.kanban.relocate`) and whether it may be created."""
+    from engine.hermes.board_file import BoardKind, board_kind
+
+    kind = board_kind(path)
+    if kind is BoardKind.HERMES:
+        return None
+    if kind is BoardKind.OURS and path == home.shared_kanban_db:
+        from engine.kanban.relocate import relocate_board
+
+        moved = relocate_board(home)
+        return moved.path, create and moved.path == home.kanban_db
+    if path == home.kanban_db and create:
+        home.ensure_dir(home.own_dir)
+    return path, create
+
+
 class BoardService:
     """One open board with its dispatcher. Get one with :meth:`open`, give it back with
     :meth:`close` (or ``async with``)."""
+
+    kind = "hermes-tui"
+    read_only = False
+    read_only_reason = ""
+    dispatchable = True
 
     _open: ClassVar[dict[tuple[Path, int], BoardService]] = {}
 
@@ -78,8 +102,17 @@ class BoardService:
         if shared is not None:
             shared._refs += 1
             return shared
-        if path == home.kanban_db:
-            await asyncio.to_thread(home.ensure)
+        routed = await asyncio.to_thread(_route, home, path, create)
+        if routed is None:  # hermes-agent's own board: read-only, changed through its CLI
+            from engine.hermes.board import HermesBoardService
+
+            return await HermesBoardService.open(path, home=home, settings=settings, clock=clock)
+        path, create = routed
+        key = (Path(path).resolve(), key[1])
+        shared = cls._open.get(key)
+        if shared is not None:
+            shared._refs += 1
+            return shared
         board = await Board.open(path, clock=clock, create=create)
         shared = cls._open.get(key)  # another coroutine may have opened it meanwhile
         if shared is not None:
@@ -125,6 +158,18 @@ class BoardService:
 
             self._spawner = RegistrySpawner(self.home, self.settings)
         return self._spawner
+
+    async def statuses(self) -> tuple[str, ...]:
+        """The board's columns, in order."""
+        from engine.kanban.statuses import STATUSES
+
+        return STATUSES
+
+    def log_path(self, task_id: str) -> Path:
+        """Where a card's worker log is kept."""
+        from engine.kanban.workers import card_log_path
+
+        return card_log_path(self.home.kanban_logs_dir, task_id)
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -186,6 +231,11 @@ class BoardService:
 
     async def reclaim(self, task_id: str, reason: str = "") -> tr.TransitionResult:
         return await tr.reclaim(self._board, task_id, reason=reason, grace=self._grace)
+
+    async def comment(self, task_id: str, text: str) -> tr.TransitionResult:
+        from engine.kanban.store import StoreError
+
+        raise StoreError("hermes-tui's own board keeps no comments (hermes-agent's board does)")
 
     async def unblock(self, task_id: str) -> tr.TransitionResult:
         return await tr.unblock(self._board, task_id)

@@ -28,7 +28,7 @@ MAX_PRIORITY = 1_000_000_000
 MAX_RETRIES = 1_000_000
 MAX_TAIL_LINES = 1_000_000
 VERBS = ("create", "list", "show", "assign", "complete", "block", "review", "heartbeat", "reclaim", "unblock",
-         "archive", "dispatch", "daemon", "tail")
+         "archive", "comment", "dispatch", "daemon", "tail")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="The kanban board of this home (or --db). Exit 0 ok, 1 failed/refused, 2 usage.",
     )
     p.add_argument("--db", metavar="PATH", help="the board file (default: $HERMES_KANBAN_DB, config kanban.db, "
-                   "<home>/kanban.db)")
+                   "hermes-agent's <home>/kanban.db when there, else <home>/hermes-tui/board.db)")
     p.set_defaults(func=_need_verb)
     verbs = p.add_subparsers(dest="verb", metavar="VERB", parser_class=type(p))
     common = argparse.ArgumentParser(add_help=False)
@@ -83,6 +83,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     verb("unblock", "blocked -> ready (todo while a parent is open); resets its failures", run_unblock) \
         .add_argument("id")
     verb("archive", "archive a card (a running card's worker is stopped)", run_archive).add_argument("id")
+    cp = verb("comment", "comment on a card (hermes-agent's board only)", run_comment)
+    cp.add_argument("id")
+    cp.add_argument("text")
     verb("dispatch", "run one dispatch tick now", run_dispatch)
     dp = verb("daemon", "tick until Ctrl+C", run_daemon, json_flag=False)
     dp.add_argument("--interval", type=number_arg(unit="seconds"), metavar="S",
@@ -94,7 +97,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _statuses() -> tuple[str, ...]:
-    return ("todo", "ready", "running", "review", "blocked", "done", "archived")
+    """Every status a board may hold: hermes-tui's, and hermes-agent's (triage, scheduled)."""
+    from engine.hermes.board_file import HERMES_STATUSES
+    from engine.kanban.statuses import STATUSES
+
+    return STATUSES + tuple(s for s in HERMES_STATUSES if s not in STATUSES)
 
 
 
@@ -213,15 +220,14 @@ def run_create(ctx: Context) -> int:
 
 
 def run_list(ctx: Context) -> int:
-    from engine.kanban.models import STATUSES
-
     a = ctx.args
-    statuses = a.status or [s for s in STATUSES if a.all or s != "archived"]
 
     async def body(service):
-        return await service.list_tasks(statuses)
+        board = await service.statuses()
+        statuses = a.status or [s for s in board if a.all or s != "archived"]
+        return board, await service.list_tasks(statuses)
 
-    tasks = _run(ctx, body)
+    board, tasks = _run(ctx, body)
     if ctx.json:
         print_json({"tasks": [t.to_json() for t in tasks]})
         return EXIT_OK
@@ -229,7 +235,7 @@ def run_list(ctx: Context) -> int:
         print("No cards.")
         return EXIT_OK
     now = time.time()
-    order = {s: i for i, s in enumerate(STATUSES)}
+    order = {s: i for i, s in enumerate(board)}
     for t in sorted(tasks, key=lambda t: order.get(t.status, 99)):
         fails = f"  failures={t.consecutive_failures}" if t.consecutive_failures else ""
         pid = f"  pid={t.worker_pid}" if t.worker_pid else ""
@@ -280,6 +286,9 @@ def run_show(ctx: Context) -> int:
             elif r.summary:
                 text += f"  {r.summary}"
             lines.append(text)
+    if details.comments:
+        lines += ["", "Comments:"]
+        lines += [f"  {_when(c.created_at)}  {c.author}: {c.body}" for c in details.comments]
     if details.events:
         lines += ["", "Events:"]
         lines += [f"  {_when(e.created_at)}  {e.kind}  {_payload_text(e.payload)}" for e in details.events]
@@ -371,6 +380,28 @@ def run_archive(ctx: Context) -> int:
     return _report(ctx, "archive", _run(ctx, body))
 
 
+def run_comment(ctx: Context) -> int:
+    async def body(service):
+        return await service.comment(await service.resolve(ctx.args.id), ctx.args.text)
+
+    result = _run(ctx, body)
+    if ctx.json:
+        print_json(result.to_json())
+    else:
+        print(f"Commented on {result.task_id}")
+    return EXIT_OK
+
+
+def _refuse_undispatchable(ctx: Context) -> None:
+    """Refuse before a daemon starts ticking a board hermes-tui must not dispatch."""
+
+    async def body(service):
+        if not service.dispatchable:
+            await service.tick()
+
+    _run(ctx, body)
+
+
 def _tick(ctx: Context, spawner=None):
     async def body(service):
         return await service.tick()
@@ -421,6 +452,7 @@ def run_daemon(ctx: Context) -> int:
     from engine.kanban.registry_spawner import RegistrySpawner
 
     interval = ctx.args.interval or ctx.settings.kanban.dispatch_interval_seconds
+    _refuse_undispatchable(ctx)
     spawner = RegistrySpawner(ctx.home, ctx.settings)  # one for all ticks: it reaps its children
     stop = {"now": False}
 
