@@ -386,7 +386,7 @@ class HermesBoardService:
             raise StoreError(f"cannot run {self.command}: {exc.strerror or exc}") from None
         try:
             out, err = await asyncio.wait_for(proc.communicate(), CLI_TIMEOUT_SECONDS)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             proc.kill()
             await proc.wait()
             raise StoreError(f"hermes kanban {args[0]} did not answer within {CLI_TIMEOUT_SECONDS:g}s") from None

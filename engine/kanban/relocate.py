@@ -84,6 +84,8 @@ def relocate_board(home: HomeLayout) -> Relocation:
     """Move our board from ``<home>/kanban.db`` to ``<home>/hermes-tui/board.db`` when it
     is ours and nobody has it open; the file to use either way."""
     source, target = home.shared_kanban_db, home.kanban_db
+    if target.exists() or board_kind(source) is not BoardKind.OURS:
+        return Relocation(target)  # nothing to move: nothing is created (not even the folder)
     home.ensure_dir(home.own_dir)
     fd = os.open(home.own_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
     try:

@@ -20,6 +20,7 @@ Why it exists:
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -45,16 +46,17 @@ class BoardView:
     counts: Mapping[str, int] = field(default_factory=dict)
 
 
-def _route(home: HomeLayout, path: Path, create: bool) -> tuple[Path, bool] | None:
-    """None for hermes-agent's board; else the file to open (an older board of ours at
-    ``<home>/kanban.db`` is moved to ``<home>/hermes-tui/board.db`` first, see
-    :mod:`engine.kanban.relocate`) and whether it may be created."""
+def _route(home: HomeLayout, path: Path, create: bool, chosen: bool) -> tuple[Path, bool] | None:
+    """None for hermes-agent's board; else the file to open and whether it may be
+    created. An older board of ours found at ``<home>/kanban.db`` by default (not
+    ``chosen`` by --db, $HERMES_KANBAN_DB or config) is moved to
+    ``<home>/hermes-tui/board.db`` first (see :mod:`engine.kanban.relocate`)."""
     from engine.hermes.board_file import BoardKind, board_kind
 
     kind = board_kind(path)
     if kind is BoardKind.HERMES:
         return None
-    if kind is BoardKind.OURS and path == home.shared_kanban_db:
+    if kind is BoardKind.OURS and path == home.shared_kanban_db and not chosen:
         from engine.kanban.relocate import relocate_board
 
         moved = relocate_board(home)
@@ -102,7 +104,8 @@ class BoardService:
         if shared is not None:
             shared._refs += 1
             return shared
-        routed = await asyncio.to_thread(_route, home, path, create)
+        chosen = bool(override or os.environ.get("HERMES_KANBAN_DB") or settings.kanban.db)
+        routed = await asyncio.to_thread(_route, home, path, create, chosen)
         if routed is None:  # hermes-agent's own board: read-only, changed through its CLI
             from engine.hermes.board import HermesBoardService
 
