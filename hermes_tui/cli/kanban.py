@@ -125,11 +125,12 @@ def bounded_int(low: int, high: int, what: str):
     return parse
 
 
-def _warn_unknown_profile(ctx: Context, name: str | None) -> None:
+def _warn_unknown_profile(ctx: Context, name: str | None, board_kind: str = "hermes-tui") -> None:
     """A card for a profile this home does not have is still made (another home may
-    serve it), but the person hears about it: a typo would otherwise wait forever."""
+    serve it), but the person hears about it: a typo would otherwise wait forever.
+    hermes-agent's board is worked by hermes's profiles: not checked here."""
     profiles = ctx.settings.kanban.profiles
-    if name and name not in profiles:
+    if name and name not in profiles and board_kind == "hermes-tui":
         known = ", ".join(sorted(profiles)) or "none are configured"
         print(f"warning: no profile here is called {name!r}; the profiles here: {known}", file=sys.stderr)
 
@@ -206,12 +207,12 @@ def run_create(ctx: Context) -> int:
     a = ctx.args
 
     async def body(service):
-        return await service.create(NewTask(title=a.title, body=a.body, assignee=a.assignee, parents=tuple(a.parent),
-                                            priority=a.priority, max_retries=a.max_retries,
-                                            max_runtime_seconds=a.max_runtime))
+        return service.kind, await service.create(NewTask(
+            title=a.title, body=a.body, assignee=a.assignee, parents=tuple(a.parent), priority=a.priority,
+            max_retries=a.max_retries, max_runtime_seconds=a.max_runtime))
 
-    task = _run(ctx, body)
-    _warn_unknown_profile(ctx, task.assignee)
+    kind, task = _run(ctx, body)
+    _warn_unknown_profile(ctx, task.assignee, kind)
     if ctx.json:
         print_json({"id": task.id, "status": task.status})
     else:
@@ -328,10 +329,10 @@ def run_assign(ctx: Context) -> int:
     profile = None if ctx.args.profile == "-" else ctx.args.profile
 
     async def body(service):
-        return await service.assign(await service.resolve(ctx.args.id), profile)
+        return service.kind, await service.assign(await service.resolve(ctx.args.id), profile)
 
-    result = _run(ctx, body)
-    _warn_unknown_profile(ctx, profile)
+    kind, result = _run(ctx, body)
+    _warn_unknown_profile(ctx, profile, kind)
     if not ctx.json:
         print(f"Assigned {result.task_id} to {profile or 'nobody'}")
         return EXIT_OK
