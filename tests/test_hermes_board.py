@@ -19,6 +19,7 @@ from engine.config import load_config
 from engine.home import HomeLayout
 from tests.conftest import REPO, run_cli
 from tests.test_hermes_home import FIXTURE, tree_state
+from tests.test_kanban_pane import wait_for
 
 DONE_CARD = "t_20f93ac7"     # "Fix the flaky test": commented, then completed
 WRITER_CARD = "t_1c459297"   # "Write the release notes", assigned to writer
@@ -106,6 +107,21 @@ def test_newer_columns_tables_and_statuses_are_tolerated(hermes):
     assert {t["id"]: t["status"] for t in tasks} == {WRITER_CARD: "triage", "t_594173db": "parked", DONE_CARD: "done"}
     assert [t["worker_started_at"] for t in tasks if t["id"] == WRITER_CARD] == ["x"]
     assert "triage" in cli(hermes, "list", "--status", "triage").stdout
+
+
+def test_outside_text_reaches_the_terminal_escaped(hermes):
+    """A title, body or comment with control characters (an escape sequence) is printed
+    with those characters escaped, never raw."""
+    con = sqlite3.connect(hermes.shared_kanban_db)
+    con.execute("UPDATE tasks SET title = 'evil\x1b[2J', body = 'bell\x07' WHERE id = ?", (DONE_CARD,))
+    con.execute("UPDATE task_comments SET body = 'x\x1b]0;pwned\x07'")
+    con.commit()
+    con.close()
+    listed = cli(hermes, "list").stdout
+    shown = cli(hermes, "show", DONE_CARD).stdout
+    for out in (listed, shown):
+        assert "\x1b" not in out and "\x07" not in out
+    assert "evil\\x1b[2J" in listed and "bell\\x07" in shown and "x\\x1b]0;pwned\\x07" in shown
 
 
 def test_a_board_hermes_holds_open_is_read_through_its_wal(hermes):
@@ -223,14 +239,6 @@ def test_verbs_hermes_tui_cannot_route_are_refused(hermes, fake_hermes, verb):
 # --------------------------------------------------------------------------------------
 
 
-async def _wait_for(pilot, predicate, timeout: float = 20.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"condition not reached in {timeout}s")
-
-
 def _app(home: HomeLayout, notes: list[str]):
     from hermes_tui.app import HermesApp
 
@@ -256,7 +264,7 @@ async def test_the_pane_shows_hermes_cards_read_only_and_changes_nothing(hermes,
     app = _app(hermes, notes)
     async with app.run_test(size=(200, 50)) as pilot:
         pane = app.query_one(BoardPane)
-        await _wait_for(pilot, lambda: len(pane.cards) == 3)
+        await wait_for(pilot, lambda: len(pane.cards) == 3)
         assert pane._columns["ready"] == [WRITER_CARD, "t_594173db"] and pane._columns["done"] == [DONE_CARD]
         assert pane.query("#column-triage") and pane.query("#column-scheduled")
         info = str(pane.query_one("#board-info").render())
@@ -266,7 +274,7 @@ async def test_the_pane_shows_hermes_cards_read_only_and_changes_nothing(hermes,
         cards.focus()
         cards.highlighted = 0
         await pilot.press("enter")
-        await _wait_for(pilot, lambda: isinstance(app.screen, CardDetailsScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, CardDetailsScreen)
                         and "started on it" in app.screen._shown and "race on the gate" in app.screen._shown)
         await pilot.press("escape")
         for key in ("n", "a", "D"):
@@ -276,6 +284,6 @@ async def test_the_pane_shows_hermes_cards_read_only_and_changes_nothing(hermes,
         assert sum("not on PATH" in n for n in notes) == 3  # n, a refused; the details were a read
         assert any("hermes's gateway dispatches it" in n for n in notes)
         app.dispatch_loop.request()
-        await _wait_for(pilot, lambda: app.dispatch_loop.refused)
+        await wait_for(pilot, lambda: app.dispatch_loop.refused)
         await pilot.press("q")
     assert tree_state(hermes.root) == before and side_files(hermes) == []

@@ -265,8 +265,10 @@ def hermes_cli() -> str | None:
 
 
 def _last_line(text: str) -> str:
+    """hermes's last non-blank line, control characters escaped (it is outside text)."""
     lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    return lines[-1] if lines else ""
+    last = lines[-1] if lines else ""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in last)
 
 
 class HermesBoardService:
