@@ -152,7 +152,10 @@ class BoardPane(Pane):
         super().__init__(**kwargs)
         self.home = home
         self.settings = settings
-        self.db_path: Path | None = None  # decided off the UI thread (it may ask SQLite)
+        from engine.kanban import board_path_at_a_glance
+
+        # Known now unless <home>/kanban.db exists (whose it is, SQLite tells, off the UI thread).
+        self.db_path: Path | None = board_path_at_a_glance(home, settings)
         self.service: BoardService | None = None
         self._open_lock = asyncio.Lock()
         self.cards: dict[str, CardView] = {}
@@ -363,6 +366,9 @@ class BoardPane(Pane):
         k = self.settings.kanban
         running = len(self._columns[RUNNING])
         if self.error:
+            return
+        if self.service is None and self.db_path is None:
+            self.query_one("#board-info", Static).update(Text("Looking for the board…"), layout=False)
             return
         if self.service is None:
             self.query_one("#board-info", Static).update(

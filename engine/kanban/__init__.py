@@ -29,13 +29,9 @@ def board_path(home: HomeLayout, settings: Settings, override: str | os.PathLike
 
     Telling hermes's board from ours asks SQLite (read-only, immutable): call this off
     the UI thread."""
-    env = os.environ if environ is None else environ
-    given = override or env.get("HERMES_KANBAN_DB")
-    if given:  # typed by a person or set by a dispatcher: relative to the current directory
-        return Path(os.path.abspath(Path(given).expanduser()))
-    if settings.kanban.db:
-        path = Path(settings.kanban.db).expanduser()
-        return path if path.is_absolute() else home.root / path
+    chosen = chosen_board_path(home, settings, override, environ)
+    if chosen is not None:
+        return chosen
     from engine.hermes.board_file import BoardKind, board_kind
 
     shared = board_kind(home.shared_kanban_db)
@@ -44,3 +40,26 @@ def board_path(home: HomeLayout, settings: Settings, override: str | os.PathLike
     if shared is BoardKind.OURS and not home.kanban_db.exists():
         return home.shared_kanban_db
     return home.kanban_db
+
+
+def chosen_board_path(home: HomeLayout, settings: Settings, override: str | os.PathLike[str] | None = None,
+                      environ: Mapping[str, str] | None = None) -> Path | None:
+    """The board a person or a dispatcher chose (``--db``, ``$HERMES_KANBAN_DB``, config
+    ``kanban.db``), or None for the default. Reads nothing."""
+    env = os.environ if environ is None else environ
+    given = override or env.get("HERMES_KANBAN_DB")
+    if given:  # typed by a person or set by a dispatcher: relative to the current directory
+        return Path(os.path.abspath(Path(given).expanduser()))
+    if settings.kanban.db:
+        path = Path(settings.kanban.db).expanduser()
+        return path if path.is_absolute() else home.root / path
+    return None
+
+
+def board_path_at_a_glance(home: HomeLayout, settings: Settings) -> Path | None:
+    """:func:`board_path` when telling it needs no read of a file (a stat at most: there
+    is no ``<home>/kanban.db``), else None. For a first frame that must not wait."""
+    chosen = chosen_board_path(home, settings)
+    if chosen is not None:
+        return chosen
+    return None if home.shared_kanban_db.exists() else home.kanban_db
