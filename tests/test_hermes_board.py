@@ -287,3 +287,45 @@ async def test_the_pane_shows_hermes_cards_read_only_and_changes_nothing(hermes,
         await wait_for(pilot, lambda: app.dispatch_loop.refused)
         await pilot.press("q")
     assert tree_state(hermes.root) == before and side_files(hermes) == []
+
+
+async def test_pane_actions_go_through_hermes_kanban(hermes, fake_hermes, monkeypatch):
+    """With hermes on PATH the pane's archive (after its confirmation) and new-card form
+    run ``hermes kanban``; hermes-tui writes nothing into hermes's board itself."""
+    from widgets.board_modals import NewCardScreen
+    from widgets.board_pane import BoardPane
+    from widgets.confirm import ConfirmModal
+
+    env, record = fake_hermes
+    monkeypatch.setenv("PATH", env["PATH"])
+    before = hermes.shared_kanban_db.read_bytes()
+    notes: list[str] = []
+    app = _app(hermes, notes)
+    async with app.run_test(size=(200, 50)) as pilot:
+        pane = app.query_one(BoardPane)
+        await wait_for(pilot, lambda: len(pane.cards) == 3)
+        assert "changes go through" in str(pane.query_one("#board-info").render())
+        assert not any("not on PATH" in n for n in notes)
+        cards = pane.query_one("#cards-done")
+        cards.focus()
+        cards.highlighted = 0
+        await pilot.press("a")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: record.exists() and len(record.read_text().splitlines()) == 1)
+        cards = pane.query_one("#cards-ready")
+        cards.focus()
+        cards.highlighted = cards.get_option_index(WRITER_CARD)
+        await pilot.press("greater_than_sign")  # ready -> review: no hermes verb for it
+        await wait_for(pilot, lambda: any("not available on hermes-agent's board" in n for n in notes))
+        assert len(record.read_text().splitlines()) == 1
+        await pilot.press("n")
+        await wait_for(pilot, lambda: isinstance(app.screen, NewCardScreen))
+        await pilot.press(*"From the pane")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: len(record.read_text().splitlines()) == 2)
+        await pilot.press("q")
+    calls = [json.loads(line)["argv"] for line in record.read_text().splitlines()]
+    assert calls[0] == ["kanban", "archive", "--", DONE_CARD]
+    assert calls[1][:3] == ["kanban", "create", "--json"] and calls[1][-2:] == ["--", "From the pane"]
+    assert hermes.shared_kanban_db.read_bytes() == before

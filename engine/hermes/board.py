@@ -456,8 +456,19 @@ class HermesBoardService:
     async def reclaim(self, task_id: str, reason: str = ""):
         await self._not_here("reclaim")
 
-    async def move(self, task_id: str, to_status: str):
-        await self._not_here("moving a card to a column")
+    async def move(self, task_id: str, to_status: str) -> HermesChange:
+        """A move the pane offers, as the hermes verb that makes it (done: complete,
+        blocked: block, ready from blocked: unblock, archived: archive); others are refused."""
+        current = (await self.get(task_id)).status
+        if to_status == "done":
+            return await self.complete(task_id)
+        if to_status == "blocked":
+            return await self.block(task_id)
+        if to_status == "ready" and current in ("blocked", "scheduled"):
+            return await self.unblock(task_id)
+        if to_status == "archived":
+            return await self.archive(task_id)
+        await self._not_here(f"moving a card from {current} to {to_status}")
 
     async def tick(self, spawner=None):
         raise DispatchRefused(f"{self.path} is hermes-agent's board: hermes's gateway dispatches it, "
