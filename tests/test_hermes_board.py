@@ -124,6 +124,22 @@ def test_outside_text_reaches_the_terminal_escaped(hermes):
     assert "evil\\x1b[2J" in listed and "bell\\x07" in shown and "x\\x1b]0;pwned\\x07" in shown
 
 
+async def test_the_board_view_keeps_only_the_newest_finished_cards(hermes):
+    from engine.hermes.board import HermesBoardService
+
+    con = sqlite3.connect(hermes.shared_kanban_db)
+    con.executemany("INSERT INTO tasks (id, title, status, created_at, completed_at) VALUES (?, ?, 'done', 1, ?)",
+                    [(f"t_done{n:04d}", f"old {n}", 100 + n) for n in range(30)])
+    con.commit()
+    con.close()
+    service = await HermesBoardService.open(hermes.shared_kanban_db, home=hermes, settings=load_config(
+        hermes.config_file))
+    view = await service.view(("ready", "done"), recent_limit=5)
+    done = [t.id for t in view.tasks if t.status == "done"]
+    assert done == [DONE_CARD, "t_done0029", "t_done0028", "t_done0027", "t_done0026"]
+    assert view.counts["done"] == 31 and sum(t.status == "ready" for t in view.tasks) == 2
+
+
 def test_a_board_hermes_holds_open_is_read_through_its_wal(hermes):
     """While hermes has its board open in WAL mode (its -wal/-shm exist), a read sees
     its newest commit and leaves exactly the files hermes has."""

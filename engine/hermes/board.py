@@ -40,6 +40,7 @@ from engine.kanban.models import Comment, Event, NewTask, Run, Task, TaskDetails
 from engine.kanban.store import MIN_ID_PREFIX, BadId, StoreError, UnknownTask
 
 CLI_TIMEOUT_SECONDS = 60.0
+FINISHED = ("done", "archived")  # columns that show only their newest cards
 
 
 class ReadOnlyBoard(StoreError):
@@ -164,6 +165,18 @@ class HermesBoardReader:
             order = "ORDER BY coalesce(priority, 0) DESC, created_at, id" if "priority" in cols["tasks"] else \
                 "ORDER BY created_at, id"
             rows = conn.execute(f"SELECT * FROM tasks WHERE {where} {order}", params).fetchall()
+            links = _parents(conn, cols)
+            return [task_from_hermes(r, tuple(sorted(links.get(r["id"], ())))) for r in rows]
+
+        return self._query(work)
+
+    def recent(self, status: str, limit: int) -> list[Task]:
+        """The ``limit`` newest cards of a finished status (a board with thousands of done
+        cards is not read whole on every refresh)."""
+
+        def work(conn, cols):
+            rows = conn.execute("SELECT * FROM tasks WHERE status = ? ORDER BY coalesce(completed_at, created_at) "
+                                "DESC, id LIMIT ?", (status, limit)).fetchall()
             links = _parents(conn, cols)
             return [task_from_hermes(r, tuple(sorted(links.get(r["id"], ())))) for r in rows]
 
@@ -346,16 +359,12 @@ class HermesBoardService:
     async def view(self, statuses: Sequence[str], recent_limit: int = 100):
         from engine.kanban.service import BoardView
 
-        tasks = await self.list_tasks(statuses)
-        finished = [t for t in tasks if t.status in ("done", "archived")]
-        finished.sort(key=lambda t: (-(t.completed_at or t.created_at), t.id))
-        kept: list[Task] = [t for t in tasks if t.status not in ("done", "archived")]
-        per_status: dict[str, int] = {}
-        for t in finished:
-            per_status[t.status] = per_status.get(t.status, 0) + 1
-            if per_status[t.status] <= recent_limit:
-                kept.append(t)
-        return BoardView(tuple(kept), await self.counts())
+        finished = [s for s in statuses if s in FINISHED]
+        busy = [s for s in statuses if s not in FINISHED]
+        tasks = await self.list_tasks(busy) if busy else []
+        for status in finished:
+            tasks += await self._read(self._reader.recent, status, recent_limit)
+        return BoardView(tuple(tasks), await self.counts())
 
     async def details(self, task_id: str, event_limit: int | None = None) -> TaskDetails:
         return await self._read(self._reader.details, task_id, event_limit)
