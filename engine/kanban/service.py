@@ -10,11 +10,14 @@ Why it exists:
   dispatch loop share one connection, and every statement on it is serialised by
   :class:`engine.kanban.store.Board`.
 - **The "open the board" ceremony exists once**: which file (:func:`engine.kanban.board_path`),
-  creating the home when the board lives in it, and whether to create a missing board.
+  creating hermes-tui's folder when the board lives in it, moving an older board out of
+  hermes's ``kanban.db`` name, and whether to create a missing board.
 - **It speaks in models.** Callers get :class:`Task`, :class:`TaskDetails`,
-  :class:`BoardView`, :class:`DispatchResult`, never rows or SQL, so another store (a
-  server database, or a read-only view of hermes-agent's own board) can stand behind the
-  same methods later.
+  :class:`BoardView`, :class:`DispatchResult`, never rows or SQL, so another store can
+  stand behind the same methods: :meth:`BoardService.open` hands out
+  :class:`engine.hermes.board.HermesBoardService` when the file is hermes-agent's board
+  (read-only, changed through hermes's CLI, never dispatched; callers look only at
+  ``read_only`` and ``dispatchable``).
 """
 
 from __future__ import annotations
