@@ -278,10 +278,9 @@ def hermes_cli() -> str | None:
 
 
 def _last_line(text: str) -> str:
-    """hermes's last non-blank line, control characters escaped (it is outside text)."""
+    """hermes's last non-blank line (outside text: the CLI's terminal guard escapes it)."""
     lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    last = lines[-1] if lines else ""
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in last)
+    return lines[-1] if lines else ""
 
 
 class HermesBoardService:

@@ -186,12 +186,6 @@ def _worker_call():
     return WorkerCall(task, run_id)
 
 
-def visible(text: str) -> str:
-    """Outside text (titles, bodies, comments, names) for a terminal: every control
-    character is written as its escape (``\\x1b``), never raw."""
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
-
-
 def _ago(now: float, then: float | None) -> str:
     from engine.fsutil import human_duration
 
@@ -246,8 +240,7 @@ def run_list(ctx: Context) -> int:
     for t in sorted(tasks, key=lambda t: order.get(t.status, 99)):
         fails = f"  failures={t.consecutive_failures}" if t.consecutive_failures else ""
         pid = f"  pid={t.worker_pid}" if t.worker_pid else ""
-        print(visible(f"{t.id}  {t.status:<8}  {(t.assignee or '-'):<12}  {_ago(now, t.created_at):>7}  "
-                      f"{t.title}{fails}{pid}"))
+        print(f"{t.id}  {t.status:<8}  {(t.assignee or '-'):<12}  {_ago(now, t.created_at):>7}  {t.title}{fails}{pid}")
     return EXIT_OK
 
 
@@ -300,7 +293,7 @@ def run_show(ctx: Context) -> int:
     if details.events:
         lines += ["", "Events:"]
         lines += [f"  {_when(e.created_at)}  {e.kind}  {_payload_text(e.payload)}" for e in details.events]
-    print("\n".join(visible(line) for line in lines))
+    print("\n".join(lines))
     return EXIT_OK
 
 
@@ -523,4 +516,4 @@ def run_tail(ctx: Context) -> int:
 
 def _print_event(e) -> None:
     stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.created_at))
-    print(visible(f"[{stamp}] {e.task_id} {e.kind} {_payload_text(e.payload)}".rstrip()), flush=True)
+    print(f"[{stamp}] {e.task_id} {e.kind} {_payload_text(e.payload)}".rstrip(), flush=True)
