@@ -112,3 +112,19 @@ def _relocate_locked(source: Path, target: Path) -> Relocation:
     except OSError as exc:
         return Relocation(source, deferred=f"cannot move {source} to {target}: {exc.strerror or exc}")
     return Relocation(target, moved=True)
+
+
+def route_board(home: HomeLayout, path: Path, create: bool, chosen: bool) -> tuple[Path, bool] | None:
+    """None for hermes-agent's board; else the file to open and whether it may be
+    created. An older board of ours found at ``<home>/kanban.db`` by default (not
+    ``chosen`` by --db, $HERMES_KANBAN_DB or config) is moved to
+    ``<home>/hermes-tui/board.db`` first (:func:`relocate_board`)."""
+    kind = board_kind(path)
+    if kind is BoardKind.HERMES:
+        return None
+    if kind is BoardKind.OURS and path == home.shared_kanban_db and not chosen:
+        moved = relocate_board(home)
+        return moved.path, create and moved.path == home.kanban_db
+    if path == home.kanban_db and create:
+        home.ensure_dir(home.own_dir)
+    return path, create

@@ -49,26 +49,6 @@ class BoardView:
     counts: Mapping[str, int] = field(default_factory=dict)
 
 
-def _route(home: HomeLayout, path: Path, create: bool, chosen: bool) -> tuple[Path, bool] | None:
-    """None for hermes-agent's board; else the file to open and whether it may be
-    created. An older board of ours found at ``<home>/kanban.db`` by default (not
-    ``chosen`` by --db, $HERMES_KANBAN_DB or config) is moved to
-    ``<home>/hermes-tui/board.db`` first (see :mod:`engine.kanban.relocate`)."""
-    from engine.hermes.board_file import BoardKind, board_kind
-
-    kind = board_kind(path)
-    if kind is BoardKind.HERMES:
-        return None
-    if kind is BoardKind.OURS and path == home.shared_kanban_db and not chosen:
-        from engine.kanban.relocate import relocate_board
-
-        moved = relocate_board(home)
-        return moved.path, create and moved.path == home.kanban_db
-    if path == home.kanban_db and create:
-        home.ensure_dir(home.own_dir)
-    return path, create
-
-
 class BoardService:
     """One open board with its dispatcher. Get one with :meth:`open`, give it back with
     :meth:`close` (or ``async with``)."""
@@ -108,7 +88,9 @@ class BoardService:
             shared._refs += 1
             return shared
         chosen = bool(override or os.environ.get("HERMES_KANBAN_DB") or settings.kanban.db)
-        routed = await asyncio.to_thread(_route, home, path, create, chosen)
+        from engine.kanban.relocate import route_board
+
+        routed = await asyncio.to_thread(route_board, home, path, create, chosen)
         if routed is None:  # hermes-agent's own board: read-only, changed through its CLI
             from engine.hermes.board import HermesBoardService
 
