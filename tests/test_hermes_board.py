@@ -144,6 +144,13 @@ def test_a_board_hermes_holds_open_is_read_through_its_wal(hermes):
     assert side_files(hermes) == []
 
 
+def test_the_light_board_check_knows_our_application_id():
+    from engine.hermes import board_file
+    from engine.kanban import store
+
+    assert board_file.OUR_APPLICATION_ID == store.APPLICATION_ID
+
+
 # --------------------------------------------------------------------------------------
 # Changes: through hermes's CLI only
 # --------------------------------------------------------------------------------------
