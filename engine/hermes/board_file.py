@@ -9,10 +9,13 @@ stays light (no aiosqlite) and never writes.
 from __future__ import annotations
 
 import os
-import sqlite3
 import urllib.parse
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # sqlite3 is imported where a file is read: the CLI's parser needs only the statuses
+    import sqlite3
 
 OUR_APPLICATION_ID = 0x484B4E42  # engine.kanban.store.APPLICATION_ID ("HKNB")
 # The statuses hermes-agent 0.19.0 knows (hermes_cli/kanban_db.py VALID_STATUSES), in
@@ -51,6 +54,8 @@ def connect_read_only(path: Path) -> sqlite3.Connection:
     missing; they are missing only when no writer has it open, and then the main file
     holds every commit, so the connection is made ``immutable`` (no lock, no side file).
     """
+    import sqlite3
+
     conn = sqlite3.connect(_uri(Path(path), immutable=not _live_wal(Path(path))), uri=True)
     conn.row_factory = sqlite3.Row
     return conn
@@ -67,6 +72,8 @@ def board_kind(path: Path) -> BoardKind:
     A file SQLite cannot read is OTHER (fail closed: it is nobody's board to use)."""
     if not os.path.isfile(path):
         return BoardKind.MISSING
+    import sqlite3
+
     try:
         conn = sqlite3.connect(_uri(Path(path), immutable=True), uri=True)
     except sqlite3.Error:
