@@ -116,8 +116,25 @@ class HomeLayout:
         return self.root / "processes"
 
     @property
+    def own_dir(self) -> Path:
+        """hermes-tui's own folder in the home: files hermes-agent never opens."""
+        return self.root / "hermes-tui"
+
+    @property
     def kanban_db(self) -> Path:
+        """hermes-tui's own board (``<home>/hermes-tui/board.db``)."""
+        return self.own_dir / "board.db"
+
+    @property
+    def shared_kanban_db(self) -> Path:
+        """``<home>/kanban.db``: hermes-agent's board, or an older hermes-tui's (moved to
+        :attr:`kanban_db` on first use)."""
         return self.root / "kanban.db"
+
+    @property
+    def hermes_kanban_logs_dir(self) -> Path:
+        """Where hermes-agent keeps its workers' logs (``kanban/logs/<id>.log``)."""
+        return self.root / "kanban" / "logs"
 
     @property
     def is_managed(self) -> bool:

@@ -6,6 +6,9 @@ once when a worker this app started exits, so a finished worker's card is judged
 moments instead of at the next interval. Each result goes to the board pane as a
 ``BoardPane.TickDone`` message: the pane only shows it.
 
+It never ticks hermes-agent's board (hermes's gateway dispatches it): the first tick
+there is refused with one notification and the loop stays idle.
+
 It shares the process's one :class:`engine.kanban.service.BoardService` with the pane.
 A tick never runs twice at once: a request that arrives during a tick runs one more
 tick right after it (never a cancelled half-tick).
@@ -40,6 +43,7 @@ class DispatchLoop:
         self._watched: set[str] = set()
         self.ticks = 0
         self.last_result: DispatchResult | None = None
+        self.refused = ""  # why this app may not dispatch its board (said once)
 
     @property
     def spawner(self):
@@ -84,13 +88,18 @@ class DispatchLoop:
     async def tick(self) -> DispatchResult | None:
         """One tick on the shared board service; None when there is no board yet or the
         tick failed (said in a notification: a failed tick must not take the app down)."""
+        from engine.hermes.board import DispatchRefused
         from engine.kanban.service import BoardService
 
-        if not await asyncio.to_thread(BoardService.exists, self.home, self.settings):
+        if self.refused or not await asyncio.to_thread(BoardService.exists, self.home, self.settings):
             return None
         try:
             async with await BoardService.open(self.home, self.settings, create=False) as service:
                 result = await service.tick(self.spawner)
+        except DispatchRefused as exc:  # hermes-agent's board: its gateway dispatches it
+            self.refused = str(exc)
+            self.app.notify(self.refused, severity="warning", timeout=8, markup=False)
+            return None
         except Exception as exc:
             self.app.notify(f"dispatch failed: {exc}", severity="error", timeout=8, markup=False)
             return None

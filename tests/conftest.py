@@ -27,8 +27,11 @@ _schedule.mark_started()
 
 @pytest.fixture
 def home(tmp_path: Path) -> HomeLayout:
-    """A fresh, created home in a temp dir."""
-    return HomeLayout(tmp_path / "home").ensure()
+    """A fresh, created home in a temp dir, with hermes-tui's own folder (where its
+    board lives) so store tests may open ``home.kanban_db`` directly."""
+    layout = HomeLayout(tmp_path / "home").ensure()
+    layout.ensure_dir(layout.own_dir)
+    return layout
 
 
 @pytest.fixture

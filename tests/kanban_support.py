@@ -72,8 +72,8 @@ def read_log(home: HomeLayout, task_id: str) -> str:
 
 
 def deleted_board_files(pid: int | str = "self") -> list[str]:
-    """The board files (kanban.db, -wal, -shm) a process holds open although they were
-    unlinked: the mark of a process whose SQLite locks were dropped under it."""
+    """The board files (board.db or kanban.db, -wal, -shm) a process holds open although
+    they were unlinked: the mark of a process whose SQLite locks were dropped under it."""
     import os
 
     found = []
@@ -83,7 +83,7 @@ def deleted_board_files(pid: int | str = "self") -> list[str]:
             target = os.readlink(f"{fd_dir}/{fd}")
         except OSError:
             continue
-        if "kanban.db" in target and target.endswith("(deleted)"):
+        if ("kanban.db" in target or "board.db" in target) and target.endswith("(deleted)"):
             found.append(target)
     return found
 

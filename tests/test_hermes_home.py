@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,9 @@ from tests.scratch_util import make_entry, wait_until
 
 FIXTURE = Path(__file__).parent / "fixtures" / "hermes_home_0_19_0"
 HERMES_FILES = ("config.yaml", "kanban.db", "processes.json", "state.db", "SOUL.md")
+# The commands run without hermes-agent's own CLI on PATH (with it, `kanban create` would
+# rightly ask hermes to add a card to its board).
+GUEST_ENV = {"HERMES_AUTO_PRUNE": "", "PATH": os.pathsep.join([os.path.dirname(sys.executable), "/usr/bin", "/bin"])}
 
 
 def _in_cwd(pid: int, path: Path) -> bool:
@@ -84,7 +88,7 @@ READ_ONLY = [
     ["proc", "poll", "proc_0dc6737718db"],
 ]
 EVERY_COMMAND = READ_ONLY + [
-    ["kanban", "create", "x"], ["kanban", "tail"], ["run", "--", "true"], ["proc", "kill", "proc_0dc6737718db"],
+    ["kanban", "create", "x"], ["kanban", "dispatch"], ["run", "--", "true"], ["proc", "kill", "proc_0dc6737718db"],
     ["scratch", "restore", "nothing-here"], ["prune", "--dry-run"],
 ]
 
@@ -93,7 +97,7 @@ EVERY_COMMAND = READ_ONLY + [
 def test_read_only_commands_create_and_change_nothing(hermes_home, argv):
     home, proc, entry = hermes_home
     before = tree_state(home.root)
-    result = run_cli("--home", str(home.root), *argv, env={"HERMES_AUTO_PRUNE": ""})
+    result = run_cli("--home", str(home.root), *argv, env=GUEST_ENV)
     assert "Traceback" not in result.stderr and "internal error" not in result.stderr, result.stderr
     assert proc.poll() is None and entry.exists()
     assert tree_state(home.root) == before
@@ -105,7 +109,7 @@ def test_no_command_signals_hermes_process_or_changes_its_files(hermes_home, arg
     process lives, its entry stays, its files keep every byte."""
     home, proc, entry = hermes_home
     files = hermes_bytes(home.root)
-    result = run_cli("--home", str(home.root), *argv, env={"HERMES_AUTO_PRUNE": ""}, timeout=60)
+    result = run_cli("--home", str(home.root), *argv, env=GUEST_ENV, timeout=60)
     assert "Traceback" not in result.stderr and "internal error" not in result.stderr, result.stderr
     assert proc.poll() is None and entry.exists()
     assert hermes_bytes(home.root) == files
@@ -139,7 +143,7 @@ def test_hermes_config_is_accepted_by_every_command(hermes_home):
 def test_prune_yes_keeps_the_entry_and_never_signals_hermes_process(hermes_home):
     home, proc, entry = hermes_home
     files = hermes_bytes(home.root)
-    result = run_cli("--home", str(home.root), "prune", "--yes", env={"HERMES_AUTO_PRUNE": ""})
+    result = run_cli("--home", str(home.root), "prune", "--yes", env=GUEST_ENV)
     assert result.returncode == 0, result.stderr
     assert proc.poll() is None and entry.exists()
     log = home.prune_log.read_text()
@@ -155,7 +159,7 @@ def test_a_descendant_of_a_hermes_process_is_spared_too(hermes_home, children):
     assert wait_until(lambda: any(_in_cwd(int(d), work) and identity.read_stat(int(d)).comm == b"sleep"
                                   for d in os.listdir("/proc") if d.isdigit()))
     register_with_hermes(home.root, shell.pid, work)
-    result = run_cli("--home", str(home.root), "prune", "--yes", env={"HERMES_AUTO_PRUNE": ""})
+    result = run_cli("--home", str(home.root), "prune", "--yes", env=GUEST_ENV)
     assert result.returncode == 0, result.stderr
     assert shell.poll() is None and work.exists()
     assert "live Hermes process pid=" in home.prune_log.read_text()
@@ -166,7 +170,7 @@ def test_a_reused_pid_in_processes_json_is_not_hermes(hermes_home):
     the process is a stranger in an idle entry (ours to stop, in this test)."""
     home, proc, entry = hermes_home
     register_with_hermes(home.root, proc.pid, entry, start_ticks=1)
-    result = run_cli("--home", str(home.root), "prune", "--yes", env={"HERMES_AUTO_PRUNE": ""})
+    result = run_cli("--home", str(home.root), "prune", "--yes", env=GUEST_ENV)
     assert result.returncode == 0, result.stderr
     assert proc.wait(timeout=30) == -signal.SIGTERM and not entry.exists()
 
@@ -178,7 +182,7 @@ def test_a_malformed_processes_json_makes_the_pruner_signal_nobody(hermes_home, 
     stray = children(["sleep", "600"], cwd=stray_entry)
     assert wait_until(lambda: _in_cwd(stray.pid, stray_entry) and identity.read_stat(stray.pid).comm == b"sleep")
     (home.root / "processes.json").write_bytes(content)
-    result = run_cli("--home", str(home.root), "prune", "--yes", env={"HERMES_AUTO_PRUNE": ""})
+    result = run_cli("--home", str(home.root), "prune", "--yes", env=GUEST_ENV)
     assert result.returncode == 0, result.stderr
     assert proc.poll() is None and stray.poll() is None
     assert entry.exists() and stray_entry.exists()

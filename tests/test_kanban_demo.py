@@ -75,6 +75,6 @@ async def test_the_app_s_own_dispatcher_completes_the_demo_s_slow_card(home):
                 "completed"]
             fds = [os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
                    if os.path.exists(f"/proc/self/fd/{fd}")]
-            assert not [f for f in fds if "kanban.db" in f and f.endswith("(deleted)")]
+            assert not [f for f in fds if "board.db" in f and f.endswith("(deleted)")]
         finally:
             demo_kanban.cleanup(home)

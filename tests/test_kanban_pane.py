@@ -344,6 +344,7 @@ class BoardOnly(App):
 
 def _snapshot_app(tmp_path) -> App:
     home = HomeLayout(tmp_path / "home").ensure()
+    home.ensure_dir(home.own_dir)  # where seed() opens the board directly
     asyncio.run(seed(home))
     home.config_file.write_text(CONFIG)
     return BoardOnly(home)

@@ -281,7 +281,7 @@ async def test_a_new_board_appears_whole_and_leaves_no_temporary_file(home):
     boards = await asyncio.gather(*(Board.open(home.kanban_db) for _ in range(3)))
     for b in boards:
         await b.close()
-    assert sorted(p.name for p in home.kanban_db.parent.iterdir() if p.name.startswith(".kanban")) == []
+    assert sorted(p.name for p in home.kanban_db.parent.iterdir() if p.name.startswith(".board")) == []
     assert home.kanban_db.stat().st_size > 0
 
 
@@ -317,7 +317,7 @@ async def test_opening_the_board_again_keeps_this_process_s_locks(home):
         await tr.create_task(second, NewTask("x"))
         fds = [os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
                if os.path.exists(f"/proc/self/fd/{fd}")]
-        assert not [f for f in fds if f.endswith("(deleted)") and "kanban.db" in f]
+        assert not [f for f in fds if f.endswith("(deleted)") and "board.db" in f]
     finally:
         await second.close()
         await first.close()

@@ -204,6 +204,12 @@ def render_details(details: TaskDetails, log_tail: str, now: float) -> Text:
         if r.error or r.summary:
             out.append(f"  {r.error or r.summary}", style="dim")
         out.append("\n")
+    if details.comments:
+        out.append(f"\nComments ({len(details.comments)})\n", style="bold")
+        for c in details.comments:
+            out.append(f"  {_when(c.created_at)}  ", style="dim")
+            out.append(c.author, style="bold")
+            out.append(f"  {c.body}\n")
     out.append(f"\nLast events ({len(details.events)})\n", style="bold")
     for e in details.events:
         payload = " ".join(f"{k}={v}" for k, v in sorted(e.payload.items()) if v not in (None, "", [], {}))

@@ -150,17 +150,19 @@ class BoardPane(Pane):
 
     def __init__(self, *, home: HomeLayout, settings: Settings, **kwargs) -> None:
         super().__init__(**kwargs)
-        from engine.kanban import board_path
-
         self.home = home
         self.settings = settings
-        self.db_path = board_path(home, settings)
+        from engine.kanban import board_path_at_a_glance
+
+        # Known now unless <home>/kanban.db exists (whose it is, SQLite tells, off the UI thread).
+        self.db_path: Path | None = board_path_at_a_glance(home, settings)
         self.service: BoardService | None = None
         self._open_lock = asyncio.Lock()
         self.cards: dict[str, CardView] = {}
         self.counts: dict[str, int] = {}  # status -> cards on the board (columns may show fewer)
         self._prompts: dict[str, str] = {}  # card id -> the text its option shows now
         self._columns: dict[str, list[str]] = {s: [] for s in STATUSES}
+        self.statuses: tuple[str, ...] = STATUSES  # the board's columns (hermes's board has more)
         self.show_archived = False
         self.last_result: DispatchResult | None = None
         self.last_held_back = ""
@@ -181,7 +183,7 @@ class BoardPane(Pane):
         focused = self.app.focused if self.is_attached else None
         if isinstance(focused, CardList) and self in focused.ancestors:
             return focused
-        for status in COLUMNS:
+        for status in self._shown_statuses(False):
             if self._columns[status]:
                 return self.query_one(f"#cards-{status}", CardList)
         return self.query_one("#cards-ready", CardList)
@@ -199,7 +201,7 @@ class BoardPane(Pane):
 
     def _size_columns(self, width: int) -> None:
         """Columns share the width; below MIN_COLUMN_WIDTH each they scroll sideways."""
-        shown = len(STATUSES) if self.show_archived else len(COLUMNS)
+        shown = len(self._shown_statuses(self.show_archived))
         column_width = max(MIN_COLUMN_WIDTH, (width - 1) // shown - 1)
         for column in self.query(BoardColumn):
             column.styles.width = column_width
@@ -232,17 +234,42 @@ class BoardPane(Pane):
         from engine.kanban.service import BoardService
         from engine.kanban.store import StoreError
 
-        exists = await asyncio.to_thread(BoardService.exists, self.home, self.settings)
+        self.db_path = await asyncio.to_thread(BoardService.path_for, self.home, self.settings)
+        exists = await asyncio.to_thread(self.db_path.exists)
         if not exists and not create:
             self._show_info()
             return None
         try:
-            self.service = await BoardService.open(self.home, self.settings, create=create, clock=self.clock)
+            service = await BoardService.open(self.home, self.settings, create=create, clock=self.clock)
+            await self._use_statuses(await service.statuses())
         except (StoreError, OSError) as exc:
             self._fail(f"The board cannot be used: {exc}")
             return None
+        self.service = service
+        self.db_path = service.path
+        if service.read_only:  # said once, when the board opens
+            self.notify(service.read_only_reason, severity="warning", timeout=8, markup=False)
         self._show_info()
         return self.service
+
+    async def _use_statuses(self, statuses: tuple[str, ...]) -> None:
+        """Give every status of the board a column (hermes's board has triage, scheduled
+        and whatever else its cards hold), in the board's order."""
+        missing = [s for s in statuses if s not in self._columns]
+        for status in missing:
+            self._columns[status] = []
+        self.statuses = tuple(statuses) + tuple(s for s in STATUSES if s not in statuses)
+        if not missing:
+            return
+        holder = self.query_one("#board-columns", HorizontalScroll)
+        for status in missing:
+            following = [s for s in statuses[statuses.index(status) + 1:] if s not in missing]
+            before = self.query_one(f"#column-{following[0]}") if following else None
+            await holder.mount(BoardColumn(status), before=before)
+        self.on_resize()
+
+    def _shown_statuses(self, with_archived: bool) -> tuple[str, ...]:
+        return tuple(s for s in self.statuses if with_archived or s != ARCHIVED)
 
     def _fail(self, message: str) -> None:
         self.error = message
@@ -261,7 +288,7 @@ class BoardPane(Pane):
             return
         from engine.kanban.store import StoreError
 
-        statuses = STATUSES if self.show_archived else COLUMNS
+        statuses = self._shown_statuses(self.show_archived)
         try:
             view = await self.service.view(statuses, RECENT_FINISHED)
         except StoreError as exc:
@@ -282,14 +309,14 @@ class BoardPane(Pane):
 
     def _apply(self, views: list[CardView], counts: dict[str, int] | None) -> None:
         now = self.clock()
-        by_status: dict[str, list[CardView]] = {s: [] for s in STATUSES}
+        by_status: dict[str, list[CardView]] = {s: [] for s in self.statuses}
         for view in views:
             by_status.setdefault(view.task.status, []).append(view)
         old = self.cards
         self.cards = {v.task.id: v for v in views}
         self.counts = dict(counts) if counts is not None else {}
         with self.app.batch_update():
-            for status in STATUSES:
+            for status in self.statuses:
                 column = by_status[status]
                 ids = [v.task.id for v in column]
                 cards = self.query_one(f"#cards-{status}", CardList)
@@ -331,7 +358,7 @@ class BoardPane(Pane):
     def _shown_db_path(self) -> str:
         """The board file as a user reads it: relative to the home when it lives there."""
         try:
-            return str(Path(self.db_path).relative_to(self.home.root))
+            return str(Path(self.db_path or self.home.kanban_db).relative_to(self.home.root))
         except ValueError:
             return str(self.db_path)
 
@@ -340,10 +367,16 @@ class BoardPane(Pane):
         running = len(self._columns[RUNNING])
         if self.error:
             return
+        if self.service is None and self.db_path is None:
+            self.query_one("#board-info", Static).update(Text("Looking for the board…"), layout=False)
+            return
         if self.service is None:
             self.query_one("#board-info", Static).update(
                 Text(f"No board yet ({self._shown_db_path()}): press n to create the first card."), layout=False)
             self.set_status("no board yet")
+            return
+        if not self.service.dispatchable:
+            self._show_foreign_info()
             return
         state = f"dispatcher every {k.dispatch_interval_seconds:g}s" if k.dispatch else "dispatcher off"
         if self.last_tick_at is not None:
@@ -352,11 +385,27 @@ class BoardPane(Pane):
                 state += f": spawned {len(self.last_result.spawned)}"
         info = state + (f" · {self.last_held_back}" if self.last_held_back else "")
         self.query_one("#board-info", Static).update(Text(info), layout=False)  # one line, always
-        total = sum(self.counts.get(s, len(self._columns[s])) for s in COLUMNS)
+        total = sum(self.counts.get(s, len(self._columns[s])) for s in self._shown_statuses(False))
         status = f"{total} cards, {running} running · {'dispatch on' if k.dispatch else 'dispatch off'}"
         if self.last_held_back:
             status += " · " + self.last_held_back.replace("Last tick held back: ", "held back: ")
         self.set_status(status)
+
+    def _show_foreign_info(self) -> None:
+        """hermes-agent's board: whose it is, how it changes, who dispatches it."""
+        how = "read-only (`hermes` is not on PATH)" if self.service.read_only else \
+            f"changes go through {self.service.command}"
+        info = f"hermes-agent's board ({self._shown_db_path()}) · {how} · hermes's gateway dispatches it"
+        self.query_one("#board-info", Static).update(Text(info), layout=False)
+        total = sum(self.counts.get(s, len(self._columns[s])) for s in self._shown_statuses(False))
+        self.set_status(f"hermes board: {total} cards" + (", read-only" if self.service.read_only else ""))
+
+    def _refused_here(self) -> bool:
+        """True (and said in one line) when the open board takes no change from here."""
+        if self.service is not None and self.service.read_only:
+            self.notify(self.service.read_only_reason, severity="warning", timeout=5, markup=False)
+            return True
+        return False
 
     # -- the dispatcher's results (the app's dispatch loop ticks) ---------------------------------
 
@@ -373,6 +422,10 @@ class BoardPane(Pane):
     def action_dispatch_now(self) -> None:
         if self.error:
             self.notify(self.error, severity="error", markup=False)
+            return
+        if self.service is not None and not self.service.dispatchable:
+            self.notify(f"{self._shown_db_path()} is hermes-agent's board: hermes's gateway dispatches it, "
+                        "hermes-tui never does", severity="warning", timeout=5, markup=False)
             return
         self.notify("dispatching…", timeout=2)
         self.post_message(self.DispatchRequested())
@@ -398,7 +451,7 @@ class BoardPane(Pane):
         return task
 
     def action_column(self, step: int) -> None:
-        shown = [s for s in STATUSES if s != ARCHIVED or self.show_archived]
+        shown = list(self._shown_statuses(self.show_archived))
         current = self._focused_list()
         index = shown.index(current.status) if current is not None and current.status in shown else 0
         target = self.query_one(f"#cards-{shown[(index + step) % len(shown)]}", CardList)
@@ -415,6 +468,8 @@ class BoardPane(Pane):
     def action_new_card(self) -> None:
         if self.error:
             self.notify(self.error, severity="error", markup=False)
+            return
+        if self._refused_here():
             return
         from widgets.board_modals import NewCardScreen
 
@@ -439,15 +494,13 @@ class BoardPane(Pane):
         if task is None or self.service is None:
             return
 
-        from engine.kanban.workers import card_log_path
         from widgets.board_modals import CardDetailsScreen
 
         def closed(answer: str | None) -> None:
             if answer == "output":
                 self._open_output(task.id)
 
-        self.app.push_screen(CardDetailsScreen(self.service, task.id,
-                                               card_log_path(self.home.kanban_logs_dir, task.id), self.clock),
+        self.app.push_screen(CardDetailsScreen(self.service, task.id, self.service.log_path(task.id), self.clock),
                              closed)
 
     def action_open_output(self) -> None:
@@ -469,7 +522,7 @@ class BoardPane(Pane):
 
     def action_move(self, step: int) -> None:
         task = self._need_selected()
-        if task is None:
+        if task is None or self._refused_here():
             return
         from engine.kanban import transitions as tr
 
@@ -499,7 +552,7 @@ class BoardPane(Pane):
 
     def action_assign(self) -> None:
         task = self._need_selected()
-        if task is None:
+        if task is None or self._refused_here():
             return
         from widgets.board_modals import AssignScreen
 
@@ -511,7 +564,7 @@ class BoardPane(Pane):
 
     def action_reclaim(self) -> None:
         task = self._need_selected()
-        if task is None:
+        if task is None or self._refused_here():
             return
         if task.status != RUNNING:
             self.notify(f"{task.id} is {task.status}: only a running card can be reclaimed", severity="warning")
@@ -524,7 +577,7 @@ class BoardPane(Pane):
 
     def action_archive(self) -> None:
         task = self._need_selected()
-        if task is None:
+        if task is None or self._refused_here():
             return
         if task.status == ARCHIVED:
             self.notify(f"{task.id} is already archived", severity="warning")
@@ -537,7 +590,7 @@ class BoardPane(Pane):
 
     def action_unblock(self) -> None:
         task = self._need_selected()
-        if task is None:
+        if task is None or self._refused_here():
             return
         if task.status != BLOCKED:
             self.notify(f"{task.id} is {task.status}, not blocked", severity="warning")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.config import Settings
+from engine.hermes.board_file import OUR_APPLICATION_ID as OUR_BOARD_APPLICATION_ID
 from engine.hermes.config_keys import HERMES_SECTIONS
 
 # Files and folders hermes-agent writes in its home and hermes-tui never does.
@@ -25,8 +26,6 @@ HERMES_FILES = (
 )
 HERMES_DIRS = ("sessions", "memories", "skills", "pairing")
 
-# hermes-tui's board marks itself with this SQLite application id ("HKNB").
-OUR_BOARD_APPLICATION_ID = 0x484B4E42
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@
 - :mod:`engine.kanban.dispatcher`  the dispatch tick
 - :mod:`engine.kanban.workers`     spawning, stopping and judging workers
 - :mod:`engine.kanban.breaker`     the failure breaker
+- :mod:`engine.kanban.relocate`    moving an older hermes-tui board out of hermes's ``kanban.db`` name
 """
 
 from __future__ import annotations
@@ -21,8 +22,30 @@ from engine.home import HomeLayout
 def board_path(home: HomeLayout, settings: Settings, override: str | os.PathLike[str] | None = None,
                environ: Mapping[str, str] | None = None) -> Path:
     """Which board: ``--db`` > ``$HERMES_KANBAN_DB`` (a worker's own board) > config
-    ``kanban.db`` (relative to the home) > ``<home>/kanban.db``. A flag or variable that is
-    relative is taken from the current directory, as any path typed in a shell."""
+    ``kanban.db`` (relative to the home) > hermes-agent's ``<home>/kanban.db`` when it
+    is there > an older hermes-tui's ``<home>/kanban.db`` not moved yet (see
+    :mod:`engine.kanban.relocate`) > ``<home>/hermes-tui/board.db``. A flag or variable
+    that is relative is taken from the current directory, as any path typed in a shell.
+
+    Telling hermes's board from ours asks SQLite (read-only, immutable): call this off
+    the UI thread."""
+    chosen = chosen_board_path(home, settings, override, environ)
+    if chosen is not None:
+        return chosen
+    from engine.hermes.board_file import BoardKind, board_kind
+
+    shared = board_kind(home.shared_kanban_db)
+    if shared is BoardKind.HERMES:
+        return home.shared_kanban_db
+    if shared is BoardKind.OURS and not home.kanban_db.exists():
+        return home.shared_kanban_db
+    return home.kanban_db
+
+
+def chosen_board_path(home: HomeLayout, settings: Settings, override: str | os.PathLike[str] | None = None,
+                      environ: Mapping[str, str] | None = None) -> Path | None:
+    """The board a person or a dispatcher chose (``--db``, ``$HERMES_KANBAN_DB``, config
+    ``kanban.db``), or None for the default. Reads nothing."""
     env = os.environ if environ is None else environ
     given = override or env.get("HERMES_KANBAN_DB")
     if given:  # typed by a person or set by a dispatcher: relative to the current directory
@@ -30,4 +53,13 @@ def board_path(home: HomeLayout, settings: Settings, override: str | os.PathLike
     if settings.kanban.db:
         path = Path(settings.kanban.db).expanduser()
         return path if path.is_absolute() else home.root / path
-    return home.kanban_db
+    return None
+
+
+def board_path_at_a_glance(home: HomeLayout, settings: Settings) -> Path | None:
+    """:func:`board_path` when telling it needs no read of a file (a stat at most: there
+    is no ``<home>/kanban.db``), else None. For a first frame that must not wait."""
+    chosen = chosen_board_path(home, settings)
+    if chosen is not None:
+        return chosen
+    return None if home.shared_kanban_db.exists() else home.kanban_db

@@ -133,14 +133,29 @@ class NewTask:
 
 
 @dataclass(frozen=True)
+class Comment:
+    """A comment on a card (hermes-agent's board keeps them; hermes-tui's has none)."""
+
+    id: int
+    task_id: str
+    author: str
+    body: str
+    created_at: float
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class TaskDetails:
-    """A card with its runs and events (``show``, the details modal)."""
+    """A card with its runs, events and comments (``show``, the details modal)."""
 
     task: Task
     parents: tuple[str, ...]
     children: tuple[str, ...]
     runs: tuple[Run, ...]
     events: tuple[Event, ...]
+    comments: tuple[Comment, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         data = self.task.to_json()
@@ -148,6 +163,7 @@ class TaskDetails:
         data["child_ids"] = list(self.children)
         data["runs"] = [r.to_json() for r in self.runs]
         data["events"] = [e.to_json() for e in self.events]
+        data["comments"] = [c.to_json() for c in self.comments]
         return data
 
 

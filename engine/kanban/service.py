@@ -10,16 +10,20 @@ Why it exists:
   dispatch loop share one connection, and every statement on it is serialised by
   :class:`engine.kanban.store.Board`.
 - **The "open the board" ceremony exists once**: which file (:func:`engine.kanban.board_path`),
-  creating the home when the board lives in it, and whether to create a missing board.
+  creating hermes-tui's folder when the board lives in it, moving an older board out of
+  hermes's ``kanban.db`` name, and whether to create a missing board.
 - **It speaks in models.** Callers get :class:`Task`, :class:`TaskDetails`,
-  :class:`BoardView`, :class:`DispatchResult`, never rows or SQL, so another store (a
-  server database, or a read-only view of hermes-agent's own board) can stand behind the
-  same methods later.
+  :class:`BoardView`, :class:`DispatchResult`, never rows or SQL, so another store can
+  stand behind the same methods: :meth:`BoardService.open` hands out
+  :class:`engine.hermes.board.HermesBoardService` when the file is hermes-agent's board
+  (read-only, changed through hermes's CLI, never dispatched; callers look only at
+  ``read_only`` and ``dispatchable``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -48,6 +52,11 @@ class BoardView:
 class BoardService:
     """One open board with its dispatcher. Get one with :meth:`open`, give it back with
     :meth:`close` (or ``async with``)."""
+
+    kind = "hermes-tui"
+    read_only = False
+    read_only_reason = ""
+    dispatchable = True
 
     _open: ClassVar[dict[tuple[Path, int], BoardService]] = {}
 
@@ -78,8 +87,20 @@ class BoardService:
         if shared is not None:
             shared._refs += 1
             return shared
-        if path == home.kanban_db:
-            await asyncio.to_thread(home.ensure)
+        chosen = bool(override or os.environ.get("HERMES_KANBAN_DB") or settings.kanban.db)
+        from engine.kanban.relocate import route_board
+
+        routed = await asyncio.to_thread(route_board, home, path, create, chosen)
+        if routed is None:  # hermes-agent's own board: read-only, changed through its CLI
+            from engine.hermes.board import HermesBoardService
+
+            return await HermesBoardService.open(path, home=home, settings=settings, clock=clock)
+        path, create = routed
+        key = (Path(path).resolve(), key[1])
+        shared = cls._open.get(key)
+        if shared is not None:
+            shared._refs += 1
+            return shared
         board = await Board.open(path, clock=clock, create=create)
         shared = cls._open.get(key)  # another coroutine may have opened it meanwhile
         if shared is not None:
@@ -125,6 +146,18 @@ class BoardService:
 
             self._spawner = RegistrySpawner(self.home, self.settings)
         return self._spawner
+
+    async def statuses(self) -> tuple[str, ...]:
+        """The board's columns, in order."""
+        from engine.kanban.statuses import STATUSES
+
+        return STATUSES
+
+    def log_path(self, task_id: str) -> Path:
+        """Where a card's worker log is kept."""
+        from engine.kanban.workers import card_log_path
+
+        return card_log_path(self.home.kanban_logs_dir, task_id)
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -186,6 +219,11 @@ class BoardService:
 
     async def reclaim(self, task_id: str, reason: str = "") -> tr.TransitionResult:
         return await tr.reclaim(self._board, task_id, reason=reason, grace=self._grace)
+
+    async def comment(self, task_id: str, text: str) -> tr.TransitionResult:
+        from engine.kanban.store import StoreError
+
+        raise StoreError("hermes-tui's own board keeps no comments (hermes-agent's board does)")
 
     async def unblock(self, task_id: str) -> tr.TransitionResult:
         return await tr.unblock(self._board, task_id)

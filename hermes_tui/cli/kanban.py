@@ -28,7 +28,7 @@ MAX_PRIORITY = 1_000_000_000
 MAX_RETRIES = 1_000_000
 MAX_TAIL_LINES = 1_000_000
 VERBS = ("create", "list", "show", "assign", "complete", "block", "review", "heartbeat", "reclaim", "unblock",
-         "archive", "dispatch", "daemon", "tail")
+         "archive", "comment", "dispatch", "daemon", "tail")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="The kanban board of this home (or --db). Exit 0 ok, 1 failed/refused, 2 usage.",
     )
     p.add_argument("--db", metavar="PATH", help="the board file (default: $HERMES_KANBAN_DB, config kanban.db, "
-                   "<home>/kanban.db)")
+                   "hermes-agent's <home>/kanban.db when there, else <home>/hermes-tui/board.db)")
     p.set_defaults(func=_need_verb)
     verbs = p.add_subparsers(dest="verb", metavar="VERB", parser_class=type(p))
     common = argparse.ArgumentParser(add_help=False)
@@ -83,6 +83,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     verb("unblock", "blocked -> ready (todo while a parent is open); resets its failures", run_unblock) \
         .add_argument("id")
     verb("archive", "archive a card (a running card's worker is stopped)", run_archive).add_argument("id")
+    cp = verb("comment", "comment on a card (hermes-agent's board only)", run_comment)
+    cp.add_argument("id")
+    cp.add_argument("text")
     verb("dispatch", "run one dispatch tick now", run_dispatch)
     dp = verb("daemon", "tick until Ctrl+C", run_daemon, json_flag=False)
     dp.add_argument("--interval", type=number_arg(unit="seconds"), metavar="S",
@@ -94,7 +97,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _statuses() -> tuple[str, ...]:
-    return ("todo", "ready", "running", "review", "blocked", "done", "archived")
+    """Every status a board may hold: hermes-tui's, and hermes-agent's (triage, scheduled)."""
+    from engine.hermes.board_file import HERMES_STATUSES
+    from engine.kanban.statuses import STATUSES
+
+    return STATUSES + tuple(s for s in HERMES_STATUSES if s not in STATUSES)
 
 
 
@@ -118,11 +125,12 @@ def bounded_int(low: int, high: int, what: str):
     return parse
 
 
-def _warn_unknown_profile(ctx: Context, name: str | None) -> None:
+def _warn_unknown_profile(ctx: Context, name: str | None, board_kind: str = "hermes-tui") -> None:
     """A card for a profile this home does not have is still made (another home may
-    serve it), but the person hears about it: a typo would otherwise wait forever."""
+    serve it), but the person hears about it: a typo would otherwise wait forever.
+    hermes-agent's board is worked by hermes's profiles: not checked here."""
     profiles = ctx.settings.kanban.profiles
-    if name and name not in profiles:
+    if name and name not in profiles and board_kind == "hermes-tui":
         known = ", ".join(sorted(profiles)) or "none are configured"
         print(f"warning: no profile here is called {name!r}; the profiles here: {known}", file=sys.stderr)
 
@@ -199,12 +207,12 @@ def run_create(ctx: Context) -> int:
     a = ctx.args
 
     async def body(service):
-        return await service.create(NewTask(title=a.title, body=a.body, assignee=a.assignee, parents=tuple(a.parent),
-                                            priority=a.priority, max_retries=a.max_retries,
-                                            max_runtime_seconds=a.max_runtime))
+        return service.kind, await service.create(NewTask(
+            title=a.title, body=a.body, assignee=a.assignee, parents=tuple(a.parent), priority=a.priority,
+            max_retries=a.max_retries, max_runtime_seconds=a.max_runtime))
 
-    task = _run(ctx, body)
-    _warn_unknown_profile(ctx, task.assignee)
+    kind, task = _run(ctx, body)
+    _warn_unknown_profile(ctx, task.assignee, kind)
     if ctx.json:
         print_json({"id": task.id, "status": task.status})
     else:
@@ -213,15 +221,14 @@ def run_create(ctx: Context) -> int:
 
 
 def run_list(ctx: Context) -> int:
-    from engine.kanban.models import STATUSES
-
     a = ctx.args
-    statuses = a.status or [s for s in STATUSES if a.all or s != "archived"]
 
     async def body(service):
-        return await service.list_tasks(statuses)
+        board = await service.statuses()
+        statuses = a.status or [s for s in board if a.all or s != "archived"]
+        return board, await service.list_tasks(statuses)
 
-    tasks = _run(ctx, body)
+    board, tasks = _run(ctx, body)
     if ctx.json:
         print_json({"tasks": [t.to_json() for t in tasks]})
         return EXIT_OK
@@ -229,7 +236,7 @@ def run_list(ctx: Context) -> int:
         print("No cards.")
         return EXIT_OK
     now = time.time()
-    order = {s: i for i, s in enumerate(STATUSES)}
+    order = {s: i for i, s in enumerate(board)}
     for t in sorted(tasks, key=lambda t: order.get(t.status, 99)):
         fails = f"  failures={t.consecutive_failures}" if t.consecutive_failures else ""
         pid = f"  pid={t.worker_pid}" if t.worker_pid else ""
@@ -280,6 +287,9 @@ def run_show(ctx: Context) -> int:
             elif r.summary:
                 text += f"  {r.summary}"
             lines.append(text)
+    if details.comments:
+        lines += ["", "Comments:"]
+        lines += [f"  {_when(c.created_at)}  {c.author}: {c.body}" for c in details.comments]
     if details.events:
         lines += ["", "Events:"]
         lines += [f"  {_when(e.created_at)}  {e.kind}  {_payload_text(e.payload)}" for e in details.events]
@@ -319,10 +329,10 @@ def run_assign(ctx: Context) -> int:
     profile = None if ctx.args.profile == "-" else ctx.args.profile
 
     async def body(service):
-        return await service.assign(await service.resolve(ctx.args.id), profile)
+        return service.kind, await service.assign(await service.resolve(ctx.args.id), profile)
 
-    result = _run(ctx, body)
-    _warn_unknown_profile(ctx, profile)
+    kind, result = _run(ctx, body)
+    _warn_unknown_profile(ctx, profile, kind)
     if not ctx.json:
         print(f"Assigned {result.task_id} to {profile or 'nobody'}")
         return EXIT_OK
@@ -369,6 +379,28 @@ def run_archive(ctx: Context) -> int:
         return await service.archive(await service.resolve(ctx.args.id))
 
     return _report(ctx, "archive", _run(ctx, body))
+
+
+def run_comment(ctx: Context) -> int:
+    async def body(service):
+        return await service.comment(await service.resolve(ctx.args.id), ctx.args.text)
+
+    result = _run(ctx, body)
+    if ctx.json:
+        print_json(result.to_json())
+    else:
+        print(f"Commented on {result.task_id}")
+    return EXIT_OK
+
+
+def _refuse_undispatchable(ctx: Context) -> None:
+    """Refuse before a daemon starts ticking a board hermes-tui must not dispatch."""
+
+    async def body(service):
+        if not service.dispatchable:
+            await service.tick()
+
+    _run(ctx, body)
 
 
 def _tick(ctx: Context, spawner=None):
@@ -421,6 +453,7 @@ def run_daemon(ctx: Context) -> int:
     from engine.kanban.registry_spawner import RegistrySpawner
 
     interval = ctx.args.interval or ctx.settings.kanban.dispatch_interval_seconds
+    _refuse_undispatchable(ctx)
     spawner = RegistrySpawner(ctx.home, ctx.settings)  # one for all ticks: it reaps its children
     stop = {"now": False}
 
