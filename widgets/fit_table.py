@@ -53,8 +53,8 @@ class Plan:
 def plan_columns(cols: Sequence[Col], natural: dict[str, int], available: int, padding: int) -> Plan:
     """Fit ``cols`` into ``available`` cells (``padding`` is added to each column twice).
 
-    Fixed columns take their natural width; flex columns share the rest, the narrower
-    ones first (so a short value is never cut to give room it does not need); columns
+    Fixed columns take their natural width; flex columns share the rest in column order
+    (the first one is the row's main value), the last one taking what is left; columns
     hide, highest ``hide_rank`` first, while even the flex minimums do not fit.
     """
     shown = list(cols)
@@ -69,10 +69,13 @@ def plan_columns(cols: Sequence[Col], natural: dict[str, int], available: int, p
         shown.remove(max(hideable, key=lambda c: c.hide_rank))
     widths = {c.key: natural[c.key] for c in shown if not c.flex}
     room = available - sum(w + 2 * padding for w in widths.values())
-    flex = sorted((c for c in shown if c.flex), key=lambda c: natural[c.key])
+    flex = [c for c in shown if c.flex]
     for i, c in enumerate(flex):
-        share = room // (len(flex) - i) - 2 * padding
-        width = max(c.min_width, min(natural[c.key], share))
+        # In column order: each flex column takes its natural width if the ones after it
+        # still get their minimum; the last one takes whatever is left.
+        reserve = sum(later.min_width + 2 * padding for later in flex[i + 1:])
+        left = room - reserve - 2 * padding
+        width = max(c.min_width, left if i == len(flex) - 1 else min(natural[c.key], left))
         widths[c.key] = width
         room -= width + 2 * padding
     return Plan(tuple((c.key, widths[c.key]) for c in shown))
@@ -117,6 +120,10 @@ class FitTable(DataTable):
     def drop(self, key: str) -> None:
         if self.full.pop(key, None) is not None:
             self._order.remove(key)
+
+    def drop_all(self) -> None:
+        self.full.clear()
+        self._order.clear()
 
     def order(self, sort_key: Callable[[str], object], reverse: bool = False) -> None:
         self._order.sort(key=sort_key, reverse=reverse)

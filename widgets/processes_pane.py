@@ -22,7 +22,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches
-from textual.widgets import DataTable, Log
+from textual.widgets import DataTable, RichLog
 
 from engine.config import Settings
 from engine.fsutil import human_bytes, human_duration
@@ -158,7 +158,9 @@ class ProcessesPane(Pane):
         yield DetailLine(id="proc-detail")
         yield OutputView(max_lines=self.settings.ui.output_max_lines, tail_chars=self.settings.processes.tail_bytes,
                          redact=self.redact)
-        yield Log(id="proc-notifications", max_lines=NOTIFICATIONS_KEPT, auto_scroll=True)
+        # Wrapped, never cut: a watch match or a completion is read in full where it lands.
+        yield RichLog(id="proc-notifications", max_lines=NOTIFICATIONS_KEPT, auto_scroll=True, wrap=True,
+                      markup=False, min_width=20)
 
     @property
     def table(self) -> FitTable:
@@ -388,7 +390,10 @@ class ProcessesPane(Pane):
         self.notifications.append(event)
         del self.notifications[:-NOTIFICATIONS_KEPT]
         stamp = time.strftime("%H:%M:%S", time.localtime(event.at))
-        self.query_one("#proc-notifications", Log).write_line(f"{stamp} {event.kind:<24} {event.text}")
+        line = Text(f"{stamp} ", style="dim")
+        line.append(event.kind.replace("_", " "), style="bold")
+        line.append(f" {event.text}")
+        self.query_one("#proc-notifications", RichLog).write(line)
         self.add_class("-has-notifications")
         if self.settings.ui.notifications:
             title = "process completed" if event.kind == COMPLETION else event.kind.replace("_", " ")
@@ -564,6 +569,10 @@ class ProcessesPane(Pane):
 
     def action_search(self) -> None:
         self.output.start_search()
+
+    @on(OutputView.SearchClosed)
+    def _search_closed(self) -> None:
+        self.table.focus()  # the arrow keys go back to the list; n / N still jump
 
     def action_next_match(self) -> None:
         if self.output.next_match(1) is None:
