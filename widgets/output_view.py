@@ -57,7 +57,7 @@ class OutputView(Vertical):
 
     DEFAULT_CSS = """
     OutputView { height: 1fr; }
-    OutputView > #output-title { height: 1; color: $text-muted; }
+    OutputView > #output-title { height: 1; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
     OutputView > RichLog { height: 1fr; background: $surface; }
     OutputView > #output-search { display: none; height: 3; }
     OutputView.-searching > #output-search { display: block; }

@@ -118,7 +118,7 @@ class ProcessesPane(Pane):
 
     DEFAULT_CSS = """
     ProcessesPane > #proc-table { height: 2fr; min-height: 5; }
-    ProcessesPane > #proc-detail { max-height: 2; }
+    ProcessesPane > #proc-detail { max-height: 3; }
     ProcessesPane > OutputView { height: 3fr; }
     ProcessesPane > #proc-notifications { height: 4; display: none; border-top: solid $panel-lighten-2; }
     ProcessesPane.-has-notifications > #proc-notifications { display: block; }
@@ -374,10 +374,16 @@ class ProcessesPane(Pane):
             detail.show("")
             return
         cells = self._rows.get(s.id)
-        status = cells[STATUS_COLUMN] if cells else s.status
-        usage = f" · cpu {cells[4]}% · rss {cells[5]}" if cells and cells[4] else ""
-        detail.show(Text(f"{s.id} · {status} · pid {s.pid} · owner {s.owner}{usage} · "
-                         f"{shown_command(s, self.redact)}"))
+        if cells is None:
+            detail.show("")
+            return
+        # The command first (the cell most often cut), then every other column by name.
+        text = Text(shown_command(s, self.redact))
+        for (col, value) in zip(COLUMNS, cells, strict=True):
+            if value and col.key not in ("command", "id"):
+                text.append(f" · {col.label.lower()} {value}", style="dim")
+        text.append(f" · {s.id}", style="dim")
+        detail.show(text)
 
     @property
     def selected(self) -> ProcessSession | None:
