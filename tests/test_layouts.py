@@ -14,7 +14,7 @@ import re
 
 import pytest
 from rich.text import Text
-from test_kanban_pane import CONFIG, fixed_clock, seed  # noqa: F401  (fixed_clock is a fixture)
+from test_kanban_pane import CONFIG, fixed_clock, seed, wait_for  # noqa: F401  (fixed_clock is a fixture)
 from test_processes_app import write_session
 from test_scratch_app import build
 
@@ -55,14 +55,6 @@ async def make_home(tmp_path, with_scratch: bool = False) -> HomeLayout:
 
 def make_app(home: HomeLayout) -> HermesApp:
     return HermesApp(home, load_config(home.config_file), home_label="~/.hermes")
-
-
-async def wait_for(pilot, predicate, timeout: float = 30.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    assert predicate(), "condition never became true"
 
 
 async def _loaded(pilot) -> None:

@@ -42,18 +42,29 @@ async def test_a_foreground_run_that_ends_stays_in_view(home, cleanup):  # noqa:
         assert app.query_one(CommandBar) is not None
 
 
-async def test_follow_is_remembered_per_session(home, cleanup):  # noqa: F811
+def finished(home, *commands: str) -> list:
+    """Real sessions, run to their end before the app starts."""
     reg = ProcessRegistry(home, Settings())
-    first = reg.spawn("echo first")
-    second = reg.spawn("echo second")
-    for s in (first, second):
+    sessions = [reg.spawn(command) for command in commands]
+    for s in sessions:
         reg.wait(s.id, timeout=10)
+    return sessions
+
+
+async def listed(pilot, app, sessions) -> ProcessesPane:
+    """The pane once every session is a row, with the focus on its table."""
+    pane: ProcessesPane = app.pane("processes")
+    await wait_until(pilot, lambda: {s.id for s in sessions} <= set(pane._rows))
+    pane.table.focus()
+    await pilot.pause()
+    return pane
+
+
+async def test_follow_is_remembered_per_session(home, cleanup):  # noqa: F811
+    sessions = finished(home, "echo first", "echo second")
     app = PaneOnly(home, FAST)
     async with app.run_test(size=WIDE) as pilot:
-        pane: ProcessesPane = app.pane("processes")
-        await wait_until(pilot, lambda: {first.id, second.id} <= set(pane._rows))
-        pane.table.focus()
-        await pilot.pause()
+        pane = await listed(pilot, app, sessions)
         top = pane.selected.id
         await pilot.press("f")
         assert not pane.output.follow
@@ -67,18 +78,11 @@ async def test_follow_is_remembered_per_session(home, cleanup):  # noqa: F811
 
 
 async def test_after_a_search_the_arrows_move_the_list_and_enter_lands_on_the_first_match(home, cleanup):  # noqa: F811
-    reg = ProcessRegistry(home, Settings())
-    many = reg.spawn("for i in $(seq 1 300); do echo line $i; done; echo 'needle at 301'; "
-                     "for i in $(seq 302 600); do echo line $i; done")
-    other = reg.spawn("echo other")
-    for s in (many, other):
-        reg.wait(s.id, timeout=10)
+    many, other = finished(home, "for i in $(seq 1 300); do echo line $i; done; echo 'needle at 301'; "
+                           "for i in $(seq 302 600); do echo line $i; done", "echo other")
     app = PaneOnly(home, FAST)
     async with app.run_test(size=WIDE) as pilot:
-        pane: ProcessesPane = app.pane("processes")
-        await wait_until(pilot, lambda: {many.id, other.id} <= set(pane._rows))
-        pane.table.focus()
-        await pilot.pause()
+        pane = await listed(pilot, app, [many, other])
         if pane.selected.id != many.id:
             await pilot.press("down")
         await wait_until(pilot, lambda: pane.output.session_id == many.id and len(pane.output.lines) == 600)
