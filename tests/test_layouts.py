@@ -18,8 +18,9 @@ from test_kanban_pane import CONFIG, fixed_clock, seed, wait_for  # noqa: F401  
 from test_processes_app import write_session
 from test_scratch_app import build
 
-from engine.config import load_config
+from engine.config import Settings, load_config
 from engine.home import HomeLayout
+from engine.processes import ProcessRegistry
 from engine.scratch.audit import AuditLog
 from hermes_tui.app import HermesApp
 from widgets.fit_table import DetailLine, FitTable
@@ -60,7 +61,7 @@ def make_app(home: HomeLayout) -> HermesApp:
 async def _loaded(pilot) -> None:
     app = pilot.app
     board, processes = app.pane("board"), app.pane("processes")
-    await wait_for(pilot, lambda: len(board.cards) == 7 and len(processes._rows) == 3)
+    await wait_for(pilot, lambda: len(board.cards) == 7 and len(processes._rows) >= 3)
     await wait_for(pilot, lambda: app.pane("scratch").last_survey is not None)
     await pilot.pause(0.3)
 
@@ -146,3 +147,21 @@ async def test_footer_shows_whole_keys_at_80_columns(tmp_path, fixed_clock):  # 
         for key in keys:
             assert key.region.width == key.size.width > 0, key.description
         assert {"help", "quit"} <= {k.action for k in keys}
+
+
+async def test_the_processes_list_shows_enough_rows_at_80x24(tmp_path, fixed_clock):  # noqa: F811
+    """It showed two rows at 80x24: the list must show at least four sessions at once."""
+    home = await make_home(tmp_path)  # (its old finished sessions are past retention: gone)
+    reg = ProcessRegistry(home, Settings())
+    for i in range(6):  # real runs that notify: the notifications list takes its rows too
+        reg.wait(reg.spawn(f"echo {i}", notify=True).id, timeout=10)
+    app = make_app(home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _loaded(pilot)
+        await pilot.press("2")
+        pane = app.pane("processes")
+        table = pane.table
+        await wait_for(pilot, lambda: table.row_count == 6 and len(pane.notifications) == 6)
+        await pilot.pause(0.3)
+        rows_shown = table.scrollable_content_region.height - table.header_height
+        assert rows_shown >= 4
