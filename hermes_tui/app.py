@@ -155,6 +155,7 @@ class HermesApp(App[int]):
         # Below 100 columns the keys lose their padding, so a pane's everyday keys fit.
         for footer in self.query(KeysFooter):
             footer.compact = width < 100
+            footer.bindings_changed(self.screen)  # the keys that fit depend on the width
 
     @property
     def narrow(self) -> bool:

@@ -121,6 +121,8 @@ def test_dispatch_json_spawns_a_real_worker_and_reports_reasons(home):
     assert [s["task_id"] for s in result["spawned"]] == [first] and result["spawned"][0]["pid"] > 0
     assert {s["task_id"]: s["reason"] for s in result["skipped"]} == {second: "at_capacity",
                                                                       nobody: "skipped_unassigned"}
+    held = {s["task_id"]: s for s in result["skipped"]}[second]
+    assert (held["running"], held["limit"]) == (1, 1)  # the code and its numbers stay in --json
     for key in ("reclaimed", "crashed", "timed_out", "reaped_terminal_workers", "promoted", "skipped_locked",
                 "held_back"):
         assert key in result
@@ -130,7 +132,8 @@ def test_dispatch_json_spawns_a_real_worker_and_reports_reasons(home):
         time.sleep(0.1)
     text = kanban(home, "dispatch").stdout
     assert f"- {second}  ->  w" in text
-    assert "Held (skipped_unassigned): " + nobody in text
+    assert "Held back (unassigned, and no default assignee is set): " + nobody in text
+    assert "skipped_unassigned" not in text  # words for people, codes for --json
 
 
 def test_dispatch_text_says_why_nothing_spawned(home):
@@ -138,7 +141,8 @@ def test_dispatch_text_says_why_nothing_spawned(home):
     create(home, "held", "--assignee", "w")
     out = kanban(home, "dispatch").stdout
     assert "Spawned:                0" in out
-    assert out.strip().endswith("Last tick held back: skipped_nonspawnable=1")
+    assert out.strip().endswith("Last tick held back: 1 card w is not a profile this machine can spawn")
+    assert "skipped_nonspawnable" not in out
 
 
 def _start(home, *args) -> subprocess.Popen:
@@ -167,7 +171,7 @@ def test_daemon_ticks_and_stops_cleanly(home, sig):
     create(home, "held back", "--assignee", "w")
     proc = _start(home, "daemon", "--interval", "0.2")
     try:
-        seen = _read_until(proc, "Last tick held back: skipped_nonspawnable=1")
+        seen = _read_until(proc, "Last tick held back: 1 card w is not a profile this machine can spawn")
         assert seen.startswith("Dispatching every 0.2s")
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=15)

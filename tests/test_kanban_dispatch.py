@@ -19,6 +19,7 @@ from engine.kanban import transitions as tr
 from engine.kanban.dispatcher import dispatch_lock
 from engine.kanban.models import NewTask
 from engine.kanban.registry_spawner import RegistrySpawner
+from engine.kanban.wording import held_back_words, skip_reason
 from engine.kanban.workers import NullSpawner, claim_lock_here
 
 
@@ -395,9 +396,14 @@ async def test_caps_priority_and_the_held_back_line(world):
         assert [s.task_id for s in result.spawned] == [high_a1.id, mid.id]
         assert {s.task_id: s.reason for s in result.skipped} == {high_a2.id: "per_profile_capped",
                                                                  low.id: "at_capacity"}
+        # The numbers behind each cap travel with the code, and the words are made of them.
+        by_id = {s.task_id: s for s in result.skipped}
+        assert skip_reason(by_id[high_a2.id]) == "waiting: 1 of 1 running, the profile's cap (a)"
+        assert skip_reason(by_id[low.id]) == "waiting: 2 of 2 running, the board's cap"
         result = await disp.tick()
         assert not result.spawned
         assert result.held_back == "Last tick held back: at_capacity=2"
+        assert held_back_words(result) == "held back: 2 cards waiting: 2 of 2 running, the board's cap"
     finally:
         await _close(board)
 

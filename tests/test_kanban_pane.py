@@ -14,6 +14,7 @@ from engine.home import HomeLayout
 from engine.kanban import transitions as tr
 from engine.kanban.models import NewTask
 from engine.kanban.store import Board
+from engine.kanban.wording import held_back_words, skip_reason
 from engine.kanban.workers import NullSpawner, claim_lock_here
 from hermes_tui.app import HermesApp
 from widgets.board_modals import CardDetailsScreen, NewCardScreen
@@ -264,9 +265,19 @@ async def test_dispatch_now_and_the_held_back_line(home):
         assert [s.task_id for s in pane.last_result.spawned] == [made["ready"]]
         await pilot.press("D")
         await wait_for(pilot, lambda: pane.last_held_back != "")
-        assert pane.last_held_back == "Last tick held back: skipped_nonspawnable=1"
-        assert "held back: skipped_nonspawnable=1" in pane.border_subtitle
-        assert pane.last_held_back in str(pane.query_one("#board-info").render())
+        assert pane.last_held_back == "Last tick held back: skipped_nonspawnable=1"  # the code (--json)
+        # People read words: the info line and the subtitle never show the code.
+        words = held_back_words(pane.last_result)
+        assert words.startswith("held back: 1 card ") and "is not a profile this machine can spawn" in words
+        info = str(pane.query_one("#board-info").render())
+        assert words in info and "skipped_" not in info
+        assert "1 held back" in pane.border_subtitle and "skipped_" not in pane.border_subtitle
+        # The held-back card's reason in full, under the columns, once it is selected.
+        held = pane.last_result.skipped[0]
+        await select(pilot, pane, held.task_id)
+        detail = pane.query_one("#board-detail")
+        await wait_for(pilot, lambda: "held back: " + skip_reason(held) in detail.shown_text)
+        assert held.task_id in detail.shown_text
 
 
 async def test_in_app_dispatcher_ticks_on_its_interval_and_can_be_off(home):
@@ -280,7 +291,7 @@ async def test_in_app_dispatcher_ticks_on_its_interval_and_can_be_off(home):
         app.dispatch_loop.spawner = NullSpawner()
         app.screen.on_board_pane_tick_done = lambda m: ticks.append(m.result)  # noqa: B023
         await wait_for(pilot, lambda: pane.last_tick_at is not None and pane.last_held_back)
-        assert "skipped_nonspawnable" in pane.last_held_back
+        assert "skipped_nonspawnable" in pane.last_held_back  # the code; the board shows words
         assert await card_status(home, made["ready"]) == "ready"
     app = make_app(home)  # dispatch: false
     async with app.run_test(size=WIDE) as pilot:

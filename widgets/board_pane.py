@@ -36,6 +36,8 @@ from engine.config import Settings
 from engine.fsutil import human_duration
 from engine.home import HomeLayout
 from engine.kanban.statuses import ARCHIVED, BLOCKED, RUNNING, STATUSES
+from engine.kanban.wording import held_back_words, skip_reason
+from widgets.fit_table import DetailLine
 from widgets.pane import EmptyState, Pane
 
 # The store (aiosqlite), the transitions, the workers' checks and the dialogs are
@@ -114,7 +116,8 @@ class BoardPane(Pane):
     ]
 
     DEFAULT_CSS = """
-    BoardPane #board-info { height: 1; color: $text-muted; }
+    BoardPane #board-info { height: 1; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
+    BoardPane #board-detail { max-height: 2; }
     BoardPane #board-columns { height: 1fr; }
     BoardPane .board-column { width: 1fr; min-width: 18; height: 1fr; margin-right: 1; }
     BoardPane #column-archived { display: none; }
@@ -122,6 +125,11 @@ class BoardPane(Pane):
     BoardPane .column-title { width: 1fr; height: 1; text-style: bold; color: $text-muted; background: $panel; padding: 0 1; }
     BoardPane CardList { height: 1fr; border: none; padding: 0; background: $surface; }
     BoardPane CardList:focus { border: none; background: $boost; }
+    /* The selected card stands out: a solid bar in the focused column, a dim one elsewhere. */
+    BoardPane CardList > .option-list--option-highlighted { background: $panel-lighten-1; text-style: none; }
+    BoardPane CardList:focus > .option-list--option-highlighted {
+        background: $accent 60%; color: $text; text-style: bold;
+    }
     BoardPane EmptyState { display: none; }
     BoardPane.-failed EmptyState { display: block; }
     BoardPane.-failed #board-columns { display: none; }
@@ -165,7 +173,8 @@ class BoardPane(Pane):
         self.statuses: tuple[str, ...] = STATUSES  # the board's columns (hermes's board has more)
         self.show_archived = False
         self.last_result: DispatchResult | None = None
-        self.last_held_back = ""
+        self.last_held_back = ""  # the tick's code line (held_back); the words are made when shown
+        self._held_back: dict = {}  # card id -> its Skip in the last tick
         self.last_tick_at: float | None = None
         self.error: str | None = None
 
@@ -177,6 +186,7 @@ class BoardPane(Pane):
         with HorizontalScroll(id="board-columns"):
             for status in STATUSES:
                 yield BoardColumn(status)
+        yield DetailLine(id="board-detail")
 
     @property
     def focus_target(self):
@@ -383,20 +393,49 @@ class BoardPane(Pane):
             state += f", last tick {time.strftime('%H:%M:%S', time.localtime(self.last_tick_at))}"
             if self.last_result is not None and self.last_result.spawned:
                 state += f": spawned {len(self.last_result.spawned)}"
-        info = state + (f" · {self.last_held_back}" if self.last_held_back else "")
-        self.query_one("#board-info", Static).update(Text(info), layout=False)  # one line, always
+        words = held_back_words(self.last_result) if self.last_result is not None else ""
+        info = state + (f" · {words}" if words else "")
+        # One line, always; cut with … when narrow (the selected card's reason is in full below).
+        self.query_one("#board-info", Static).update(Text(info, no_wrap=True, overflow="ellipsis"),
+                                                     layout=False)
         total = sum(self.counts.get(s, len(self._columns[s])) for s in self._shown_statuses(False))
         status = f"{total} cards, {running} running · {'dispatch on' if k.dispatch else 'dispatch off'}"
-        if self.last_held_back:
-            status += " · " + self.last_held_back.replace("Last tick held back: ", "held back: ")
+        if self.last_result is not None and self.last_result.skipped:
+            status += f" · {len(self.last_result.skipped)} held back"
         self.set_status(status)
+        self._show_card_detail()
+
+    def _show_card_detail(self) -> None:
+        """The selected card in full under the columns, with why the last tick held it back."""
+        detail = self.query_one("#board-detail", DetailLine)
+        task = self.selected
+        if task is None:
+            detail.show("")
+            return
+        text = Text()
+        text.append(task.id, style="bold")
+        text.append(f" · {task.status} · {task.assignee or 'unassigned'} · ")
+        text.append(task.title)
+        skip = self._held_back.get(task.id)
+        if skip is not None:
+            text.append(" · held back: ", style="bold yellow")
+            text.append(skip_reason(skip))
+        detail.show(text)
+
+    @on(OptionList.OptionHighlighted)
+    def _card_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self._show_card_detail()
+
+    def on_descendant_focus(self, event) -> None:
+        self._show_card_detail()
 
     def _show_foreign_info(self) -> None:
         """hermes-agent's board: whose it is, how it changes, who dispatches it."""
         how = "read-only (`hermes` is not on PATH)" if self.service.read_only else \
             f"changes go through {self.service.command}"
         info = f"hermes-agent's board ({self._shown_db_path()}) · {how} · hermes's gateway dispatches it"
-        self.query_one("#board-info", Static).update(Text(info), layout=False)
+        self.query_one("#board-info", Static).update(Text(info, no_wrap=True, overflow="ellipsis"),
+                                                     layout=False)
         total = sum(self.counts.get(s, len(self._columns[s])) for s in self._shown_statuses(False))
         self.set_status(f"hermes board: {total} cards" + (", read-only" if self.service.read_only else ""))
 
@@ -412,6 +451,7 @@ class BoardPane(Pane):
     def on_board_pane_tick_done(self, message: TickDone) -> None:
         result = message.result
         self.last_result = result
+        self._held_back = {skip.task_id: skip for skip in result.skipped}
         self.last_tick_at = self.clock()
         self.last_held_back = result.held_back
         for warning in result.warnings:

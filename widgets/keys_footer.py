@@ -9,6 +9,11 @@ rebuild reads the bindings in effect when it runs, so the keys shown are exactly
 Textual's Footer would end with. The rebuild runs as the next message rather than after
 the next refresh, so the first frame already shows the focused pane's keys (instead of
 an empty Footer, then one more layout for the keys).
+
+It also shows only whole keys: Textual's Footer lays its keys side by side and the
+terminal cuts the last one mid-word (``? He`` at 80 columns). This one measures each key
+and leaves out, when the width is short, the command palette key first, then the keys at
+the end of the row, never the ones named in KEEP (help lists every key, quit ends the app).
 """
 
 from __future__ import annotations
@@ -20,14 +25,48 @@ from textual.widgets import Footer
 # Textual (pinned <8.3) exports FooterKey from its private module only.
 from textual.widgets._footer import FooterKey
 
+# Actions whose keys are never left out of the Footer.
+KEEP = ("help", "quit")
+
+
+def key_width(key: FooterKey, compact: bool) -> int:
+    """The cells one key takes in the Footer (its text, its paddings, its margin)."""
+    if compact:  # key, space, description, margin
+        return len(key.key_display) + 1 + len(key.description) + 1
+    return len(key.key_display) + 2 + len(key.description) + 1
+
+
+def fitting(keys: list[FooterKey], width: int, compact: bool) -> list[FooterKey]:
+    """The keys that fit ``width`` whole: the palette key goes first, then the keys at
+    the end of the row, never a key in KEEP."""
+    palette = [k for k in keys if k.has_class("-command-palette")]
+    kept = [k for k in keys if not k.has_class("-command-palette")]
+
+    def used(ks: list[FooterKey]) -> int:
+        return sum(key_width(k, compact) + (2 if k.has_class("-command-palette") else 0) for k in ks)
+
+    if used(kept + palette) <= width:
+        return keys
+    while kept and used(kept) > width:
+        droppable = [k for k in kept if k.action not in KEEP]
+        if not droppable:
+            break
+        kept.remove(droppable[-1])
+    return kept
+
 
 class KeysFooter(Footer):
     _rebuild_queued = False
     _shown: tuple | None = None  # what the keys were built from
 
     def compose(self) -> ComposeResult:
-        for widget in super().compose():
+        widgets = list(super().compose())
+        keys = [w for w in widgets if isinstance(w, FooterKey)]
+        shown = set(map(id, fitting(keys, self.app.size.width, self.compact)))
+        for widget in widgets:
             if isinstance(widget, FooterKey):
+                if id(widget) not in shown:
+                    continue
                 # Textual creates each key compact, then its data binding un-compacts it
                 # on mount: two restyles per key per rebuild. Start it with the value
                 # the binding would set (set_reactive runs no watcher).
@@ -55,6 +94,8 @@ class KeysFooter(Footer):
         """Everything Footer.compose builds the keys from (bindings, their state, display)."""
         app = self.app
         return (
+            app.size.width,
+            self.compact,
             self.show_command_palette,
             app.ENABLE_COMMAND_PALETTE,
             tuple(

@@ -57,11 +57,15 @@ class OutputView(Vertical):
 
     DEFAULT_CSS = """
     OutputView { height: 1fr; }
-    OutputView > #output-title { height: 1; color: $text-muted; }
+    OutputView > #output-title { height: 1; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
     OutputView > RichLog { height: 1fr; background: $surface; }
     OutputView > #output-search { display: none; height: 3; }
     OutputView.-searching > #output-search { display: block; }
     """
+
+    class SearchClosed(Message):
+        """The search box closed (Enter or Escape): the owner puts focus back where the
+        user came from (the processes pane: its list), so the arrow keys move the list."""
 
     class Searched(Message):
         def __init__(self, term: str, matches: int) -> None:
@@ -80,6 +84,7 @@ class OutputView(Vertical):
         self.session_id: str | None = None
         self.path: Path | None = None
         self.follow = True
+        self._follow_of: dict[str, bool] = {}  # session id -> follow, as the user left it
         self.wrap = False
         self.search_term: str | None = None
         self._matches: list[int] = []
@@ -90,7 +95,7 @@ class OutputView(Vertical):
         self._state = ""
 
     def compose(self) -> ComposeResult:
-        yield Static(self._title, id="output-title", markup=False)
+        yield Static(self.title_text(), id="output-title", markup=False)
         yield RichLog(id="output-log", max_lines=self.max_lines, wrap=False, markup=False, auto_scroll=True)
         yield Input(placeholder="search the output (Enter: find, Escape: cancel)", id="output-search")
 
@@ -108,6 +113,8 @@ class OutputView(Vertical):
         self._generation += 1
         self.session_id = session_id
         self.path = Path(path)
+        self.follow = self._follow_of.get(session_id, True)  # "follow" belongs to each session
+        self.log.auto_scroll = self.follow
         self.lines.clear()
         self._chars = 0
         self._matches = []
@@ -124,18 +131,26 @@ class OutputView(Vertical):
         self._state = state
         self._refresh_title()
 
-    def _refresh_title(self) -> None:
-        flags = []
-        if not self.follow:
-            flags.append("follow off")
+    def title_text(self) -> Text:
+        """The title line: the state and the view's flags first (they are short and must
+        never be cut), then which output this is, ending in … when the line is too short."""
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if self._state:
+            text.append(self._state, style="bold")
+            text.append(" · ")
+        text.append("following" if self.follow else "follow off", style="" if self.follow else "bold yellow")
         if self.wrap:
-            flags.append("wrap")
+            text.append(" · wrap")
         if self.search_term:
-            flags.append(f"/{self.search_term}: {len(self._matches)} match(es)")
-        extra = f"  [{', '.join(flags)}]" if flags else ""
-        state = f"  · {self._state}" if self._state else ""
+            count = len(self._matches)
+            text.append(f" · /{self.search_term}: {count} match{'es' if count != 1 else ''}")
+        text.append(" · ")
+        text.append(self._title)
+        return text
+
+    def _refresh_title(self) -> None:
         try:
-            self.query_one("#output-title", Static).update(f"{self._title}{state}{extra}", layout=False)
+            self.query_one("#output-title", Static).update(self.title_text(), layout=False)
         except Exception:
             pass
 
@@ -255,6 +270,8 @@ class OutputView(Vertical):
 
     def toggle_follow(self) -> bool:
         self.follow = not self.follow
+        if self.session_id is not None:
+            self._follow_of[self.session_id] = self.follow
         self.log.auto_scroll = self.follow
         if self.follow:
             self.log.scroll_end(animate=False)
@@ -282,13 +299,13 @@ class OutputView(Vertical):
         event.stop()
         self.remove_class("-searching")
         self.search(event.value)
-        self.log.focus()
+        self.post_message(self.SearchClosed())
 
     def on_key(self, event) -> None:
         if event.key == "escape" and self.has_class("-searching"):
             event.stop()
             self.remove_class("-searching")
-            self.log.focus()
+            self.post_message(self.SearchClosed())
 
     def search(self, term: str) -> int:
         term = term.strip()
@@ -296,6 +313,8 @@ class OutputView(Vertical):
         needle = term.lower()
         self._matches = [i for i, line in enumerate(self.lines) if needle and needle in line.lower()]
         self._match_index = -1
+        if self._matches and self.follow:
+            self.toggle_follow()  # before redrawing: a followed redraw would end at the bottom
         self._rerender()
         if self._matches:
             self.next_match()
@@ -310,7 +329,11 @@ class OutputView(Vertical):
         line = self._matches[self._match_index]
         if self.follow:
             self.toggle_follow()  # jumping to a match stops following, or the view runs away
-        self.log.scroll_to(y=max(0, line - 2), animate=False)
+        y = max(0, line - 2)
+        self.log.scroll_to(y=y, animate=False)
+        # The lines just written are laid out on the next refresh: scroll again then, so the
+        # first Enter lands on the first match even when the log was redrawn for it.
+        self.log.call_after_refresh(self.log.scroll_to, y=y, animate=False)
         return line
 
     # -- copying --------------------------------------------------------------------------

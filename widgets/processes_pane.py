@@ -22,7 +22,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches
-from textual.widgets import DataTable, Log
+from textual.widgets import DataTable, RichLog
 
 from engine.config import Settings
 from engine.fsutil import human_bytes, human_duration
@@ -32,14 +32,25 @@ from engine.processes.notify import COMPLETION, NotificationCenter, ProcessEvent
 from engine.processes.redact import escape_controls, maybe_redact
 from engine.processes.session import SessionSource
 from widgets.confirm import ConfirmModal
+from widgets.fit_table import Col, DetailLine, FitTable
 from widgets.output_view import OutputView
 from widgets.pane import EmptyState, Pane
 
 if TYPE_CHECKING:
     from engine.processes.sampler import SessionSampler, Usage
 
-COLUMNS = (("id", "ID"), ("status", "STATUS"), ("pid", "PID"), ("runtime", "RUNTIME"), ("cpu", "CPU%"),
-           ("rss", "RSS"), ("command", "COMMAND"), ("owner", "OWNER"))
+# The table's columns, in order. COMMAND takes what the others leave and never drops
+# below 24 cells: when the pane is narrow, the columns with the highest hide_rank go first.
+COLUMNS = (
+    Col("id", "ID"),
+    Col("status", "STATUS"),
+    Col("pid", "PID", hide_rank=3),
+    Col("runtime", "RUNTIME", hide_rank=2),
+    Col("cpu", "CPU%", hide_rank=5),
+    Col("rss", "RSS", hide_rank=6),
+    Col("command", "COMMAND", flex=True, min_width=24),
+    Col("owner", "OWNER", hide_rank=4),
+)
 STATUS_COLUMN = 1
 STATUS_STYLES = {"running": "green", "killed": "yellow", "lost": "magenta"}
 FOREGROUND_CHECK_SECONDS = 0.2
@@ -85,9 +96,9 @@ def row_cells(s: ProcessSession, usage: Usage | None, now: float, command: str) 
 
 
 def shown_command(s: ProcessSession, redact: bool) -> str:
-    """The command on one line, masked, its control characters shown as escapes."""
-    command = escape_controls(maybe_redact(" ".join(s.command.split()), redact))
-    return command if len(command) <= 60 else command[:59] + "…"
+    """The command on one line, masked, its control characters shown as escapes (in full:
+    the table cuts it to its column, the detail line shows all of it)."""
+    return escape_controls(maybe_redact(" ".join(s.command.split()), redact))
 
 
 class ProcessesPane(Pane):
@@ -108,7 +119,8 @@ class ProcessesPane(Pane):
     ]
 
     DEFAULT_CSS = """
-    ProcessesPane > #proc-table { height: 2fr; min-height: 4; }
+    ProcessesPane > #proc-table { height: 2fr; min-height: 5; }
+    ProcessesPane > #proc-detail { max-height: 3; }
     ProcessesPane > OutputView { height: 3fr; }
     ProcessesPane > #proc-notifications { height: 4; display: none; border-top: solid $panel-lighten-2; }
     ProcessesPane.-has-notifications > #proc-notifications { display: block; }
@@ -144,17 +156,17 @@ class ProcessesPane(Pane):
             "No process sessions yet. Type a command in the bar below and press Enter, "
             "or start one with: hermes-tui run --bg -- CMD"
         )
-        table = DataTable(id="proc-table", cursor_type="row", zebra_stripes=False)
-        for key, label in COLUMNS:
-            table.add_column(Text(label), key=key)  # plain text: no markup parse
-        yield table
+        yield FitTable(COLUMNS, id="proc-table", zebra_stripes=False)
+        yield DetailLine(id="proc-detail")
         yield OutputView(max_lines=self.settings.ui.output_max_lines, tail_chars=self.settings.processes.tail_bytes,
                          redact=self.redact)
-        yield Log(id="proc-notifications", max_lines=NOTIFICATIONS_KEPT, auto_scroll=True)
+        # Wrapped, never cut: a watch match or a completion is read in full where it lands.
+        yield RichLog(id="proc-notifications", max_lines=NOTIFICATIONS_KEPT, auto_scroll=True, wrap=True,
+                      markup=False, min_width=20)
 
     @property
-    def table(self) -> DataTable:
-        return self.query_one("#proc-table", DataTable)
+    def table(self) -> FitTable:
+        return self.query_one("#proc-table", FitTable)
 
     @property
     def output(self) -> OutputView:
@@ -257,23 +269,20 @@ class ProcessesPane(Pane):
         reorder = False
         with self.app.batch_update():
             for key in [k for k in self._rows if k not in wanted]:
-                table.remove_row(key)
+                table.drop(key)
                 del self._rows[key]
             for key, cells in wanted.items():
                 old = self._rows.get(key)
                 if old == cells:
                     continue
-                if old is None:
-                    table.add_row(*self._cells(cells, snap.styles[key]), key=key)
-                    reorder = True
-                else:
-                    for i, (col, _label) in enumerate(COLUMNS):
-                        if cells[i] != old[i]:
-                            table.update_cell(key, col, self._cell(i, cells[i], snap.styles[key]))
-                    reorder = reorder or (old[STATUS_COLUMN] == "running") != (cells[STATUS_COLUMN] == "running")
+                table.put(key, self._cells(cells, snap.styles[key]))
+                reorder = reorder or old is None or (
+                    (old[STATUS_COLUMN] == "running") != (cells[STATUS_COLUMN] == "running"))
                 self._rows[key] = cells
             if reorder and len(self._rows) > 1:
                 self._sort(snap)
+            else:
+                table.sync()
         self.set_class(bool(self._rows), "-has-rows")
         running = sum(1 for s in snap.sessions if s.running)
         self.set_status(f"{running} running" if running else "idle")
@@ -284,15 +293,17 @@ class ProcessesPane(Pane):
             self._deliver(event)
         if self._wanted_selection is not None and self._wanted_selection in self._rows:
             self._select(self._wanted_selection)
+        self._show_detail()
 
     def _sort(self, snap: Snapshot) -> None:
         """Running sessions first, newest first; only when a row came or a status flipped.
         The cursor stays on the session it was on (the view does not jump)."""
-        order = {s.short_id: (not s.running, -s.started_at, s.id) for s in snap.sessions}
+        order = {s.id: (not s.running, -s.started_at, s.id) for s in snap.sessions}
         table = self.table
         selected = self.selected if self._sorted_once else None  # at first, start at the top
         self._sorted_once = True
-        table.sort("id", key=lambda cell: order.get(cell.plain, (True, 0.0, cell.plain)))
+        table.order(lambda key: order.get(key, (True, 0.0, key)))
+        table.sync()
         if selected is not None and selected.id in self._rows:
             table.move_cursor(row=table.get_row_index(selected.id), animate=False)
         else:
@@ -315,14 +326,19 @@ class ProcessesPane(Pane):
 
     @on(DataTable.RowHighlighted, "#proc-table")
     def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_detail()
         # A row added to an empty table is highlighted without the user asking: that must
-        # not take the view away from a foreground run the user is watching.
+        # not take the view away from a foreground run the user is watching (nor from one
+        # that just ended: its row is about to be selected).
+        if self._wanted_selection is not None and not self.table.has_focus:
+            return
         if self.foreground is not None and not self.table.has_focus:
             return
         # The event may be stale (rows were sorted since it was posted): follow the cursor.
         selected = self.selected
         if selected is not None:
             self._show_row(selected.id)
+        self._show_detail()
 
     def show_session(self, session_id: str) -> None:
         """Select a session and show its output (a kanban worker opened from the board).
@@ -358,12 +374,28 @@ class ProcessesPane(Pane):
     def _title_of(self, s: ProcessSession) -> str:
         return f"{s.id} · pid {s.pid} · {shown_command(s, self.redact)}"
 
+    def _show_detail(self) -> None:
+        """The selected row in full under the table: whatever its columns cut or hide."""
+        s = self.selected
+        detail = self.query_one("#proc-detail", DetailLine)
+        if s is None:
+            detail.show("")
+            return
+        cells = self._rows.get(s.id)
+        if cells is None:
+            detail.show("")
+            return
+        # The command first (the cell most often cut), then every other column by name.
+        text = Text(shown_command(s, self.redact))
+        for (col, value) in zip(COLUMNS, cells, strict=True):
+            if value and col.key not in ("command", "id"):
+                text.append(f" · {col.label.lower()} {value}", style="dim")
+        text.append(f" · {s.id}", style="dim")
+        detail.show(text)
+
     @property
     def selected(self) -> ProcessSession | None:
-        table = self.table
-        if not self._rows or table.cursor_row < 0 or table.cursor_row >= table.row_count:
-            return None
-        key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+        key = self.table.selected_key if self._rows else None
         return self.sessions.get(key) if key else None
 
     # -- notifications --------------------------------------------------------------------
@@ -372,7 +404,10 @@ class ProcessesPane(Pane):
         self.notifications.append(event)
         del self.notifications[:-NOTIFICATIONS_KEPT]
         stamp = time.strftime("%H:%M:%S", time.localtime(event.at))
-        self.query_one("#proc-notifications", Log).write_line(f"{stamp} {event.kind:<24} {event.text}")
+        line = Text(f"{stamp} ", style="dim")
+        line.append(event.kind.replace("_", " "), style="bold")
+        line.append(f" {event.text}")
+        self.query_one("#proc-notifications", RichLog).write(line)
         self.add_class("-has-notifications")
         if self.settings.ui.notifications:
             title = "process completed" if event.kind == COMPLETION else event.kind.replace("_", " ")
@@ -477,6 +512,9 @@ class ProcessesPane(Pane):
         if self.foreground is None or self.foreground.id != done.id:
             return
         self.foreground = None
+        # The view stays on the run that just ended (its exit shown): its row, new in the
+        # table, is selected once a refresh brings it, not whichever session is on top.
+        self._wanted_selection = done.id
         bar = self._command_bar()
         if bar is not None:
             bar.set_running(None, detail=f"last: {done.exit_text()} · {' '.join(done.command.split())[:40]}")
@@ -554,6 +592,10 @@ class ProcessesPane(Pane):
 
     def action_search(self) -> None:
         self.output.start_search()
+
+    @on(OutputView.SearchClosed)
+    def _search_closed(self) -> None:
+        self.table.focus()  # the arrow keys go back to the list; n / N still jump
 
     def action_next_match(self) -> None:
         if self.output.next_match(1) is None:

@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Input
 
 from engine.config import Settings
 from engine.home import HomeLayout
+from widgets.fit_table import Col, DetailLine, FitTable
 from widgets.pane import EmptyState, Pane
 
 ACTION_STYLES = {
@@ -39,6 +40,10 @@ ACTION_STYLES = {
 
 FILTER_CYCLE = ("", "removed", "quarantined", "restored", "TERM", "KILL", "kept", "rescued", "error", "failed")
 MAX_ROWS = 5000
+# Path and Detail share the width the short columns leave; Detail hides before Path,
+# Time before both (the detail line under the table shows the selected record in full).
+COLUMNS = (Col("time", "Time", hide_rank=2), Col("action", "Action"),
+           Col("path", "Path", flex=True, min_width=16), Col("detail", "Detail", flex=True, min_width=12, hide_rank=1))
 
 
 class PruneLogPane(Pane):
@@ -56,6 +61,7 @@ class PruneLogPane(Pane):
     DEFAULT_CSS = """
     PruneLogPane Input { height: 3; border: round $panel-lighten-2; }
     PruneLogPane DataTable { height: 1fr; }
+    PruneLogPane #prune-log-detail { max-height: 3; }
     PruneLogPane .empty-state { display: none; }
     PruneLogPane.-empty .empty-state { display: block; }
     """
@@ -76,19 +82,21 @@ class PruneLogPane(Pane):
         self._action = ""
         self._text = ""
         self._next_key = 0
+        self._shown_records: dict[str, object] = {}  # row key -> the record it shows
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="filter: text in path or detail (/ to focus, a cycles the action)",
-                    id="prune-log-filter")
-        table = DataTable(id="prune-log-table", cursor_type="row", zebra_stripes=True)
-        for key, label in (("time", "Time"), ("action", "Action"), ("path", "Path"), ("detail", "Detail")):
-            table.add_column(Text(label), key=key)  # plain text: no markup parse
-        yield table
+        yield Input(placeholder="/ filter by text · a: by action", id="prune-log-filter")
+        yield FitTable(COLUMNS, id="prune-log-table", zebra_stripes=True)
+        yield DetailLine(id="prune-log-detail")
         yield EmptyState("No prune has been logged yet (<home>/logs/scratch-prune.log).")
 
     @property
+    def table(self) -> FitTable:
+        return self.query_one("#prune-log-table", FitTable)
+
+    @property
     def focus_target(self):
-        return self.query_one("#prune-log-table", DataTable)
+        return self.table
 
     def on_mount(self) -> None:
         self._read(initial=True)
@@ -143,30 +151,48 @@ class PruneLogPane(Pane):
     def _append(self, records: list) -> None:
         if not records:
             return
-        table = self.query_one("#prune-log-table", DataTable)
+        table = self.table
         at_end = table.cursor_row >= table.row_count - 1
         with self.app.batch_update():
             for rec in records:
                 style = ACTION_STYLES.get(rec.action, "")
-                table.add_row(
+                key = str(self._next_key)
+                table.put(key, (
                     Text(rec.time.split(",")[0], style="dim"),
                     Text(rec.action, style=style),
                     Text(self._short_path(rec.path)),
                     Text(self._short_text(rec.detail), style="dim" if rec.action in ("kept", "vanished") else ""),
-                    key=str(self._next_key),
-                )
+                ))
+                self._shown_records[key] = rec
                 self._next_key += 1
+            table.sync()
         if at_end:
             table.move_cursor(row=table.row_count - 1)
+        self._show_detail()
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_detail()
+
+    def _show_detail(self) -> None:
+        """The selected record in full: its whole path and detail, never cut."""
+        rec = self._shown_records.get(self.table.selected_key or "")
+        detail = self.query_one("#prune-log-detail", DetailLine)
+        if rec is None:
+            detail.show("")
+            return
+        detail.show(Text(f"{rec.time.split(',')[0]} · {rec.action} · {self._short_path(rec.path)}"
+                         + (f" · {self._short_text(rec.detail)}" if rec.detail else "")))
 
     def _rebuild(self) -> None:
-        table = self.query_one("#prune-log-table", DataTable)
-        table.clear()
+        self.table.drop_all()
+        self._shown_records = {}
         self._append([r for r in self.records if self._matches(r)])
+        self.table.sync()
+        self._show_detail()
         self._update_status()
 
     def _update_status(self) -> None:
-        table = self.query_one("#prune-log-table", DataTable)
+        table = self.table
         self.set_class(not self.records, "-empty")
         shown = table.row_count
         text = f"{len(self.records)} records"
@@ -181,7 +207,7 @@ class PruneLogPane(Pane):
             self._rebuild()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.query_one("#prune-log-table", DataTable).focus()
+        self.table.focus()
 
     def action_focus_filter(self) -> None:
         self.query_one("#prune-log-filter", Input).focus()
@@ -199,6 +225,6 @@ class PruneLogPane(Pane):
         self._rebuild()
 
     def action_jump_end(self) -> None:
-        table = self.query_one("#prune-log-table", DataTable)
+        table = self.table
         if table.row_count:
             table.move_cursor(row=table.row_count - 1)

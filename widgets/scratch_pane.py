@@ -22,6 +22,7 @@ from textual.widgets import DataTable, ProgressBar, Static
 from engine.config import Settings
 from engine.fsutil import human_bytes, human_duration
 from engine.home import HomeLayout
+from widgets.fit_table import Col, DetailLine, FitTable
 from widgets.pane import EmptyState, Pane
 
 STATE_STYLES = {
@@ -32,8 +33,11 @@ STATE_STYLES = {
     "quarantined": "magenta",
 }
 
-COLUMNS = (("name", "Entry"), ("state", "State"), ("idle", "Idle"), ("size", "Size"),
-           ("why", "Why kept"), ("pids", "Procs"))
+# The entry's name and why it is kept share what the short columns leave; the process
+# list hides first (the detail line under the table names the processes in full).
+COLUMNS = (Col("name", "Entry", flex=True, min_width=14), Col("state", "State"), Col("idle", "Idle"),
+           Col("size", "Size", hide_rank=2), Col("why", "Why kept", flex=True, min_width=10, hide_rank=1),
+           Col("pids", "Procs", hide_rank=3))
 
 # Re-survey at most this often on its own (each survey walks every active entry).
 MIN_REFRESH_SECONDS = 10.0
@@ -87,7 +91,6 @@ class ScratchPane(Pane):
 
     DEFAULT_CSS = """
     ScratchPane DataTable { height: 1fr; }
-    ScratchPane #scratch-detail { height: auto; max-height: 3; color: $text-muted; }
     ScratchPane ProgressBar { height: 1; display: none; }
     ScratchPane ProgressBar.-running { display: block; }
     ScratchPane #scratch-progress-label { height: 1; display: none; color: $text-muted; }
@@ -129,11 +132,8 @@ class ScratchPane(Pane):
     SORTS = ("name", "state", "idle", "size")
 
     def compose(self) -> ComposeResult:
-        table = DataTable(id="scratch-table", cursor_type="row", zebra_stripes=True)
-        for key, label in COLUMNS:
-            table.add_column(Text(label), key=key)  # plain text: no markup parse
-        yield table
-        yield Static(id="scratch-detail", markup=False)
+        yield FitTable(COLUMNS, id="scratch-table", zebra_stripes=True)
+        yield DetailLine(id="scratch-detail")
         yield Static(id="scratch-progress-label", markup=False)
         yield ProgressBar(id="scratch-progress", show_eta=False)
         yield EmptyState("No scratch entries yet. Commands spawned here get <home>/cache/scratch as TMPDIR; "
@@ -146,8 +146,8 @@ class ScratchPane(Pane):
         self.set_interval(every, self.refresh_entries)
 
     @property
-    def table(self) -> DataTable:
-        return self.query_one("#scratch-table", DataTable)
+    def table(self) -> FitTable:
+        return self.query_one("#scratch-table", FitTable)
 
     # -- the survey (worker thread) ------------------------------------------------------
 
@@ -206,19 +206,15 @@ class ScratchPane(Pane):
         changed = False
         with self.app.batch_update():
             for key in [k for k in self._rows if k not in new]:
-                table.remove_row(key)
+                table.drop(key)
                 del self._rows[key]
                 changed = True
             for key, cells in new.items():
                 old = self._rows.get(key)
-                if old is None:
-                    table.add_row(*(cells[c] for c, _ in COLUMNS), key=key)
+                if old is None or any(old[c.key].plain != cells[c.key].plain
+                                      or old[c.key].sort_key != cells[c.key].sort_key for c in COLUMNS):
+                    table.put(key, [cells[c.key] for c in COLUMNS])
                     changed = True
-                else:
-                    for col, _label in COLUMNS:
-                        if old[col].plain != cells[col].plain or old[col].sort_key != cells[col].sort_key:
-                            table.update_cell(key, col, cells[col])
-                            changed = True
                 self._rows[key] = cells
             if changed:
                 self._sort()
@@ -231,43 +227,40 @@ class ScratchPane(Pane):
     def _show_detail(self) -> None:
         from engine.scratch.plan import show_name
 
-        table = self.table
-        detail = self.query_one("#scratch-detail", Static)
-        if table.row_count == 0:
-            detail.update("")
-            return
-        try:
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value or ""
-        except Exception:
-            detail.update("")
-            return
-        row = self._items.get(key)
+        detail = self.query_one("#scratch-detail", DetailLine)
+        row = self._items.get(self.table.selected_key or "")
         if row is None:
-            detail.update("")
+            detail.show("")
             return
         kind, item = row
         if kind == "q":
             expires = "" if self.last_survey is None else time.strftime(
                 "%Y-%m-%d %H:%M", time.localtime(item.expires_at(self.settings.scratch.quarantine_hours)))
-            detail.update(f"quarantine/{show_name(item.file_name)} · quarantined {time.strftime('%Y-%m-%d %H:%M', time.localtime(item.quarantined_at))}"
+            detail.show(f"quarantine/{show_name(item.file_name)} · quarantined {time.strftime('%Y-%m-%d %H:%M', time.localtime(item.quarantined_at))}"
                           f" · deleted after {expires} unless written to · u restores it to scratch/{show_name(item.name)}")
             return
         text = f"scratch/{show_name(item.name)} · {item.state}"
         if item.kept_reason:
             text += f": {show_name(item.kept_reason)}"
+        if item.idle_seconds is not None:
+            text += f" · idle {human_duration(item.idle_seconds)}"
+        if item.size_bytes is not None:
+            text += f" · {human_bytes(item.size_bytes)}"
         if item.processes:
             procs = ", ".join(f"{j.proc.pid} {show_name(j.proc.name)} ({j.role.value}"
                               f"{' ' + j.label if j.label and j.role.value == 'registered' else ''})"
                               for j in item.processes)
             text += f" · processes inside: {procs}"
-        detail.update(text)
+        detail.show(text)
 
     # -- sorting -------------------------------------------------------------------------
 
     def _sort(self) -> None:
         column = self.SORTS[self._sort_index]
-        self.table.sort(column, "name", key=lambda cells: (cells[0].sort_key, cells[1].sort_key),
-                        reverse=self._sort_reverse)
+        rows = self._rows
+        self.table.order(lambda key: (rows[key][column].sort_key, rows[key]["name"].sort_key),
+                         reverse=self._sort_reverse)
+        self.table.sync()
 
     def action_cycle_sort(self) -> None:
         self._sort_index = (self._sort_index + 1) % len(self.SORTS)

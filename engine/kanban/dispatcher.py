@@ -527,19 +527,21 @@ class Dispatcher:
                     continue
                 assignee, newly = default, True
             if assignee not in allowed:
-                tally.skipped.append(Skip(task_id, SKIPPED_NONSPAWNABLE))
+                tally.skipped.append(Skip(task_id, SKIPPED_NONSPAWNABLE, profile=assignee))
                 nonspawnable.append((task_id, assignee))
                 continue
             if (last_outcome == OUTCOME_RATE_LIMITED and last_ended is not None
                     and now - last_ended < self.k.rate_limit_cooldown_seconds):
-                tally.skipped.append(Skip(task_id, RATE_LIMIT_COOLDOWN))
+                tally.skipped.append(Skip(task_id, RATE_LIMIT_COOLDOWN, profile=assignee))
                 continue
             if budget <= 0:
-                tally.skipped.append(Skip(task_id, AT_CAPACITY))
+                tally.skipped.append(Skip(task_id, AT_CAPACITY, running=self.k.max_in_progress - budget,
+                                          limit=self.k.max_in_progress, profile=assignee))
                 continue
             cap = self.k.profiles[assignee].max_in_progress
             if cap is not None and per_profile.get(assignee, 0) >= cap:
-                tally.skipped.append(Skip(task_id, PER_PROFILE_CAPPED))
+                tally.skipped.append(Skip(task_id, PER_PROFILE_CAPPED, running=per_profile.get(assignee, 0),
+                                          limit=cap, profile=assignee))
                 continue
             budget -= 1
             per_profile[assignee] = per_profile.get(assignee, 0) + 1

@@ -177,8 +177,14 @@ class SpawnedCard:
 
 @dataclass(frozen=True)
 class Skip:
+    """A ready card the tick did not spawn, and why (``reason`` is a code; the numbers
+    behind a cap are kept so the wording can say "3 of 3 running")."""
+
     task_id: str
     reason: str
+    running: int | None = None  # at_capacity / per_profile_capped: workers running then
+    limit: int | None = None  # ... and the cap they reached
+    profile: str | None = None  # the card's assignee
 
 
 @dataclass(frozen=True)

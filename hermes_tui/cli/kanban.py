@@ -13,6 +13,7 @@ import sys
 import time
 from typing import Any
 
+from engine.kanban.wording import LOCKED, held_back_words, skip_reason
 from hermes_tui.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -413,7 +414,7 @@ def _tick(ctx: Context, spawner=None):
 def dispatch_lines(result) -> list[str]:
     """The plain-text report of one tick."""
     if result.skipped_locked:
-        return ["Skipped: another dispatcher holds this board's lock (skipped_locked)."]
+        return [f"Skipped: {LOCKED}."]
     lines = []
     for label, ids in (("Reaped terminal workers", result.reaped_terminal_workers),
                        ("Claims extended", result.extended), ("Reclaim deferred", result.deferred),
@@ -427,14 +428,15 @@ def dispatch_lines(result) -> list[str]:
             lines.append(f"{label + ':':<24}{len(ids)}  {', '.join(ids)}")
     lines.append(f"{'Spawned:':<24}{len(result.spawned)}")
     lines += [f"  - {s.task_id}  ->  {s.assignee}  pid {s.pid if s.pid else '-'}" for s in result.spawned]
-    by_reason: dict[str, list[str]] = {}
+    by_reason: dict[str, list[str]] = {}  # in words (the codes are in --json)
     for skip in result.skipped:
-        by_reason.setdefault(skip.reason, []).append(skip.task_id)
-    for reason in sorted(by_reason):
-        lines.append(f"Held ({reason}): {', '.join(by_reason[reason])}")
+        by_reason.setdefault(skip_reason(skip), []).append(skip.task_id)
+    for reason, ids in by_reason.items():
+        lines.append(f"Held back ({reason}): {', '.join(ids)}")
     lines += [f"Warning: {w}" for w in result.warnings]
-    if result.held_back:
-        lines.append(result.held_back)
+    words = held_back_words(result)
+    if words:
+        lines.append("Last tick " + words)
     return lines
 
 

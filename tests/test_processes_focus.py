@@ -1,0 +1,109 @@
+"""The processes pane's focus rules, driven through the real app with real processes.
+
+- a foreground command that ends stays in view (its exit shown), not another session;
+- "follow" belongs to each session;
+- after a search the arrow keys move the list again;
+- the first Enter of a search lands on the first match.
+"""
+
+from __future__ import annotations
+
+from test_processes_app import FAST, PaneOnly, cleanup, make_app, submit, wait_until  # noqa: F401
+
+from engine.config import Settings
+from engine.processes import ProcessRegistry
+from widgets.command_bar import CommandBar
+from widgets.processes_pane import ProcessesPane
+
+WIDE = (160, 48)
+
+
+async def test_a_foreground_run_that_ends_stays_in_view(home, cleanup):  # noqa: F811
+    reg = ProcessRegistry(home, Settings())
+    other = reg.spawn("sleep 60", background=True)  # newest running session: the table's top row
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        await wait_until(pilot, lambda: other.id in pane._rows)
+        await submit(pilot, app, "echo the-foreground-run; exit 3")
+
+
+        def ended():
+            return next((s for s in pane.sessions.values()
+                         if "the-foreground-run" in s.command and s.id in pane._rows), None)
+
+        await wait_until(pilot, lambda: pane.foreground is None and ended() is not None)
+        fg = ended()
+        await wait_until(pilot, lambda: pane.selected is not None and pane.selected.id == fg.id)
+        await pilot.pause(0.5)  # a few more refreshes: nothing takes the view away
+        assert pane.output.session_id == fg.id
+        assert pane.selected.id == fg.id
+        assert "exit 3" in pane.output.title_text().plain
+        assert app.query_one(CommandBar) is not None
+
+
+def finished(home, *commands: str) -> list:
+    """Real sessions, run to their end before the app starts."""
+    reg = ProcessRegistry(home, Settings())
+    sessions = [reg.spawn(command) for command in commands]
+    for s in sessions:
+        reg.wait(s.id, timeout=10)
+    return sessions
+
+
+async def listed(pilot, app, sessions) -> ProcessesPane:
+    """The pane once every session is a row, with the focus on its table."""
+    pane: ProcessesPane = app.pane("processes")
+    await wait_until(pilot, lambda: {s.id for s in sessions} <= set(pane._rows))
+    pane.table.focus()
+    await pilot.pause()
+    return pane
+
+
+async def test_follow_is_remembered_per_session(home, cleanup):  # noqa: F811
+    sessions = finished(home, "echo first", "echo second")
+    app = PaneOnly(home, FAST)
+    async with app.run_test(size=WIDE) as pilot:
+        pane = await listed(pilot, app, sessions)
+        top = pane.selected.id
+        await pilot.press("f")
+        assert not pane.output.follow
+        await pilot.press("down")
+        await wait_until(pilot, lambda: pane.output.session_id not in (None, top))
+        assert pane.output.follow  # the other session was never unfollowed
+        await pilot.press("up")
+        await wait_until(pilot, lambda: pane.output.session_id == top)
+        assert not pane.output.follow  # and this one is still as the user left it
+        assert "follow off" in pane.output.title_text().plain
+
+
+async def test_after_a_search_the_arrows_move_the_list_and_enter_lands_on_the_first_match(home, cleanup):  # noqa: F811
+    many, other = finished(home, "for i in $(seq 1 300); do echo line $i; done; echo 'needle at 301'; "
+                           "for i in $(seq 302 600); do echo line $i; done", "echo other")
+    app = PaneOnly(home, FAST)
+    async with app.run_test(size=WIDE) as pilot:
+        pane = await listed(pilot, app, [many, other])
+        if pane.selected.id != many.id:
+            await pilot.press("down")
+        await wait_until(pilot, lambda: pane.output.session_id == many.id and len(pane.output.lines) == 600)
+        await pilot.pause(0.3)
+        log = pane.output.log
+        await wait_until(pilot, lambda: log.scroll_y > 500)  # following: at the bottom
+        await pilot.press("slash")
+        await pilot.pause()
+        await pilot.press(*"needle", "enter")
+        # The first Enter shows the first match (line 301, index 300), not the bottom.
+        await wait_until(pilot, lambda: log.scroll_y == 298)
+        await pilot.pause(0.3)
+        assert log.scroll_y == 298
+        # Focus is back on the list: the arrow keys move the cursor, not the output.
+        assert app.focused is pane.table
+        row = pane.table.cursor_row
+        await pilot.press("down" if row == 0 else "up")
+        assert pane.table.cursor_row != row
+        # Escape out of a search hands focus back to the list as well.
+        await pilot.press("slash")
+        await pilot.pause()
+        assert app.focused is not pane.table
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.focused is pane.table)

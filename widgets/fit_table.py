@@ -1,0 +1,253 @@
+"""A table whose columns fit the width it is given, and a line that shows a row in full.
+
+Textual's DataTable sizes each column to its widest cell and scrolls sideways when the
+total is wider than the table: inside a pane the rightmost columns are then cut at the
+border, mid-word, with no sign. :class:`FitTable` instead plans its columns for the width
+it has: short columns (ids, states, numbers) get their full width; the columns marked
+``flex`` (a command, a path, a reason) share what is left, and a value longer than its
+column ends in ``…``; when even that does not fit, the least important columns are hidden
+first, so the main column never drops below its ``min_width``.
+
+Nothing is lost: :class:`DetailLine` under the table shows the selected row in full (every
+pane's table has one), so the whole of any cut value is one cursor move away.
+
+The table owns its rows' full cells and their order; the DataTable only ever holds
+the cut copies. A change of plan (a resize, a longer value) redraws the rows, which are
+few in this app's tables (sessions, scratch entries, the visible prune log).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import events
+from textual.widgets import DataTable, Static
+
+ELLIPSIS = "…"
+
+
+@dataclass(frozen=True)
+class Col:
+    """One column: its key, its header, and how it gives way when space is short."""
+
+    key: str
+    label: str
+    flex: bool = False  # shares the width left by the others; cut with … when short
+    min_width: int = 0  # a flex column never narrower than this while shown
+    hide_rank: int = 0  # 0: always shown; when space is short, the highest rank hides first
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The columns shown and their content widths, in column order."""
+
+    widths: tuple[tuple[str, int], ...]
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(key for key, _ in self.widths)
+
+
+def plan_columns(cols: Sequence[Col], natural: dict[str, int], available: int, padding: int) -> Plan:
+    """Fit ``cols`` into ``available`` cells (``padding`` is added to each column twice).
+
+    Fixed columns take their natural width; flex columns share the rest in column order
+    (the first one is the row's main value), the last one taking what is left; columns
+    hide, highest ``hide_rank`` first, while even the flex minimums do not fit.
+    """
+    shown = list(cols)
+
+    def need(columns: list[Col]) -> int:
+        return sum((c.min_width if c.flex else natural[c.key]) + 2 * padding for c in columns)
+
+    while need(shown) > available:
+        hideable = [c for c in shown if c.hide_rank]
+        if not hideable:
+            break
+        shown.remove(max(hideable, key=lambda c: c.hide_rank))
+    widths = {c.key: natural[c.key] for c in shown if not c.flex}
+    room = available - sum(w + 2 * padding for w in widths.values())
+    flex = [c for c in shown if c.flex]
+    for i, c in enumerate(flex):
+        # In column order: each flex column takes its natural width if the ones after it
+        # still get their minimum; the last one takes whatever is left.
+        reserve = sum(later.min_width + 2 * padding for later in flex[i + 1:])
+        left = room - reserve - 2 * padding
+        width = max(c.min_width, left if i == len(flex) - 1 else min(natural[c.key], left))
+        widths[c.key] = width
+        room -= width + 2 * padding
+    return Plan(tuple((c.key, widths[c.key]) for c in shown))
+
+
+def cut(cell: Text, width: int) -> Text:
+    """``cell`` as it fits ``width`` cells: itself when it fits, else ending in …."""
+    if cell.cell_len <= width:
+        return cell
+    short = cell.copy()
+    short.truncate(max(1, width), overflow="ellipsis")
+    return short
+
+
+class FitTable(DataTable):
+    """A row-cursor DataTable that plans its columns for its width (see the module doc).
+
+    Rows are put by key with all their cells (``put``), removed with ``drop``, ordered
+    with ``order``; ``sync`` brings the screen up to date after a batch of changes.
+    """
+
+    DEFAULT_CSS = """
+    FitTable { overflow-x: hidden; }
+    """
+
+    def __init__(self, cols: Sequence[Col], **kwargs) -> None:
+        kwargs.setdefault("cursor_type", "row")
+        super().__init__(**kwargs)
+        self.cols = tuple(cols)
+        self.full: dict[str, tuple[Text, ...]] = {}  # row key -> every cell, uncut
+        self._order: list[str] = []
+        self._shown: dict[str, tuple[Text, ...]] = {}  # row key -> cells as put in the DataTable
+        self.plan: Plan | None = None
+
+    # -- rows ------------------------------------------------------------------------------
+
+    def put(self, key: str, cells: Sequence[Text]) -> None:
+        if key not in self.full:
+            self._order.append(key)
+        self.full[key] = tuple(cells)
+
+    def drop(self, key: str) -> None:
+        if self.full.pop(key, None) is not None:
+            self._order.remove(key)
+
+    def drop_all(self) -> None:
+        self.full.clear()
+        self._order.clear()
+
+    def order(self, sort_key: Callable[[str], object], reverse: bool = False) -> None:
+        self._order.sort(key=sort_key, reverse=reverse)
+
+    @property
+    def keys(self) -> list[str]:
+        return list(self._order)
+
+    @property
+    def selected_key(self) -> str | None:
+        if not self._shown or not 0 <= self.cursor_row < self.row_count:
+            return None
+        return self.coordinate_to_cell_key((self.cursor_row, 0)).row_key.value
+
+    def column_of(self, key: str) -> int:
+        return next(i for i, c in enumerate(self.cols) if c.key == key)
+
+    # -- fitting -----------------------------------------------------------------------------
+
+    def _available(self) -> int:
+        width = self.size.width or (self.parent.size.width if self.parent is not None else 0)
+        return max(0, width - self.styles.scrollbar_size_vertical)
+
+    def _natural(self) -> dict[str, int]:
+        natural = {c.key: len(c.label) for c in self.cols}
+        for cells in self.full.values():
+            for c, cell in zip(self.cols, cells, strict=False):
+                if cell.cell_len > natural[c.key]:
+                    natural[c.key] = cell.cell_len
+        return natural
+
+    def _cells_for(self, plan: Plan, key: str) -> tuple[Text, ...]:
+        cells = self.full[key]
+        index = {c.key: i for i, c in enumerate(self.cols)}
+        return tuple(cut(cells[index[k]], width) for k, width in plan.widths)
+
+    def sync(self) -> None:
+        """Show the rows as they now are: redraw all when the plan or the order of the
+        rows already shown changed, else add, remove and update only what changed."""
+        available = self._available()
+        if available <= 0:
+            return  # not laid out yet: on_resize syncs once it is
+        plan = plan_columns(self.cols, self._natural(), available, self.cell_padding)
+        if plan != self.plan or not self._only_appended():
+            self._redraw(plan)
+            return
+        for key in [k for k in self._shown if k not in self.full]:
+            self.remove_row(key)
+            del self._shown[key]
+        for key in self._order:
+            cells = self._cells_for(plan, key)
+            old = self._shown.get(key)
+            if old is None:
+                self.add_row(*cells, key=key)
+            elif old != cells:
+                for (col, _w), before, after in zip(plan.widths, old, cells, strict=True):
+                    if before.plain != after.plain or before.style != after.style or before.spans != after.spans:
+                        self.update_cell(key, col, after)
+            self._shown[key] = cells
+
+    def _only_appended(self) -> bool:
+        """True when the rows on screen keep their order and new rows come after them."""
+        kept = [k for k in self._shown if k in self.full]
+        return self._order[: len(kept)] == kept
+
+    def _redraw(self, plan: Plan) -> None:
+        """Rebuild the DataTable from the full rows; the cursor stays on its row."""
+        selected = self.selected_key
+        columns_changed = self.plan is None or plan.keys != self.plan.keys
+        self.clear(columns=columns_changed)
+        if columns_changed:
+            labels = {c.key: c.label for c in self.cols}
+            for key, width in plan.widths:
+                self.add_column(Text(labels[key]), key=key, width=width)
+        else:
+            for key, width in plan.widths:
+                column = self.columns[key]  # type: ignore[index]
+                column.width = width
+        self._shown = {}
+        for key in self._order:
+            cells = self._cells_for(plan, key)
+            self.add_row(*cells, key=key)
+            self._shown[key] = cells
+        self.plan = plan
+        if selected is not None and selected in self._shown:
+            self.move_cursor(row=self._order.index(selected), animate=False)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.sync()
+
+    def detail_of(self, key: str) -> Text:
+        """The row in full, every column (hidden ones too) as ``LABEL value``."""
+        text = Text()
+        for c, cell in zip(self.cols, self.full.get(key, ()), strict=False):
+            if not cell.plain:
+                continue
+            if text:
+                text.append(" · ", style="dim")
+            text.append(f"{c.label.lower()} ", style="dim")
+            text.append_text(cell)
+        return text
+
+
+class DetailLine(Static):
+    """The selected row of the table above, in full (wrapped, never cut)."""
+
+    DEFAULT_CSS = """
+    DetailLine { height: auto; max-height: 3; color: $text-muted; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("", markup=False, **kwargs)
+        self._shown_text = ""
+
+    def show(self, text: Text | str) -> None:
+        plain = text.plain if isinstance(text, Text) else text
+        if plain != self._shown_text:
+            self._shown_text = plain
+            self.update(text)
+
+    @property
+    def shown_text(self) -> str:
+        return self._shown_text
+
+
+def joined(parts: Iterable[str]) -> str:
+    return " · ".join(p for p in parts if p)
