@@ -179,7 +179,7 @@ class Dispatcher:
     # -- the tick --------------------------------------------------------------------------
 
     async def tick(self) -> DispatchResult:
-        with dispatch_lock(self.board.path) as held:
+        async with self.board.dispatch_guard() as held:
             if not held:
                 return DispatchResult(skipped_locked=True)
             tally = _Tally()
@@ -574,16 +574,12 @@ class Dispatcher:
         lock = claim_lock_here()
         expires = now + self.k.claim_ttl_seconds
         wanted = {task_id: (profile, title, body, newly) for task_id, profile, title, body, newly in chosen}
-        marks = ",".join("?" * len(wanted))
         default = self.k.default_assignee
         async with self.board.transaction() as conn:
             # One compare-and-set for all: only cards still ready and unclaimed are taken
             # (another dispatcher, or a person, may have got there first).
-            rows = await conn.execute_fetchall(
-                "UPDATE tasks SET status = ?, assignee = COALESCE(assignee, ?), claim_lock = ?, claim_expires = ?, "
-                f"started_at = COALESCE(started_at, ?), last_heartbeat_at = NULL WHERE id IN ({marks}) "
-                "AND status = ? AND claim_lock IS NULL RETURNING id",
-                (RUNNING, default, lock, expires, now, *wanted, READY))
+            rows = await conn.execute_fetchall(self.board.claim_statement(len(wanted)),
+                                               (RUNNING, default, lock, expires, now, *wanted, READY))
             won = [r[0] for r in rows]
             if not won:
                 return []
@@ -615,7 +611,7 @@ class Dispatcher:
             stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.board.now()))
             append_log_line(self._log_of(c.task_id),
                             f"{RUN_HEADER_PREFIX}{c.run_id} · profile {c.profile.name} · {stamp} ===")
-            env = worker_env(home=self.home.root, db=self.board.path, task_id=c.task_id, run_id=c.run_id,
+            env = worker_env(home=self.home.root, db=self.board.worker_location, task_id=c.task_id, run_id=c.run_id,
                              profile=c.profile.name, title=c.title, body=c.body, extra=c.profile.env)
             return self.spawner.launch(WorkerLaunch(c.task_id, c.run_id, c.profile.name, c.profile.command, env,
                                                     cwd, self._log_of(c.task_id)))

@@ -28,9 +28,10 @@ from typing import ClassVar
 
 from engine.config import Settings
 from engine.home import HomeLayout
-from engine.kanban import board_path
+from engine.kanban import board_location
 from engine.kanban import transitions as tr
 from engine.kanban.models import DispatchResult, Event, NewTask, Run, Task, TaskDetails
+from engine.kanban.pg.url import DatabaseUrl
 from engine.kanban.store import Board
 
 Clock = Callable[[], float]
@@ -49,7 +50,7 @@ class BoardService:
     """One open board with its dispatcher. Get one with :meth:`open`, give it back with
     :meth:`close` (or ``async with``)."""
 
-    _open: ClassVar[dict[tuple[Path, int], BoardService]] = {}
+    _open: ClassVar[dict[tuple[Path | str, int], BoardService]] = {}
 
     def __init__(self, board: Board, *, home: HomeLayout, settings: Settings, spawner=None) -> None:
         self._board = board
@@ -57,14 +58,14 @@ class BoardService:
         self.settings = settings
         self._spawner = spawner
         self._refs = 1
-        self._key: tuple[Path, int] | None = None
+        self._key: tuple[Path | str, int] | None = None
 
     # -- opening and closing ---------------------------------------------------------------
 
     @staticmethod
-    def path_for(home: HomeLayout, settings: Settings, override: str | Path | None = None) -> Path:
-        """Which board file (the one place that decides it)."""
-        return board_path(home, settings, override)
+    def path_for(home: HomeLayout, settings: Settings, override: str | Path | None = None) -> Path | DatabaseUrl:
+        """Which board, a file or a PostgreSQL URL (the one place that decides it)."""
+        return board_location(home, settings, override)
 
     @classmethod
     async def open(cls, home: HomeLayout, settings: Settings, *, override: str | Path | None = None,
@@ -73,14 +74,20 @@ class BoardService:
         event loop) or a new one. A missing board is created only with ``create``.
         A shared service keeps the clock and spawner it was first opened with."""
         path = cls.path_for(home, settings, override)
-        key = (Path(path).resolve(), id(asyncio.get_running_loop()))
+        where = path.secret if isinstance(path, DatabaseUrl) else Path(path).resolve()
+        key = (where, id(asyncio.get_running_loop()))
         shared = cls._open.get(key)
         if shared is not None:
             shared._refs += 1
             return shared
         if path == home.kanban_db:
             await asyncio.to_thread(home.ensure)
-        board = await Board.open(path, clock=clock, create=create)
+        if isinstance(path, DatabaseUrl):
+            from engine.kanban.pg.board import PgBoard
+
+            board = await PgBoard.open(path, clock=clock, create=create)
+        else:
+            board = await Board.open(path, clock=clock, create=create)
         shared = cls._open.get(key)  # another coroutine may have opened it meanwhile
         if shared is not None:
             await board.close()
@@ -93,8 +100,10 @@ class BoardService:
 
     @classmethod
     def exists(cls, home: HomeLayout, settings: Settings, override: str | Path | None = None) -> bool:
-        """Whether the board file is there (a stat, never an open: see the module doc)."""
-        return cls.path_for(home, settings, override).exists()
+        """Whether the board file is there (a stat, never an open: see the module doc).
+        A server board is taken to exist: opening it says whether it does."""
+        where = cls.path_for(home, settings, override)
+        return True if isinstance(where, DatabaseUrl) else where.exists()
 
     async def close(self) -> None:
         self._refs -= 1
@@ -111,7 +120,7 @@ class BoardService:
         await self.close()
 
     @property
-    def path(self) -> Path:
+    def path(self) -> Path | DatabaseUrl:
         return self._board.path
 
     def now(self) -> float:

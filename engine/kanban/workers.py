@@ -231,7 +231,7 @@ class NullSpawner:
         return None
 
 
-def worker_env(*, home: Path, db: Path, task_id: str, run_id: int, profile: str, title: str, body: str,
+def worker_env(*, home: Path, db: Path | str, task_id: str, run_id: int, profile: str, title: str, body: str,
                extra: Mapping[str, str]) -> dict[str, str]:
     """The variables a worker gets on top of the spawner's environment: the profile's
     own ``env`` first, then the card's (which a profile cannot override)."""

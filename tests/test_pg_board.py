@@ -1,0 +1,248 @@
+"""The PostgreSQL board: choosing it, never printing its password, refusing a database
+that is not ours, the per-host dispatch lock, and losing the server. Against the real
+server on 127.0.0.1:5432 (a fresh database per test; tests/pg_support.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import run_cli
+from kanban_support import FakeClock, kanban_settings, open_board
+from pg_support import ADMIN_URL
+
+from engine.config import ConfigError, Settings, parse_config
+from engine.kanban import board_location
+from engine.kanban import transitions as tr
+from engine.kanban.dispatcher import Dispatcher
+from engine.kanban.models import NewTask
+from engine.kanban.pg import schema
+from engine.kanban.pg.board import BoardUnreachable, PgBoard
+from engine.kanban.pg.dialect import to_postgres
+from engine.kanban.pg.url import DatabaseUrl
+from engine.kanban.store import StoreError
+from engine.kanban.workers import NullSpawner
+
+SECRET = "hunter2-not-shown"
+
+
+def _with_password(url: str) -> str:
+    """The same database, with a password in the URL (trust auth ignores it)."""
+    scheme, rest = url.split("://", 1)
+    user, at, host = rest.partition("@")
+    return f"{scheme}://{user}:{SECRET}@{host}"
+
+
+async def _sql(url: str, statement: str, *args):
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:
+        return await conn.fetch(statement, *args)
+    finally:
+        await conn.close()
+
+
+# -- choosing the board ---------------------------------------------------------------------------
+
+
+def test_the_url_comes_from_db_then_the_worker_variable_then_the_url_variable_then_config(home):
+    settings = parse_config("kanban:\n  database: postgresql://cfg@h/cfgdb\n")
+    assert str(board_location(home, settings, environ={})) == "postgresql://cfg@h/cfgdb"
+    env = {"HERMES_KANBAN_DATABASE_URL": "postgresql://var@h/vardb"}
+    assert str(board_location(home, settings, environ=env)) == "postgresql://var@h/vardb"
+    env["HERMES_KANBAN_DB"] = "postgresql://worker@h/wdb"
+    assert str(board_location(home, settings, environ=env)) == "postgresql://worker@h/wdb"
+    assert str(board_location(home, settings, "postgresql://flag@h/fdb", environ=env)) == "postgresql://flag@h/fdb"
+    assert board_location(home, settings, "/tmp/x.db", environ=env) == home.root.__class__("/tmp/x.db")
+    # A path (or nothing) keeps the SQLite board.
+    assert board_location(home, Settings(), environ={}) == home.kanban_db
+    as_path = parse_config("kanban:\n  database: boards/b.db\n")
+    assert board_location(home, as_path, environ={}) == home.root / "boards" / "b.db"
+
+
+def test_the_password_never_appears_in_the_shown_url_or_a_config_error():
+    url = DatabaseUrl.parse(f"postgresql://bob:{SECRET}@db.example:5432/board?sslmode=require")
+    assert str(url) == "postgresql://bob@db.example:5432/board?sslmode=require"
+    assert SECRET not in repr(url) and SECRET not in f"{url}"
+    assert url.scrub(f"failed for bob:{SECRET}") == "failed for bob:***"
+    query = DatabaseUrl.parse(f"postgresql://bob@db.example/board?password={SECRET}&sslmode=verify-full")
+    assert SECRET not in str(query) and "sslmode=verify-full" in str(query)
+    for bad in (f"postgresql://bob:{SECRET}@db.example:port/board", f"postgresql://bob:{SECRET}@db.example/",
+                f"mysql://bob:{SECRET}@db.example/board"):
+        with pytest.raises(ConfigError) as caught:
+            parse_config(f"kanban:\n  database: {bad}\n")
+        assert SECRET not in str(caught.value) and "config.yaml:2" in str(caught.value)
+
+
+def test_the_dialect_maps_only_the_spellings_postgresql_writes_differently():
+    assert to_postgres("UPDATE t SET a = ? WHERE b IS ? AND c = 'is ? here'") == \
+        "UPDATE t SET a = $1 WHERE b IS NOT DISTINCT FROM $2 AND c = 'is ? here'"
+    assert to_postgres("SELECT (SELECT group_concat(parent_id) FROM l) FROM t t WHERE 1 ORDER BY t.id") == \
+        "SELECT (SELECT string_agg(parent_id, ',') FROM l) FROM t t WHERE TRUE ORDER BY t.id"
+    assert to_postgres("INSERT OR IGNORE INTO l (a, b) VALUES (?, ?)") == \
+        "INSERT INTO l (a, b) VALUES ($1, $2) ON CONFLICT DO NOTHING"
+    assert to_postgres("SELECT id FROM t WHERE x IS NULL") == "SELECT id FROM t WHERE x IS NULL"
+
+
+# -- the CLI on a server board --------------------------------------------------------------------
+
+
+def test_cli_works_a_board_named_by_db_and_by_the_variable_without_printing_the_password(home, pg_url):
+    url = _with_password(pg_url)
+    made = run_cli("--home", str(home.root), "kanban", "--db", url, "create", "on the server", "--json")
+    assert made.returncode == 0, made.stderr
+    card = json.loads(made.stdout)["id"]
+    listed = run_cli("--home", str(home.root), "kanban", "list", "--json",
+                     env={"HERMES_KANBAN_DATABASE_URL": url})
+    assert listed.returncode == 0, listed.stderr
+    assert [t["id"] for t in json.loads(listed.stdout)["tasks"]] == [card]
+    assert not home.kanban_db.exists()  # the SQLite board was never made
+    for out in (made, listed):
+        assert SECRET not in out.stdout + out.stderr
+
+
+def test_an_unreachable_server_is_one_line_exit_1_without_the_password(home):
+    out = run_cli("--home", str(home.root), "kanban", "--db",
+                  f"postgresql://postgres:{SECRET}@127.0.0.1:1/nowhere", "list")
+    assert out.returncode == 1
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+    assert "cannot be reached" in out.stderr and "postgresql://postgres@127.0.0.1:1/nowhere" in out.stderr
+    assert SECRET not in out.stdout + out.stderr
+
+
+def test_a_malformed_url_is_a_usage_error_naming_it_without_the_password(home):
+    out = run_cli("--home", str(home.root), "kanban", "--db", f"postgresql://bob:{SECRET}@h:nan/board", "list")
+    assert out.returncode == 2, out.stderr
+    assert "port" in out.stderr and SECRET not in out.stderr and "Traceback" not in out.stderr
+
+
+# -- whose database -----------------------------------------------------------------------------
+
+
+async def test_a_database_with_another_program_s_tables_is_refused_and_left_alone(pg_url):
+    await _sql(pg_url, "CREATE TABLE tasks (id integer primary key, what text)")
+    await _sql(pg_url, "INSERT INTO tasks VALUES (1, 'theirs')")
+    with pytest.raises(StoreError, match="holds tables of another program \\(tasks\\)"):
+        await PgBoard.open(DatabaseUrl.parse(pg_url))
+    tables = await _sql(pg_url, "SELECT table_name FROM information_schema.tables "
+                                "WHERE table_schema = current_schema()")
+    assert [r[0] for r in tables] == ["tasks"]
+    assert [tuple(r) for r in await _sql(pg_url, "SELECT * FROM tasks")] == [(1, "theirs")]
+
+
+async def test_a_board_of_a_newer_schema_is_refused_and_left_alone(pg_url):
+    board = await PgBoard.open(DatabaseUrl.parse(pg_url))
+    await tr.create_task(board, NewTask("kept"))
+    await board.close()
+    await _sql(pg_url, f"UPDATE {schema.META_TABLE} SET value = $1 WHERE key = 'schema_version'",
+               str(schema.SCHEMA_VERSION + 1))
+    with pytest.raises(StoreError, match="newer than this hermes-tui knows"):
+        await PgBoard.open(DatabaseUrl.parse(pg_url))
+    version = await _sql(pg_url, f"SELECT value FROM {schema.META_TABLE} WHERE key = 'schema_version'")
+    assert version[0][0] == str(schema.SCHEMA_VERSION + 1)
+    assert (await _sql(pg_url, "SELECT count(*) FROM tasks"))[0][0] == 1
+
+
+async def test_many_hosts_opening_a_new_database_at_once_set_it_up_once(pg_url):
+    boards = await asyncio.gather(*(PgBoard.open(DatabaseUrl.parse(pg_url)) for _ in range(4)))
+    try:
+        rows = await _sql(pg_url, f"SELECT key, value FROM {schema.META_TABLE} ORDER BY key")
+        assert [tuple(r) for r in rows] == [("application", schema.APPLICATION),
+                                            ("schema_version", str(schema.SCHEMA_VERSION))]
+    finally:
+        for board in boards:
+            await board.close()
+
+
+async def test_opening_without_create_does_not_set_up_an_empty_database(pg_url):
+    with pytest.raises(StoreError, match="no board in"):
+        await PgBoard.open(DatabaseUrl.parse(pg_url), create=False)
+    assert not await _sql(pg_url, "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema()")
+
+
+# -- the dispatch lock is per host ---------------------------------------------------------------
+
+
+async def test_a_second_dispatcher_of_the_same_host_is_skipped_another_host_is_not(home, pg_url):
+    settings = kanban_settings({"a": "true"})
+    board = await open_board(home, FakeClock(), pg_url)
+    try:
+        await tr.create_task(board, NewTask("waiting", assignee="a"))
+        holder = subprocess.Popen([sys.executable, "-c", (
+            "import asyncio, sys\n"
+            "from engine.kanban.pg.board import PgBoard\nfrom engine.kanban.pg.url import DatabaseUrl\n"
+            "async def main():\n"
+            f"    board = await PgBoard.open(DatabaseUrl.parse({pg_url!r}), host_key={board.host_key!r})\n"
+            "    async with board.dispatch_guard() as held:\n"
+            "        print(held, flush=True)\n"
+            "        await asyncio.to_thread(sys.stdin.read)\n"
+            "    await board.close()\n"
+            "asyncio.run(main())\n")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout.readline().strip() == "True"
+            events_before = len(await board.events())
+            result = await Dispatcher(board, home=home, settings=settings, spawner=NullSpawner()).tick()
+            assert result.skipped_locked and not result.spawned
+            assert len(await board.events()) == events_before
+            other = await PgBoard.open(DatabaseUrl.parse(pg_url), clock=board.clock, host_key="another-host")
+            try:
+                async with other.dispatch_guard() as held:
+                    assert held
+            finally:
+                await other.close()
+        finally:
+            holder.communicate("", timeout=30)
+        assert (await Dispatcher(board, home=home, settings=settings, spawner=NullSpawner()).tick()).spawned
+    finally:
+        await board.close()
+
+
+# -- losing the server ---------------------------------------------------------------------------
+
+
+async def _terminate_our_connections(url: str) -> int:
+    """What a restarted server does to its clients, limited to this test's database."""
+    dbname = url.rsplit("/", 1)[1]
+    rows = await _sql(ADMIN_URL, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                 "WHERE datname = $1 AND pid <> pg_backend_pid()", dbname)
+    return len(rows)
+
+
+async def test_a_lost_connection_is_one_clear_error_then_the_board_reconnects(home, pg_url):
+    board = await open_board(home, FakeClock(), pg_url)
+    try:
+        card = await tr.create_task(board, NewTask("before"))
+        assert await _terminate_our_connections(pg_url) >= 1
+        # Either the driver already saw the connection go (then this call connects anew
+        # before sending anything) or the call fails with one clear line and the next
+        # one connects anew: both are fine, a traceback or a stuck board is not.
+        try:
+            again = await board.get_task(card.id)
+        except BoardUnreachable as exc:
+            assert "cannot be reached" in str(exc)
+            again = await board.get_task(card.id)
+        assert again.title == "before"
+        await tr.complete(board, card.id, "after")
+        assert (await board.get_task(card.id)).status == "done"
+    finally:
+        await board.close()
+
+
+async def test_a_transition_cut_by_a_lost_server_is_not_half_applied(home, pg_url):
+    board = await open_board(home, FakeClock(), pg_url)
+    try:
+        card = await tr.create_task(board, NewTask("whole or nothing"))
+        with pytest.raises(BoardUnreachable):
+            async with board.transaction() as conn:
+                await conn.execute("UPDATE tasks SET status = 'done' WHERE id = ?", (card.id,))
+                await _terminate_our_connections(pg_url)
+                await conn.execute("INSERT INTO task_events (task_id, kind, payload, created_at) "
+                                   "VALUES (?, 'completed', '{}', 0)", (card.id,))
+        assert (await board.get_task(card.id)).status == "ready"
+        assert [e.kind for e in await board.events(card.id)] == ["created"]
+    finally:
+        await board.close()
