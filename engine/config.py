@@ -90,6 +90,9 @@ class KanbanSettings:
     dispatch_profiles: tuple[str, ...] | None = None
     default_assignee: str | None = None
     claim_ttl_seconds: float = 900.0
+    # A shared (PostgreSQL) board: a host whose dispatcher has not renewed its lease for
+    # this long is taken for lost, and its running cards are reclaimed by another host.
+    host_lease_seconds: float = 120.0
     crash_grace_seconds: float = 30.0
     rate_limit_cooldown_seconds: float = 300.0
     failure_limit: int = 2
@@ -293,6 +296,7 @@ _SECTIONS: dict[str, tuple[type, dict[str, Callable[[Any], Any]]]] = {
             "dispatch_profiles": profile_list,
             "default_assignee": optional_text,
             "claim_ttl_seconds": positive_number,
+            "host_lease_seconds": positive_number,
             "crash_grace_seconds": non_negative_number,
             "rate_limit_cooldown_seconds": non_negative_number,
             "failure_limit": positive_int,

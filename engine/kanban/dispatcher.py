@@ -3,7 +3,10 @@
 One tick, in this order (each phase sees what the previous one changed):
 
 0. copy new worker output into the card logs (by byte offset);
-1. reap terminal workers (a closed run whose verified worker still lives after the grace);
+0b. on a shared board: renew this host's lease, and reclaim the running cards of hosts
+   whose lease ran out (``host_lost``, counted as a failure, nothing signalled);
+1. reap terminal workers (a closed run whose verified worker still lives after the grace;
+   at once when the run was taken from this host as ``host_lost``);
 2. stale claims (extend a live, heartbeating worker's claim; otherwise stop and reclaim);
 3. crashed workers (gone without a board call: classify the recorded exit);
    a worker that exited with its exit recorded is judged at once; the crash grace is
@@ -14,9 +17,10 @@ One tick, in this order (each phase sees what the previous one changed):
 5. promote todo cards whose parents are all finished;
 6. spawn ready cards by priority, within the caps, each held-back card with a reason.
 
-The whole tick holds a non-blocking ``flock`` on ``<db>.dispatch.lock``: a second
-dispatcher (another app, the CLI, a daemon) reports ``skipped_locked`` and writes
-nothing. Inside, every change is still a compare-and-set transaction, so even a
+The whole tick holds the board's dispatch lock (:meth:`Board.dispatch_guard`: a
+non-blocking ``flock`` on ``<db>.dispatch.lock``; on PostgreSQL an advisory lock per
+host): a second dispatcher (another app, the CLI, a daemon) reports ``skipped_locked``
+and writes nothing. Inside, every change is still a compare-and-set transaction, so even a
 dispatcher that ignored the lock could not claim a card twice.
 
 Blocking work (signals with their grace period, spawning, log copies) runs in threads;
@@ -42,6 +46,7 @@ from engine.kanban.models import (
     DONE,
     OUTCOME_COMPLETED,
     OUTCOME_CRASHED,
+    OUTCOME_HOST_LOST,
     OUTCOME_PROTOCOL_VIOLATION,
     OUTCOME_RATE_LIMITED,
     OUTCOME_RECLAIMED,
@@ -63,6 +68,7 @@ from engine.kanban.workers import (
     Spawner,
     WorkerLaunch,
     append_log_line,
+    boot_id,
     card_log_path,
     claim_lock_here,
     classify_exit,
@@ -187,6 +193,7 @@ class Dispatcher:
             if reap is not None:
                 await asyncio.to_thread(reap)
             await self._copy_output()
+            await self._reclaim_lost_hosts(tally)
             await self._reap_terminal_workers(tally)
             await self._release_stale_claims(tally)
             await self._detect_crashed(tally)
@@ -231,14 +238,33 @@ class Dispatcher:
             async with self.board.transaction() as conn:
                 await conn.executemany("UPDATE task_runs SET log_offset = ? WHERE id = ?", moved)
 
+    # -- 0b. host leases (a shared board) -----------------------------------------------------
+
+    async def _reclaim_lost_hosts(self, tally: _Tally) -> None:
+        """Renew this host's lease; requeue the running cards of every host whose lease
+        ran out. Their workers are out of reach, so nothing is signalled: the run id
+        (the fencing token) they hold no longer matches, so their calls are refused, and
+        their own host stops them when it returns (the terminal-worker reaper)."""
+        now = self.board.now()
+        lost = await self.board.renew_lease(hostname(), boot_id(), now, self.k.host_lease_seconds)
+        for host in lost:
+            prefix = host + ":"
+            for task, _run in await self._running("AND substr(t.claim_lock, 1, ?) = ?", (len(prefix), prefix)):
+                error = f"host_lost: {host} stopped renewing its lease"
+                payload = {"host": host, "claim_lock": task.claim_lock, "worker_pid": task.worker_pid,
+                           "signalled": False, "retry_status": READY}
+                if await self._requeue_failed(task, now, outcome=OUTCOME_HOST_LOST, event="host_lost",
+                                              error=error, payload=payload, tally=tally):
+                    tally.reclaimed.append(task.id)
+
     # -- 1. terminal workers -------------------------------------------------------------------
 
     async def _reap_terminal_workers(self, tally: _Tally) -> None:
         now = self.board.now()
         rows = await self.board.fetch(
             "SELECT id, task_id, worker_pid, worker_started_at, claim_lock FROM task_runs "
-            "WHERE ended_at IS NOT NULL AND worker_pid IS NOT NULL AND ended_at <= ?",
-            (now - self.k.terminal_worker_grace_seconds,))
+            "WHERE ended_at IS NOT NULL AND worker_pid IS NOT NULL AND (ended_at <= ? OR outcome = ?)",
+            (now - self.k.terminal_worker_grace_seconds, OUTCOME_HOST_LOST))
         for run_id, task_id, pid, fp, lock in rows:
             if not is_host_local(lock) or pid == os.getpid():
                 continue

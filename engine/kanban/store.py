@@ -425,6 +425,11 @@ class Board:
         with dispatch_lock(self.path) as held:
             yield held
 
+    async def renew_lease(self, host_id: str, boot: str, now: float, lease_seconds: float) -> list[str]:
+        """A file board has no host leases (every dispatcher sees the same machine):
+        nothing to renew, no host is ever lost."""
+        return []
+
     def claim_statement(self, count: int) -> str:
         """The claim's compare-and-set: only cards still ready and unclaimed are taken."""
         marks = ",".join("?" * count)

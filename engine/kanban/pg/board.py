@@ -261,6 +261,23 @@ class PgBoard(Board):
                 if self._raw is not None and not self._raw.is_closed():
                     await self.fetch("SELECT pg_advisory_unlock(?, ?)", (schema.SETUP_LOCK_KEY, key - 2**31))
 
+    async def renew_lease(self, host_id: str, boot: str, now: float, lease_seconds: float) -> list[str]:
+        """Renew this host's lease (one row per host: its id, boot and expiry); return
+        the other hosts whose lease has run out."""
+        async with self.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO hosts (host_id, boot_id, lease_expires, renewed_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (host_id) DO UPDATE SET boot_id = excluded.boot_id, "
+                "lease_expires = excluded.lease_expires, renewed_at = excluded.renewed_at",
+                (host_id, boot, now + lease_seconds, now))
+        rows = await self.fetch("SELECT host_id FROM hosts WHERE lease_expires < ? AND host_id <> ? ORDER BY host_id",
+                                (now, host_id))
+        return [r[0] for r in rows]
+
+    async def host_leases(self) -> list[tuple[str, str, float, float]]:
+        """Every host's (id, boot id, lease expiry, last renewal): for doctor."""
+        return await self.fetch("SELECT host_id, boot_id, lease_expires, renewed_at FROM hosts ORDER BY host_id")
+
     def claim_statement(self, count: int) -> str:
         """The claim's compare-and-set, skipping cards another host is claiming right now."""
         marks = ",".join("?" * count)

@@ -93,11 +93,21 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE TRIGGER task_events_announce AFTER INSERT ON task_events "
         "FOR EACH ROW EXECUTE FUNCTION hermes_kanban_announce()",
     ),
+    (
+        # Host leases: each host's dispatcher renews its row every tick; a host whose
+        # lease ran out has its running cards reclaimed by any other host.
+        """CREATE TABLE hosts (
+            host_id TEXT PRIMARY KEY,
+            boot_id TEXT NOT NULL,
+            lease_expires DOUBLE PRECISION NOT NULL,
+            renewed_at DOUBLE PRECISION NOT NULL
+        )""",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Objects of ours in a schema (tables, and the sequences/indexes PostgreSQL makes for them).
-OUR_TABLES = frozenset({META_TABLE, "tasks", "task_runs", "task_events", "task_links"})
+OUR_TABLES = frozenset({META_TABLE, "tasks", "task_runs", "task_events", "task_links", "hosts"})
 
 
 def refusal(shown: str, *, meta: dict[str, str] | None, other_tables: list[str]) -> str:
