@@ -20,8 +20,9 @@ from engine.kanban import transitions as tr
 from engine.kanban.dispatcher import Dispatcher
 from engine.kanban.models import NewTask
 from engine.kanban.pg import schema
-from engine.kanban.pg.board import BoardUnreachable, PgBoard
+from engine.kanban.pg.board import PgBoard
 from engine.kanban.pg.dialect import to_postgres
+from engine.kanban.pg.errors import BoardUnreachable
 from engine.kanban.pg.url import DatabaseUrl
 from engine.kanban.store import StoreError
 from engine.kanban.workers import NullSpawner

@@ -165,6 +165,11 @@ class BoardService:
     async def counts(self) -> dict[str, int]:
         return await self._board.counts()
 
+    async def listen(self, on_change: Callable[[], None]) -> bool:
+        """Have ``on_change`` called whenever the board changes, from any host (a server
+        board's LISTEN/NOTIFY). False: this board cannot announce changes; poll it."""
+        return await self._board.listen(on_change)
+
     # -- changes -------------------------------------------------------------------------------
 
     async def create(self, new: NewTask, *, actor: str = "cli") -> Task:

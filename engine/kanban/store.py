@@ -425,6 +425,10 @@ class Board:
         with dispatch_lock(self.path) as held:
             yield held
 
+    async def listen(self, on_change: Callable[[], None]) -> bool:
+        """A file board announces nothing: False, the caller keeps polling."""
+        return False
+
     async def renew_lease(self, host_id: str, boot: str, now: float, lease_seconds: float) -> list[str]:
         """A file board has no host leases (every dispatcher sees the same machine):
         nothing to renew, no host is ever lost."""

@@ -34,6 +34,7 @@ import asyncpg
 
 from engine.kanban.pg import schema
 from engine.kanban.pg.dialect import rowcount_of, to_postgres
+from engine.kanban.pg.errors import BoardConflict, BoardUnreachable
 from engine.kanban.pg.url import DatabaseUrl
 from engine.kanban.store import Board, StoreError
 
@@ -45,14 +46,6 @@ _LOST = (OSError, asyncio.TimeoutError, asyncpg.InterfaceError, asyncpg.Internal
          asyncpg.PostgresConnectionError,
          asyncpg.exceptions.AdminShutdownError, asyncpg.exceptions.CrashShutdownError,
          asyncpg.exceptions.CannotConnectNowError, asyncpg.exceptions.ConnectionFailureError)
-
-
-class BoardUnreachable(StoreError):
-    """The board's server cannot be reached now (refused, lost, shut down): one line."""
-
-
-class BoardConflict(StoreError):
-    """Two hosts changed the same rows at once and the server chose this side to give way."""
 
 
 class _Result:
@@ -112,6 +105,7 @@ class PgBoard(Board):
         self.host_key = host_key
         self._raw: asyncpg.Connection | None = None
         self._local_dispatch = asyncio.Lock()
+        self._listener: asyncpg.Connection | None = None
 
     # -- opening ----------------------------------------------------------------------
 
@@ -149,9 +143,10 @@ class PgBoard(Board):
         so the next call connects again."""
         text = self.url.scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
         if isinstance(exc, _LOST):
-            raw, self._raw = self._raw, None
-            if raw is not None:
-                raw.terminate()
+            for raw in (self._raw, self._listener):  # the listener went with the server too
+                if raw is not None:
+                    raw.terminate()
+            self._raw = self._listener = None
             return BoardUnreachable(f"the board database {self.url} cannot be reached: {text}")
         if isinstance(exc, asyncpg.IntegrityConstraintViolationError):
             return sqlite3.IntegrityError(text)  # the transitions' "id collided" branch
@@ -194,7 +189,33 @@ class PgBoard(Board):
         rows = await self.fetch(f"SELECT key, value FROM {schema.META_TABLE}")
         return {k: v for k, v in rows}, [t for t in tables if t not in schema.OUR_TABLES]
 
+    # -- live updates -------------------------------------------------------------------------
+
+    async def listen(self, on_change: Callable[[], None]) -> bool:
+        """Call ``on_change`` (on this event loop) after every committed event on the
+        board, from any host: LISTEN on a connection of its own. True while listening;
+        after a lost server, call again to listen anew (a no-op while still listening)."""
+        if self._listener is not None and not self._listener.is_closed():
+            return True
+        try:
+            listener = await asyncpg.connect(dsn=self.url.secret, timeout=CONNECT_TIMEOUT_SECONDS,
+                                             server_settings={"application_name": "hermes-tui listen"})
+            await listener.add_listener(schema.NOTIFY_CHANNEL, lambda *_args: on_change())
+        except (asyncpg.PostgresError, *_LOST) as exc:
+            raise self._error(exc) from None
+        self._listener = listener
+        return True
+
+    async def _stop_listening(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None and not listener.is_closed():
+            try:
+                await asyncio.wait_for(listener.close(), timeout=5)
+            except (asyncpg.PostgresError, *_LOST):
+                listener.terminate()
+
     async def close(self) -> None:
+        await self._stop_listening()
         raw, self._raw = self._raw, None
         if raw is not None and not raw.is_closed():
             try:
