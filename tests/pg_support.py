@@ -24,10 +24,10 @@ def _url_of(dbname: str) -> str:
     return f"{base}/{dbname}"
 
 
-async def _admin(statement: str) -> None:
+async def _admin(statement: str, admin_url: str | None = None) -> None:
     import asyncpg
 
-    conn = await asyncpg.connect(ADMIN_URL, timeout=10)
+    conn = await asyncpg.connect(admin_url or ADMIN_URL, timeout=10)
     try:
         await conn.execute(statement)
     finally:
@@ -58,12 +58,13 @@ def _run(coro) -> None:
         raise errors[0]
 
 
-def require_server() -> None:
+def require_server(admin_url: str | None = None) -> None:
     """Skip (or fail under CI) when the PostgreSQL server cannot be reached."""
+    admin_url = admin_url or ADMIN_URL
     try:
-        _run(_admin("SELECT 1"))
+        _run(_admin("SELECT 1", admin_url))
     except Exception as exc:  # any reason: refused, no such role, ...
-        why = f"PostgreSQL at {ADMIN_URL} cannot be reached: {type(exc).__name__}: {exc}"
+        why = f"PostgreSQL at {admin_url} cannot be reached: {type(exc).__name__}: {exc}"
         if os.environ.get("CI"):
             pytest.fail(why + " (CI is set: PostgreSQL tests must run)")
         pytest.skip(why)

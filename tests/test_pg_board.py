@@ -247,3 +247,19 @@ async def test_a_transition_cut_by_a_lost_server_is_not_half_applied(home, pg_ur
         assert [e.kind for e in await board.events(card.id)] == ["created"]
     finally:
         await board.close()
+
+
+# -- CI never skips them -----------------------------------------------------------------------
+
+
+def test_without_a_server_the_postgresql_tests_fail_under_ci_and_skip_elsewhere(monkeypatch):
+    from pg_support import require_server
+
+    nowhere = "postgresql://postgres@127.0.0.1:1/postgres"
+    monkeypatch.setenv("CI", "1")
+    with pytest.raises(pytest.fail.Exception, match="CI is set"):
+        require_server(nowhere)
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="cannot be reached"):
+        require_server(nowhere)
+    require_server()  # the real one is there
