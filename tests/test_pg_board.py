@@ -263,3 +263,30 @@ def test_without_a_server_the_postgresql_tests_fail_under_ci_and_skip_elsewhere(
     with pytest.raises(pytest.skip.Exception, match="cannot be reached"):
         require_server(nowhere)
     require_server()  # the real one is there
+
+
+# -- doctor ----------------------------------------------------------------------------------------
+
+
+def test_doctor_checks_the_connection_the_schema_and_this_host_s_lease_without_the_password(home, pg_url):
+    url = _with_password(pg_url)
+    home.config_file.write_text(f"kanban:\n  database: {url}\n")
+    shown = pg_url
+    empty = run_cli("--home", str(home.root), "doctor")
+    assert empty.returncode == 0, empty.stderr
+    assert f"board       {shown}: empty: the first use sets the board up" in empty.stdout
+    assert not asyncio.run(_sql(pg_url, "SELECT 1 FROM information_schema.tables "
+                                        "WHERE table_schema = current_schema()"))  # doctor wrote nothing
+    ticked = run_cli("--home", str(home.root), "kanban", "dispatch", env={"HERMES_KANBAN_HOST_ID": "doc-host"})
+    assert ticked.returncode == 0, ticked.stderr
+    report = run_cli("--home", str(home.root), "doctor", env={"HERMES_KANBAN_HOST_ID": "doc-host"})
+    assert f"hermes-tui board, schema version {schema.SCHEMA_VERSION}" in report.stdout
+    assert "host doc-host: lease held" in report.stdout
+    as_json = run_cli("--home", str(home.root), "doctor", "--json")
+    board = json.loads(as_json.stdout)["shared_board"]
+    assert board["url"] == shown and board["usable"] and board["lease_expires_in"] is None  # another host id
+    home.config_file.write_text(f"kanban:\n  database: postgresql://postgres:{SECRET}@127.0.0.1:1/nowhere\n")
+    away = run_cli("--home", str(home.root), "doctor")
+    assert "board       postgresql://postgres@127.0.0.1:1/nowhere: ERROR cannot be reached" in away.stdout
+    for out in (empty, report, as_json, away):
+        assert SECRET not in out.stdout + out.stderr
