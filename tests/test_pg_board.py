@@ -290,3 +290,28 @@ def test_doctor_checks_the_connection_the_schema_and_this_host_s_lease_without_t
     assert "board       postgresql://postgres@127.0.0.1:1/nowhere: ERROR cannot be reached" in away.stdout
     for out in (empty, report, as_json, away):
         assert SECRET not in out.stdout + out.stderr
+
+
+async def test_a_board_of_an_older_schema_is_migrated_once_and_keeps_its_cards(pg_url):
+    import asyncpg
+
+    conn = await asyncpg.connect(pg_url)
+    try:  # what the first release of the PostgreSQL board left behind: schema version 1
+        async with conn.transaction():
+            for statement in schema.MIGRATIONS[0]:
+                await conn.execute(statement)
+            await conn.execute(f"INSERT INTO {schema.META_TABLE} VALUES ('application', $1), "
+                               "('schema_version', '1')", schema.APPLICATION)
+            await conn.execute("INSERT INTO tasks (id, title, status, created_at) VALUES ('t_0ld0ca4d', 'old', "
+                               "'ready', 1)")
+    finally:
+        await conn.close()
+    boards = await asyncio.gather(*(PgBoard.open(DatabaseUrl.parse(pg_url)) for _ in range(3)))
+    try:
+        assert (await boards[0].get_task("t_0ld0ca4d")).title == "old"
+        assert await boards[1].renew_lease("h", "boot", 10.0, 5.0) == []  # the v2 hosts table is there
+    finally:
+        for board in boards:
+            await board.close()
+    version = await _sql(pg_url, f"SELECT value FROM {schema.META_TABLE} WHERE key = 'schema_version'")
+    assert version[0][0] == str(schema.SCHEMA_VERSION) == "2"
