@@ -47,6 +47,7 @@ from bench_kanban import (  # noqa: E402
     ours_build,
     ours_tick,
     settings_with_limit,
+    timed_tick,
 )
 from harness import Table, compare, loadavg, row_from, user_env  # noqa: E402
 
@@ -108,11 +109,7 @@ async def pg_tick(template: str, home: HomeLayout, limit: int) -> tuple[float, i
     try:
         board = await PgBoard.open(DatabaseUrl.parse(url_of(name)))
         try:
-            dispatcher = Dispatcher(board, home=home, settings=settings_with_limit(limit), spawner=NullSpawner())
-            loop = asyncio.get_running_loop()
-            start = loop.time()
-            result = await dispatcher.tick()
-            return loop.time() - start, len(result.spawned)
+            return await timed_tick(board, home, limit)
         finally:
             await board.close()
     finally:

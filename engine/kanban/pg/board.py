@@ -206,22 +206,15 @@ class PgBoard(Board):
         self._listener = listener
         return True
 
-    async def _stop_listening(self) -> None:
-        listener, self._listener = self._listener, None
-        if listener is not None and not listener.is_closed():
-            try:
-                await asyncio.wait_for(listener.close(), timeout=5)
-            except (asyncpg.PostgresError, *_LOST):
-                listener.terminate()
-
     async def close(self) -> None:
-        await self._stop_listening()
-        raw, self._raw = self._raw, None
-        if raw is not None and not raw.is_closed():
-            try:
-                await asyncio.wait_for(raw.close(), timeout=5)
-            except (asyncpg.PostgresError, *_LOST):
-                raw.terminate()
+        listener, raw = self._listener, self._raw
+        self._listener = self._raw = None
+        for conn in (listener, raw):
+            if conn is not None and not conn.is_closed():
+                try:
+                    await asyncio.wait_for(conn.close(), timeout=5)
+                except (asyncpg.PostgresError, *_LOST):
+                    conn.terminate()  # a server that does not answer: drop the socket
 
     @property
     def worker_location(self) -> str:

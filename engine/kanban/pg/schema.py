@@ -17,76 +17,40 @@ database can hold one board per schema.
 
 from __future__ import annotations
 
+import re
+
+from engine.kanban import store as sqlite_store
+
 APPLICATION = "hermes-tui kanban board"
 META_TABLE = "hermes_kanban_meta"
 # An advisory-lock key only this program uses ("HKNB" as in the SQLite application_id).
 SETUP_LOCK_KEY = 0x484B4E42
 NOTIFY_CHANNEL = "hermes_kanban"
 
+_SQLITE_TYPES = (
+    # A run's and an event's id: a sequence. The run id is the claim's fencing token, and
+    # a sequence never hands out a number twice, so a worker holding an old run id can
+    # never match the card's current run again.
+    (re.compile(r"\bINTEGER PRIMARY KEY AUTOINCREMENT\b"), "BIGSERIAL PRIMARY KEY"),
+    (re.compile(r"\bINTEGER\b"), "BIGINT"),
+    (re.compile(r"\bREAL\b"), "DOUBLE PRECISION"),
+)
+
+
+def from_sqlite(statement: str) -> str:
+    """One of the SQLite board's CREATE statements with PostgreSQL's types: the two boards
+    have the same tables and columns, in the same order (the store's reads depend on it)."""
+    for pattern, replacement in _SQLITE_TYPES:
+        statement = pattern.sub(replacement, statement)
+    return statement
+
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
         f"CREATE TABLE {META_TABLE} (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-        """CREATE TABLE tasks (
-            id TEXT PRIMARY KEY,
-            title TEXT NOT NULL,
-            body TEXT NOT NULL DEFAULT '',
-            assignee TEXT,
-            status TEXT NOT NULL,
-            priority BIGINT NOT NULL DEFAULT 0,
-            created_at DOUBLE PRECISION NOT NULL,
-            started_at DOUBLE PRECISION,
-            completed_at DOUBLE PRECISION,
-            claim_lock TEXT,
-            claim_expires DOUBLE PRECISION,
-            worker_pid BIGINT,
-            worker_started_at TEXT,
-            consecutive_failures BIGINT NOT NULL DEFAULT 0,
-            max_retries BIGINT,
-            max_runtime_seconds DOUBLE PRECISION,
-            last_failure_error TEXT,
-            last_heartbeat_at DOUBLE PRECISION,
-            current_run_id BIGINT,
-            result TEXT
-        )""",
-        "CREATE INDEX tasks_by_status ON tasks(status, priority DESC, created_at, id)",
-        # The run id is the claim's fencing token: a sequence never hands out a number twice,
-        # so a worker holding an old run id can never match the card's current run again.
-        """CREATE TABLE task_runs (
-            id BIGSERIAL PRIMARY KEY,
-            task_id TEXT NOT NULL,
-            profile TEXT,
-            status TEXT NOT NULL,
-            claim_lock TEXT,
-            claim_expires DOUBLE PRECISION,
-            worker_pid BIGINT,
-            worker_started_at TEXT,
-            process_id TEXT,
-            output_path TEXT,
-            log_offset BIGINT NOT NULL DEFAULT 0,
-            started_at DOUBLE PRECISION NOT NULL,
-            ended_at DOUBLE PRECISION,
-            outcome TEXT,
-            error TEXT,
-            summary TEXT
-        )""",
-        "CREATE INDEX runs_by_task ON task_runs(task_id, id)",
-        "CREATE INDEX runs_with_evidence ON task_runs(ended_at) "
-        "WHERE ended_at IS NOT NULL AND worker_pid IS NOT NULL",
-        """CREATE TABLE task_events (
-            id BIGSERIAL PRIMARY KEY,
-            task_id TEXT NOT NULL,
-            run_id BIGINT,
-            kind TEXT NOT NULL,
-            payload TEXT NOT NULL DEFAULT '{}',
-            created_at DOUBLE PRECISION NOT NULL
-        )""",
-        "CREATE INDEX events_by_task ON task_events(task_id, id)",
-        """CREATE TABLE task_links (
-            parent_id TEXT NOT NULL,
-            child_id TEXT NOT NULL,
-            PRIMARY KEY (parent_id, child_id)
-        )""",
-        "CREATE INDEX links_by_child ON task_links(child_id, parent_id)",
+        # The SQLite board's first schema (tasks, task_runs, task_events, task_links and
+        # their indexes). A later SQLite step needs its own step here too.
+        *(from_sqlite(statement) for statement in sqlite_store.MIGRATIONS[0]),
         # Live updates: every committed event is announced (its id) to LISTENers.
         f"""CREATE FUNCTION hermes_kanban_announce() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN PERFORM pg_notify('{NOTIFY_CHANNEL}', NEW.id::text); RETURN NULL; END $$""",
