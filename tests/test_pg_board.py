@@ -315,3 +315,21 @@ async def test_a_board_of_an_older_schema_is_migrated_once_and_keeps_its_cards(p
             await board.close()
     version = await _sql(pg_url, f"SELECT value FROM {schema.META_TABLE} WHERE key = 'schema_version'")
     assert version[0][0] == str(schema.SCHEMA_VERSION) == "2"
+
+
+async def test_many_rows_at_once_go_in_chunks_below_the_parameter_limit_and_keep_or_ignore(home, pg_url):
+    from engine.kanban.pg.board import MAX_PARAMETERS
+
+    board = await open_board(home, url=pg_url)
+    try:
+        rows = 2 * (MAX_PARAMETERS // 5) + 7  # three statements of 5 parameters a row
+        async with board.transaction() as conn:
+            await conn.executemany("INSERT INTO task_events (task_id, run_id, kind, payload, created_at) "
+                                   "VALUES (?, ?, 'bulk', ?, ?)", [(f"t_{i:08x}", i, "{}", 1.0) for i in range(rows)])
+            await conn.executemany("INSERT OR IGNORE INTO task_links (parent_id, child_id) VALUES (?, ?)",
+                                   [("t_a", "t_b"), ("t_a", "t_b"), ("t_a", "t_c")])
+        assert (await board.fetch("SELECT count(*), count(DISTINCT run_id) FROM task_events"))[0] == (rows, rows)
+        assert await board.fetch("SELECT parent_id, child_id FROM task_links ORDER BY child_id") == \
+            [("t_a", "t_b"), ("t_a", "t_c")]
+    finally:
+        await board.close()

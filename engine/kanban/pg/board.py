@@ -57,6 +57,11 @@ class _Result:
         self.lastrowid = lastrowid
 
 
+# An insert of one row (``VALUES (?, ?, 'x')``): executemany sends it as multi-row inserts.
+_ONE_ROW_INSERT = re.compile(r"^(\s*INSERT(?:\s+OR\s+IGNORE)?\s+INTO\s+\w+\s*\([^)]*\)\s*VALUES\s*)(\([^()]*\))\s*$",
+                             re.IGNORECASE)
+MAX_PARAMETERS = 30000  # PostgreSQL's limit is 65535 per statement
+
 # Inserts whose new id a caller may want (``cursor.lastrowid`` on SQLite).
 _ID_INSERT = re.compile(r"^\s*INSERT\s+INTO\s+(task_runs|task_events)\b(?!.*\bRETURNING\b)",
                         re.IGNORECASE | re.DOTALL)
@@ -91,9 +96,22 @@ class PgConnection:
         if not rows:
             return
         try:
-            await self.raw.executemany(to_postgres(sql), rows)
+            one_row = _ONE_ROW_INSERT.match(sql)
+            if one_row and len(rows) > 1:
+                await self._insert_rows(one_row.group(1), one_row.group(2), rows)
+            else:
+                await self.raw.executemany(to_postgres(sql), rows)
         except (asyncpg.PostgresError, *_LOST) as exc:
             raise self._errors(exc) from None
+
+    async def _insert_rows(self, head: str, values: str, rows: list[tuple]) -> None:
+        """Many rows in few statements (``VALUES (...), (...), ...``): one server round
+        trip and one plan per chunk instead of one execution per row."""
+        per_chunk = max(1, MAX_PARAMETERS // max(1, len(rows[0])))
+        for i in range(0, len(rows), per_chunk):
+            chunk = rows[i : i + per_chunk]
+            await self.raw.execute(to_postgres(head + ", ".join([values] * len(chunk))),
+                                   *[v for row in chunk for v in row])
 
 
 class PgBoard(Board):
