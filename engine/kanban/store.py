@@ -533,7 +533,7 @@ class Board:
             params.append(task_id)
         if limit is not None:
             rows = await self.fetch(
-                f"SELECT * FROM (SELECT {EVENT_COLUMNS} FROM task_events {where} ORDER BY id DESC LIMIT ?) "
+                f"SELECT * FROM (SELECT {EVENT_COLUMNS} FROM task_events {where} ORDER BY id DESC LIMIT ?) AS newest "
                 "ORDER BY id", [*params, limit])
         else:
             rows = await self.fetch(f"SELECT {EVENT_COLUMNS} FROM task_events {where} ORDER BY id", params)
