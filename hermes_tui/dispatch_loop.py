@@ -39,6 +39,7 @@ class DispatchLoop:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._watched: set[str] = set()
         self.ticks = 0
+        self.unreachable_ticks = 0  # ticks that found the board's server away (said by the pane, not here)
         self.last_result: DispatchResult | None = None
 
     @property
@@ -88,9 +89,14 @@ class DispatchLoop:
 
         if not await asyncio.to_thread(BoardService.exists, self.home, self.settings):
             return None
+        from engine.kanban.pg.errors import BoardUnreachable
+
         try:
             async with await BoardService.open(self.home, self.settings, create=False) as service:
                 result = await service.tick(self.spawner)
+        except BoardUnreachable:  # the pane already says "board unreachable, retrying"; the next tick retries
+            self.unreachable_ticks += 1
+            return None
         except Exception as exc:
             self.app.notify(f"dispatch failed: {exc}", severity="error", timeout=8, markup=False)
             return None

@@ -59,8 +59,9 @@ class Relay:
         return direct_url.replace("127.0.0.1:5432", f"127.0.0.1:{self.port}")
 
 
-def _config(url: str, refresh: float) -> str:
-    return f"kanban:\n  database: {url}\n  dispatch: false\nui:\n  refresh_seconds: {refresh}\n"
+def _config(url: str, refresh: float, dispatch: bool = False) -> str:
+    ticks = "  dispatch: true\n  dispatch_interval_seconds: 0.2\n" if dispatch else "  dispatch: false\n"
+    return f"kanban:\n  database: {url}\n{ticks}ui:\n  refresh_seconds: {refresh}\n"
 
 
 async def _create_from_another_home(tmp_path, url: str, title: str) -> str:
@@ -92,14 +93,25 @@ async def test_server_away_cli_says_so_app_retries_and_recovers_with_the_board_w
     url = relay.url_for(pg_url)
     board = await open_board(home, url=pg_url)
     first = await tr.create_task(board, NewTask("before the outage"))
-    app = make_app(home, _config(url, 0.2))
+    app = make_app(home, _config(url, 0.2, dispatch=True))
+    notes: list[str] = []
+    real_notify = app.notify
+
+    def notify(message, **kw):
+        notes.append(str(message))
+        return real_notify(message, **kw)
+
+    app.notify = notify
     try:
         async with app.run_test(size=WIDE) as pilot:
             pane = app.query_one(BoardPane)
+            loop = app.dispatch_loop
             await wait_for(pilot, lambda: first.id in pane.cards)
 
             await relay.stop()
             await wait_for(pilot, lambda: pane.unreachable is not None, timeout=30)
+            ticks_before = loop.ticks
+            await wait_for(pilot, lambda: loop.unreachable_ticks >= 2, timeout=30)
             assert _info(pane).startswith("board unreachable, retrying")
             assert pane.border_subtitle == "board unreachable, retrying"
             assert first.id in pane.cards  # the last cards stay shown
@@ -107,8 +119,10 @@ async def test_server_away_cli_says_so_app_retries_and_recovers_with_the_board_w
             assert cli.returncode == 1 and cli.stderr.count("\n") == 1 and "cannot be reached" in cli.stderr
             during = await tr.create_task(board, NewTask("made while the app could not see it"))
 
+            assert not [n for n in notes if "dispatch failed" in n]  # the pane's line says it, once
             await relay.start()
             await wait_for(pilot, lambda: pane.unreachable is None and during.id in pane.cards, timeout=30)
+            await wait_for(pilot, lambda: loop.ticks > ticks_before, timeout=30)  # the dispatcher is back too
             later = await _create_from_another_home(tmp_path, url, "after the return")
             await wait_for(pilot, lambda: later in pane.cards, timeout=30)
         assert await board.counts() == {"ready": 3}
