@@ -23,6 +23,7 @@ from engine.kanban.registry_spawner import RegistrySpawner
 from engine.kanban.workers import HOST_ID_VARIABLE, NullSpawner
 
 DRIVER = Path(__file__).with_name("pg_race_driver.py")
+PROFILE_CAP = 3  # as in pg_race_driver.py
 CARDS = 240
 TICKS = 500
 
@@ -32,7 +33,7 @@ TICKS = 500
 async def test_hosts_racing_500_ticks_spawn_every_card_once_within_their_caps(home, pg_url, tmp_path, hosts):
     board = await open_board(home, url=pg_url)
     try:
-        made = await tr.create_tasks(board, [NewTask(f"card {i}", assignee="w") for i in range(CARDS)])
+        made = await tr.create_tasks(board, [NewTask(f"card {i}", assignee="wg"[i % 2]) for i in range(CARDS)])
     finally:
         await board.close()
     outs = [tmp_path / f"host-{n}.json" for n in range(hosts)]
@@ -46,6 +47,8 @@ async def test_hosts_racing_500_ticks_spawn_every_card_once_within_their_caps(ho
     assert len(task_ids) == len(set(task_ids)) == CARDS  # none twice, none lost
     assert set(task_ids) == {t.id for t in made}
     assert all(r["most_running"] <= 4 for r in reports)  # kanban.max_in_progress per host
+    assert max(r["most_capped"] for r in reports) <= PROFILE_CAP  # the profile's cap over all hosts
+    assert max(r["most_capped"] for r in reports) >= 2  # the cap was really contended
     assert all(r["refused"] == 0 for r in reports)
     assert sum(1 for r in reports if r["launched"]) >= 2  # the hosts really shared the work
     board = await open_board(home, url=pg_url)

@@ -533,11 +533,13 @@ class Dispatcher:
         allowed = allowed_profiles(self.settings)
         default = self.k.default_assignee if self.k.default_assignee in allowed else None
         host = hostname() + ":"
+        # kanban.max_in_progress counts this host's running cards; a profile's own cap
+        # counts the profile's running cards on every host of the board.
         running = await self.board.fetch(
-            f"SELECT assignee, count(*) FROM tasks WHERE status = '{RUNNING}' AND substr(claim_lock, 1, ?) = ? "
-            "GROUP BY assignee", (len(host), host))
+            "SELECT assignee, count(*), sum(CASE WHEN substr(claim_lock, 1, ?) = ? THEN 1 ELSE 0 END) "
+            f"FROM tasks WHERE status = '{RUNNING}' GROUP BY assignee", (len(host), host))
         per_profile = {r[0]: int(r[1]) for r in running}
-        budget = self.k.max_in_progress - sum(per_profile.values())
+        budget = self.k.max_in_progress - sum(int(r[2] or 0) for r in running)
         ready = await self.board.fetch(
             "SELECT t.id, t.assignee, t.title, t.body, r.outcome, r.ended_at FROM tasks t "
             "LEFT JOIN task_runs r ON r.id = (SELECT max(id) FROM task_runs WHERE task_id = t.id "
@@ -592,6 +594,29 @@ class Dispatcher:
                 for task_id, assignee in fresh:
                     await add_event(conn, task_id, "skipped_nonspawnable", {"assignee": assignee}, now)
 
+    async def _within_profile_caps(self, conn, wanted: dict, tally: _Tally) -> None:
+        """Inside the claim's transaction: drop from ``wanted`` what would take a capped
+        profile over its cap, counted again now. On a shared board the store first locks
+        those profiles (``lock_profiles``) until commit, so hosts claiming at once for
+        one profile take turns and the cap holds across hosts."""
+        capped = sorted({p for p, *_ in wanted.values() if self.k.profiles[p].max_in_progress is not None})
+        if not capped:
+            return
+        await self.board.lock_profiles(conn, capped)
+        rows = await conn.execute_fetchall(
+            f"SELECT assignee, count(*) FROM tasks WHERE status = '{RUNNING}' "
+            f"AND assignee IN ({','.join('?' * len(capped))}) GROUP BY assignee", capped)
+        room = {p: self.k.profiles[p].max_in_progress for p in capped}
+        for profile, count in rows:
+            room[profile] -= int(count)
+        for task_id, (profile, *_rest) in list(wanted.items()):
+            if profile in room:
+                if room[profile] <= 0:
+                    del wanted[task_id]
+                    tally.skipped.append(Skip(task_id, PER_PROFILE_CAPPED))
+                else:
+                    room[profile] -= 1
+
     async def _claim(self, chosen: list[tuple[str, str, str, str, bool]], now: float,
                      tally: _Tally) -> list[_Claimed]:
         """Claim every chosen card in one transaction (CAS on ready + no lock)."""
@@ -602,6 +627,9 @@ class Dispatcher:
         wanted = {task_id: (profile, title, body, newly) for task_id, profile, title, body, newly in chosen}
         default = self.k.default_assignee
         async with self.board.transaction() as conn:
+            await self._within_profile_caps(conn, wanted, tally)
+            if not wanted:
+                return []
             # One compare-and-set for all: only cards still ready and unclaimed are taken
             # (another dispatcher, or a person, may have got there first).
             rows = await conn.execute_fetchall(self.board.claim_statement(len(wanted)),

@@ -429,6 +429,9 @@ class Board:
         """A file board announces nothing: False, the caller keeps polling."""
         return False
 
+    async def lock_profiles(self, conn, profiles: Sequence[str]) -> None:
+        """Nothing to lock: a file board's transactions already take turns (BEGIN IMMEDIATE)."""
+
     async def renew_lease(self, host_id: str, boot: str, now: float, lease_seconds: float) -> list[str]:
         """A file board has no host leases (every dispatcher sees the same machine):
         nothing to renew, no host is ever lost."""

@@ -293,6 +293,13 @@ class PgBoard(Board):
                 if self._raw is not None and not self._raw.is_closed():
                     await self.fetch("SELECT pg_advisory_unlock(?, ?)", (schema.SETUP_LOCK_KEY, key - 2**31))
 
+    async def lock_profiles(self, conn: PgConnection, profiles: Sequence[str]) -> None:
+        """Until this transaction ends, no other host claims for these (capped) profiles:
+        their caps are counted again under the lock (sorted: no two hosts deadlock)."""
+        for profile in sorted(profiles):
+            await conn.execute("SELECT pg_advisory_xact_lock(?, ?)",
+                               (schema.PROFILE_LOCK_KEY, zlib.crc32(profile.encode()) - 2**31))
+
     async def renew_lease(self, host_id: str, boot: str, now: float, lease_seconds: float) -> list[str]:
         """Renew this host's lease (one row per host: its id, boot and expiry); return
         the other hosts whose lease has run out."""

@@ -25,6 +25,8 @@ APPLICATION = "hermes-tui kanban board"
 META_TABLE = "hermes_kanban_meta"
 # An advisory-lock key only this program uses ("HKNB" as in the SQLite application_id).
 SETUP_LOCK_KEY = 0x484B4E42
+# Advisory-lock keys (first half) of a capped profile's claims ("HKNP").
+PROFILE_LOCK_KEY = 0x484B4E50
 NOTIFY_CHANNEL = "hermes_kanban"
 
 _SQLITE_TYPES = (
