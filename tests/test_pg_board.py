@@ -333,3 +333,21 @@ async def test_many_rows_at_once_go_in_chunks_below_the_parameter_limit_and_keep
             [("t_a", "t_b"), ("t_a", "t_c")]
     finally:
         await board.close()
+
+
+async def test_a_tick_whose_lock_holding_connection_dropped_ends_instead_of_going_on_unlocked(home, pg_url):
+    board = await open_board(home, FakeClock(), pg_url)
+    try:
+        card = await tr.create_task(board, NewTask("kept"))
+        async with board.dispatch_guard() as held:
+            assert held
+            await _terminate_our_connections(pg_url)
+            for _ in range(600):  # the driver sees the server close the session
+                if board._raw is None or board._raw.is_closed():
+                    break
+                await asyncio.sleep(0.05)
+            with pytest.raises(BoardUnreachable, match="held this host's dispatch lock"):
+                await board.get_task(card.id)
+        assert (await board.get_task(card.id)).title == "kept"  # outside a tick it connects again
+    finally:
+        await board.close()

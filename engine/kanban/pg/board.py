@@ -117,22 +117,21 @@ class PgConnection:
 class PgBoard(Board):
     """One PostgreSQL board on one (re-opened when lost) connection."""
 
-    def __init__(self, url: DatabaseUrl, clock: Clock, host_key: str) -> None:
+    def __init__(self, url: DatabaseUrl, clock: Clock, host_key: str | None = None) -> None:
         super().__init__(None, url, clock)  # type: ignore[arg-type] - connected in open()
         self.url = url
         self.host_key = host_key
         self._raw: asyncpg.Connection | None = None
         self._local_dispatch = asyncio.Lock()
         self._listener: asyncpg.Connection | None = None
+        self._guard_held = False  # this session holds the host's dispatch lock
 
     # -- opening ----------------------------------------------------------------------
 
     @classmethod
     async def open(cls, url: DatabaseUrl, *, clock: Clock = time.time, create: bool = True,
                    host_key: str | None = None) -> PgBoard:
-        from engine.kanban.workers import hostname
-
-        board = cls(url, clock, host_key or hostname())
+        board = cls(url, clock, host_key)
         await board._connect()
         try:
             await board._check_and_set_up(create)
@@ -144,6 +143,9 @@ class PgBoard(Board):
     async def _connect(self) -> PgConnection:
         if self._raw is not None and not self._raw.is_closed():
             return self.conn
+        if self._guard_held:  # a new session would not hold the dispatch lock: end the tick instead
+            raise BoardUnreachable(f"the board database {self.url} dropped the connection that held this "
+                                   "host's dispatch lock")
         try:
             self._raw = await asyncpg.connect(dsn=self.url.secret, timeout=CONNECT_TIMEOUT_SECONDS,
                                               server_settings={"application_name": "hermes-tui"})
@@ -281,17 +283,21 @@ class PgBoard(Board):
         if self._local_dispatch.locked():
             yield False
             return
+        from engine.kanban.workers import hostname
+
         async with self._local_dispatch:
-            key = zlib.crc32(f"hermes-tui dispatch {self.host_key}".encode())
-            rows = await self.fetch("SELECT pg_try_advisory_lock(?, ?)", (schema.SETUP_LOCK_KEY, key - 2**31))
+            key = zlib.crc32(f"hermes-tui dispatch {self.host_key or hostname()}".encode()) - 2**31
+            rows = await self.fetch("SELECT pg_try_advisory_lock(?, ?)", (schema.SETUP_LOCK_KEY, key))
             if not rows[0][0]:
                 yield False
                 return
+            self._guard_held = True
             try:
                 yield True
             finally:
+                self._guard_held = False
                 if self._raw is not None and not self._raw.is_closed():
-                    await self.fetch("SELECT pg_advisory_unlock(?, ?)", (schema.SETUP_LOCK_KEY, key - 2**31))
+                    await self.fetch("SELECT pg_advisory_unlock(?, ?)", (schema.SETUP_LOCK_KEY, key))
 
     async def lock_profiles(self, conn: PgConnection, profiles: Sequence[str]) -> None:
         """Until this transaction ends, no other host claims for these (capped) profiles:
