@@ -87,7 +87,10 @@ class DispatchLoop:
         tick failed (said in a notification: a failed tick must not take the app down)."""
         from engine.kanban.service import BoardService
 
-        if not await asyncio.to_thread(BoardService.exists, self.home, self.settings):
+        try:
+            if not await asyncio.to_thread(BoardService.exists, self.home, self.settings):
+                return None
+        except ValueError:  # a malformed board URL: the pane says so
             return None
         from engine.kanban.pg.errors import BoardUnreachable
 

@@ -133,3 +133,13 @@ async def test_server_away_cli_says_so_app_retries_and_recovers_with_the_board_w
         await board.close()
         with contextlib.suppress(Exception):
             await relay.stop()
+
+
+async def test_a_malformed_board_url_is_one_line_in_the_pane_without_the_password(home, monkeypatch):
+    monkeypatch.setenv("HERMES_KANBAN_DATABASE_URL", "postgresql://bob:hunter2-not-shown@db.example:port/board")
+    app = make_app(home, "kanban:\n  dispatch: true\n  dispatch_interval_seconds: 0.2\n")
+    async with app.run_test(size=WIDE) as pilot:
+        pane = app.query_one(BoardPane)
+        await wait_for(pilot, lambda: pane.error is not None)
+        assert "port that is not a number" in pane.error and "hunter2" not in pane.error
+        assert app.is_running

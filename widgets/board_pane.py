@@ -239,7 +239,11 @@ class BoardPane(Pane):
         from engine.kanban.service import BoardService
         from engine.kanban.store import StoreError
 
-        exists = await asyncio.to_thread(BoardService.exists, self.home, self.settings)
+        try:
+            exists = await asyncio.to_thread(BoardService.exists, self.home, self.settings)
+        except ValueError as exc:  # a malformed board URL (its message holds no password)
+            self._fail(f"The board cannot be used: the board database URL {exc}")
+            return None
         if not exists and not create:
             self._show_info()
             return None
