@@ -92,13 +92,15 @@ class DispatchLoop:
                 return None
         except ValueError:  # a malformed board URL: the pane says so
             return None
-        from engine.kanban.pg.errors import BoardUnreachable
+        from engine.kanban.pg.errors import BoardUnreachable, NoBoardYet
 
         try:
             async with await BoardService.open(self.home, self.settings, create=False) as service:
                 result = await service.tick(self.spawner)
         except BoardUnreachable:  # the pane already says "board unreachable, retrying"; the next tick retries
             self.unreachable_ticks += 1
+            return None
+        except NoBoardYet:  # an empty database: nothing to dispatch until the first card
             return None
         except Exception as exc:
             self.app.notify(f"dispatch failed: {exc}", severity="error", timeout=8, markup=False)

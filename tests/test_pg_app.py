@@ -143,3 +143,14 @@ async def test_a_malformed_board_url_is_one_line_in_the_pane_without_the_passwor
         await wait_for(pilot, lambda: pane.error is not None)
         assert "port that is not a number" in pane.error and "hunter2" not in pane.error
         assert app.is_running
+
+
+async def test_an_empty_database_is_no_board_yet_until_another_home_creates_a_card(home, pg_url, tmp_path):
+    app = make_app(home, _config(pg_url, 0.2, dispatch=True))
+    async with app.run_test(size=WIDE) as pilot:
+        pane = app.query_one(BoardPane)
+        await wait_for(pilot, lambda: _info(pane).startswith("No board yet (postgresql://"))
+        assert pane.error is None
+        card = await _create_from_another_home(tmp_path, pg_url, "the first card")
+        await wait_for(pilot, lambda: card in pane.cards, timeout=30)
+        assert pane.error is None and pane.listening

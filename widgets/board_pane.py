@@ -247,12 +247,16 @@ class BoardPane(Pane):
         if not exists and not create:
             self._show_info()
             return None
-        from engine.kanban.pg.errors import BoardUnreachable
+        from engine.kanban.pg.errors import BoardUnreachable, NoBoardYet
 
         try:
             self.service = await BoardService.open(self.home, self.settings, create=create, clock=self.clock)
         except BoardUnreachable as exc:
             self._unreachable(exc)
+            return None
+        except NoBoardYet:  # an empty database: like a missing board file, until the first card
+            self.unreachable = None
+            self._show_info()
             return None
         except (StoreError, OSError, ValueError) as exc:
             self._fail(f"The board cannot be used: {exc}")

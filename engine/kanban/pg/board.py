@@ -34,7 +34,7 @@ import asyncpg
 
 from engine.kanban.pg import schema
 from engine.kanban.pg.dialect import rowcount_of, to_postgres
-from engine.kanban.pg.errors import BoardConflict, BoardUnreachable
+from engine.kanban.pg.errors import BoardConflict, BoardUnreachable, NoBoardYet
 from engine.kanban.pg.url import DatabaseUrl
 from engine.kanban.store import Board, StoreError
 
@@ -183,7 +183,7 @@ class PgBoard(Board):
         if why:
             raise StoreError(why)
         if meta is None and not create:
-            raise StoreError(f"no board in {self.url}")
+            raise NoBoardYet(f"no board in {self.url} yet")
         async with self.transaction() as conn:
             await conn.execute("SELECT pg_advisory_xact_lock(?)", (schema.SETUP_LOCK_KEY,))
             meta, tables = await self._ownership()  # another host may have done it meanwhile

@@ -11,5 +11,10 @@ class BoardUnreachable(StoreError):
     Not the board's fault, and not final: the next call connects again."""
 
 
+class NoBoardYet(StoreError):
+    """The database is empty and the caller did not ask to create the board (the app
+    shows "no board yet", as for a missing board file)."""
+
+
 class BoardConflict(StoreError):
     """Two hosts changed the same rows at once and the server chose this side to give way."""
