@@ -24,6 +24,8 @@ from engine.hermes.config_keys import HERMES_KANBAN_KEYS, HERMES_SECTIONS
 if TYPE_CHECKING:
     import yaml
 
+    from engine.kanban.pg.url import DatabaseUrl
+
 
 class ConfigError(Exception):
     """One clear line: ``<file>:<line>[:<col>]: <what is wrong>``."""
@@ -78,6 +80,9 @@ class ProfileSettings:
 @dataclass(frozen=True)
 class KanbanSettings:
     db: Path | None = None
+    # A PostgreSQL board (engine.kanban.pg.url.DatabaseUrl), or a path (an SQLite board
+    # file, as ``db``); None keeps ``db``.
+    database: DatabaseUrl | Path | None = None
     dispatch: bool = True
     dispatch_interval_seconds: float = 10.0
     max_in_progress: int = 4
@@ -85,6 +90,9 @@ class KanbanSettings:
     dispatch_profiles: tuple[str, ...] | None = None
     default_assignee: str | None = None
     claim_ttl_seconds: float = 900.0
+    # A shared (PostgreSQL) board: a host whose dispatcher has not renewed its lease for
+    # this long is taken for lost, and its running cards are reclaimed by another host.
+    host_lease_seconds: float = 120.0
     crash_grace_seconds: float = 30.0
     rate_limit_cooldown_seconds: float = 300.0
     failure_limit: int = 2
@@ -134,7 +142,12 @@ class Settings:
 
 
 class _Bad(Exception):
-    pass
+    """A value the schema refuses. ``shown`` replaces the value in the message when the
+    value itself must not be printed (a database URL's password)."""
+
+    def __init__(self, message: str, shown: str | None = None) -> None:
+        super().__init__(message)
+        self.shown = shown
 
 
 # Bounds for every number in the schema: far above any sensible value, far below what
@@ -221,6 +234,25 @@ def optional_path(value: Any) -> Path | None:
     return Path(_no_control(text(value), "\t\n\r")).expanduser()
 
 
+def database_url(value: Any) -> DatabaseUrl | Path | None:
+    """``postgresql://user@host:port/dbname`` (its password is never echoed back), or a
+    path, which keeps an SQLite board."""
+    from engine.kanban.pg.url import BadDatabaseUrl, DatabaseUrl, looks_like_url
+
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise _Bad("must be a postgresql:// URL or a path")
+    if "://" not in value:
+        return optional_path(value)
+    if not looks_like_url(value):
+        raise _Bad("must be a postgresql:// URL or a path", shown="a URL of another kind")
+    try:
+        return DatabaseUrl.parse(value)
+    except BadDatabaseUrl as exc:
+        raise _Bad(str(exc), shown="a URL that is not usable") from None
+
+
 def profile_list(value: Any) -> tuple[str, ...]:
     """A list of profile names or one comma-separated string; empty means none."""
     if value is None:
@@ -257,12 +289,14 @@ _SECTIONS: dict[str, tuple[type, dict[str, Callable[[Any], Any]]]] = {
         KanbanSettings,
         {
             "db": optional_path,
+            "database": database_url,
             "dispatch": boolean,
             "dispatch_interval_seconds": positive_number,
             "max_in_progress": positive_int,
             "dispatch_profiles": profile_list,
             "default_assignee": optional_text,
             "claim_ttl_seconds": positive_number,
+            "host_lease_seconds": positive_number,
             "crash_grace_seconds": non_negative_number,
             "rate_limit_cooldown_seconds": non_negative_number,
             "failure_limit": positive_int,
@@ -345,7 +379,8 @@ class _Reader:
         try:
             return checker(raw)
         except _Bad as bad:
-            raise self.fail(node, f"{dotted} {bad}, got {_show(raw)}") from None
+            got = bad.shown if bad.shown is not None else _show(raw)
+            raise self.fail(node, f"{dotted} {bad}, got {got}") from None
 
 
 def _unknown(reader: _Reader, key_node: yaml.Node, key: str, where: str, known: list[str]) -> ConfigError:

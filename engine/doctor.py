@@ -58,6 +58,8 @@ class DoctorReport:
     hermes_agent_version_known: str = HERMES_AGENT_VERSION
     home_mode: str | None = None  # octal, e.g. "0755"
     home_open_to_others: bool = False
+    # A PostgreSQL board (kanban.database, $HERMES_KANBAN_DATABASE_URL): its check, else None.
+    shared_board: dict | None = None
 
     @property
     def ok(self) -> bool:
@@ -142,5 +144,27 @@ def run_doctor(home: HomeLayout, environ: dict[str, str] | None = None) -> tuple
         hermes_keys=list(settings.hermes_keys) if settings else [],
         home_mode=None if mode is None else f"{mode:04o}",
         home_open_to_others=mode is not None and bool(mode & 0o077),
+        shared_board=_shared_board(home, settings, env),
     )
     return report, settings
+
+
+def _shared_board(home: HomeLayout, settings: Settings | None, env) -> dict | None:
+    """The PostgreSQL board's check, when this home uses one (a file board: None)."""
+    import time
+
+    from engine.kanban import board_location
+    from engine.kanban.pg.url import BadDatabaseUrl, DatabaseUrl
+
+    if settings is None:
+        return None
+    try:
+        where = board_location(home, settings, environ=env)
+    except BadDatabaseUrl as exc:
+        return {"url": None, "reachable": False, "state": f"the board database URL {exc}", "usable": False}
+    if not isinstance(where, DatabaseUrl):
+        return None
+    from engine.kanban.pg.check import check_shared_board
+    from engine.kanban.workers import hostname
+
+    return check_shared_board(where, hostname(), time.time()).to_json()

@@ -42,6 +42,7 @@ class DispatchLoop:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._watched: set[str] = set()
         self.ticks = 0
+        self.unreachable_ticks = 0  # ticks that found the board's server away (said by the pane, not here)
         self.last_result: DispatchResult | None = None
         self.refused = ""  # why this app may not dispatch its board (said once)
 
@@ -91,14 +92,26 @@ class DispatchLoop:
         from engine.hermes.board import DispatchRefused
         from engine.kanban.service import BoardService
 
-        if self.refused or not await asyncio.to_thread(BoardService.exists, self.home, self.settings):
+        if self.refused:
             return None
+        try:
+            if not await asyncio.to_thread(BoardService.exists, self.home, self.settings):
+                return None
+        except ValueError:  # a malformed board URL: the pane says so
+            return None
+        from engine.kanban.pg.errors import BoardUnreachable, NoBoardYet
+
         try:
             async with await BoardService.open(self.home, self.settings, create=False) as service:
                 result = await service.tick(self.spawner)
         except DispatchRefused as exc:  # hermes-agent's board: its gateway dispatches it
             self.refused = str(exc)
             self.app.notify(self.refused, severity="warning", timeout=8, markup=False)
+            return None
+        except BoardUnreachable:  # the pane already says "board unreachable, retrying"; the next tick retries
+            self.unreachable_ticks += 1
+            return None
+        except NoBoardYet:  # an empty database: nothing to dispatch until the first card
             return None
         except Exception as exc:
             self.app.notify(f"dispatch failed: {exc}", severity="error", timeout=8, markup=False)

@@ -34,6 +34,28 @@ def home(tmp_path: Path) -> HomeLayout:
     return layout
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def board_backend(request):
+    """Which board a behaviour test runs on: None (the SQLite file of the home) or the
+    URL of a fresh PostgreSQL database (dropped after the test)."""
+    if request.param == "sqlite":
+        yield None
+        return
+    from pg_support import fresh_database
+
+    with fresh_database() as url:
+        yield url
+
+
+@pytest.fixture
+def pg_url():
+    """A fresh PostgreSQL database for this test (dropped after it)."""
+    from pg_support import fresh_database
+
+    with fresh_database() as url:
+        yield url
+
+
 @pytest.fixture
 def settings() -> Settings:
     return Settings()

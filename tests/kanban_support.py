@@ -47,7 +47,13 @@ def kanban_settings(profiles: dict[str, str | dict] | None = None, **kanban) -> 
                                processes=dataclasses.replace(base.processes, kill_grace_seconds=1.0))
 
 
-async def open_board(home: HomeLayout, clock: FakeClock | None = None) -> Board:
+async def open_board(home: HomeLayout, clock: FakeClock | None = None, url: str | None = None) -> Board:
+    """The home's SQLite board, or (``url``) a PostgreSQL board: the behaviour tests run on both."""
+    if url:
+        from engine.kanban.pg.board import PgBoard
+        from engine.kanban.pg.url import DatabaseUrl
+
+        return await PgBoard.open(DatabaseUrl.parse(url), clock=clock or FakeClock())
     return await Board.open(home.kanban_db, clock=clock or FakeClock())
 
 

@@ -14,6 +14,15 @@ import pytest
 from tests.conftest import run_cli
 
 
+@pytest.fixture
+def board_env(board_backend, monkeypatch):
+    """Run the CLI against the home's SQLite board, or (postgres) a fresh PostgreSQL board
+    named by $HERMES_KANBAN_DATABASE_URL: the same commands, the same answers."""
+    if board_backend:
+        monkeypatch.setenv("HERMES_KANBAN_DATABASE_URL", board_backend)
+    return board_backend
+
+
 def kanban(home, *args, env=None):
     return run_cli("--home", str(home.root), "kanban", *args, env=env)
 
@@ -24,7 +33,7 @@ def create(home, *args) -> str:
     return json.loads(r.stdout)["id"]
 
 
-def test_create_list_show_json(home):
+def test_create_list_show_json(home, board_env):
     parent = create(home, "parent card", "--assignee", "w", "--priority", "3", "--body", "line one\nline two")
     r = kanban(home, "create", "child card", "--parent", parent, "--max-retries", "4", "--max-runtime", "60",
                "--json")
@@ -47,7 +56,7 @@ def test_create_list_show_json(home):
     assert "child card" in kanban(home, "list").stdout
 
 
-def test_operator_moves_and_their_refusals(home):
+def test_operator_moves_and_their_refusals(home, board_env):
     card = create(home, "card")
     r = kanban(home, "unblock", card)
     assert r.returncode == 1 and r.stderr.strip() == f"hermes-tui: cannot unblock {card}: it is ready, not blocked"
@@ -63,7 +72,7 @@ def test_operator_moves_and_their_refusals(home):
     assert kanban(home, "list", "--all", "--json").stdout.count(card) == 1
 
 
-def test_worker_calls_for_another_card_or_run_are_refused(home):
+def test_worker_calls_for_another_card_or_run_are_refused(home, board_env):
     mine = create(home, "mine")
     other = create(home, "other")
     env = {"HERMES_KANBAN_TASK": mine, "HERMES_KANBAN_RUN_ID": "7"}
@@ -106,7 +115,7 @@ def test_db_flag_and_env_select_a_shared_board(home, tmp_path):
     assert json.loads(r.stdout)["title"] == "shared card"
 
 
-def test_dispatch_json_spawns_a_real_worker_and_reports_reasons(home):
+def test_dispatch_json_spawns_a_real_worker_and_reports_reasons(home, board_env):
     home.config_file.write_text(
         "kanban:\n"
         "  max_in_progress: 1\n"
@@ -136,7 +145,7 @@ def test_dispatch_json_spawns_a_real_worker_and_reports_reasons(home):
     assert "skipped_unassigned" not in text  # words for people, codes for --json
 
 
-def test_dispatch_text_says_why_nothing_spawned(home):
+def test_dispatch_text_says_why_nothing_spawned(home, board_env):
     home.config_file.write_text("kanban:\n  dispatch_profiles: []\n  profiles:\n    w: 'true'\n")
     create(home, "held", "--assignee", "w")
     out = kanban(home, "dispatch").stdout
@@ -166,7 +175,7 @@ def _read_until(proc: subprocess.Popen, needle: str, timeout: float = 30) -> str
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_daemon_ticks_and_stops_cleanly(home, sig):
+def test_daemon_ticks_and_stops_cleanly(home, sig, board_env):
     home.config_file.write_text("kanban:\n  profiles:\n    w: 'true'\n  dispatch_profiles: []\n")
     create(home, "held back", "--assignee", "w")
     proc = _start(home, "daemon", "--interval", "0.2")
@@ -183,7 +192,7 @@ def test_daemon_ticks_and_stops_cleanly(home, sig):
             proc.wait()
 
 
-def test_tail_prints_new_events_until_ctrl_c(home):
+def test_tail_prints_new_events_until_ctrl_c(home, board_env):
     card = create(home, "watched")
     proc = _start(home, "tail", card)
     try:
@@ -210,7 +219,7 @@ def test_assign_and_relative_db_paths(home, tmp_path):
     assert r.returncode == 0 and (tmp_path / "rel.db").exists()
 
 
-def test_a_short_id_prefix_archives_nothing_and_is_a_usage_error(home):
+def test_a_short_id_prefix_archives_nothing_and_is_a_usage_error(home, board_env):
     card = create(home, "keep me")
     for short in ("t_", "t_" + card[2:4]):
         r = kanban(home, "archive", short)
@@ -233,7 +242,7 @@ def test_numbers_out_of_range_are_usage_errors_not_internal_errors(home, args):
     assert not home.kanban_db.exists()  # nothing was created
 
 
-def test_an_assignee_that_is_no_profile_here_creates_the_card_and_warns(home):
+def test_an_assignee_that_is_no_profile_here_creates_the_card_and_warns(home, board_env):
     home.config_file.write_text("kanban:\n  profiles:\n    coder:\n      command: 'true'\n    writer:\n"
                                 "      command: 'true'\n")
     r = kanban(home, "create", "for elsewhere", "--assignee", "reviewer", "--json")

@@ -24,13 +24,14 @@ from engine.kanban.workers import NullSpawner, claim_lock_here
 
 
 @pytest.fixture
-def world(home):
-    """(home, clock, make(settings) -> (board, dispatcher, spawner)); every worker is killed after."""
+def world(home, board_backend):
+    """(home, clock, make(settings) -> (board, dispatcher, spawner)); every worker is killed after.
+    Each test runs on the SQLite board and on a PostgreSQL board (``board_backend``)."""
     clock = FakeClock()
     made = []
 
     async def make(settings, spawner=None):
-        board = await open_board(home, clock)
+        board = await open_board(home, clock, board_backend)
         spawner = spawner or RegistrySpawner(home, settings)
         made.append((board, spawner))
         return board, dispatcher(board, home, settings, spawner), spawner
@@ -408,7 +409,9 @@ async def test_caps_priority_and_the_held_back_line(world):
         await _close(board)
 
 
-async def test_a_second_dispatcher_is_skipped_locked_and_writes_nothing(world):
+async def test_a_second_dispatcher_is_skipped_locked_and_writes_nothing(world, board_backend):
+    if board_backend:
+        pytest.skip("the file lock is SQLite's; tests/test_pg_board.py pins the PostgreSQL host lock")
     home, clock, make = world
     settings = kanban_settings({"a": "true"})
     board, disp, _ = await make(settings, NullSpawner())

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from kanban_support import FakeClock
+from kanban_support import FakeClock, open_board
 from textual.app import App
 
 from engine.config import load_config
@@ -32,12 +32,12 @@ kanban:
 """
 
 
-async def seed(home: HomeLayout) -> dict[str, str]:
-    """A fixed board: one card in every column, fixed ids and times."""
+async def seed(home: HomeLayout, url: str | None = None) -> dict[str, str]:
+    """A fixed board: one card in every column, fixed ids and times (``url``: on PostgreSQL)."""
     clock = FakeClock(FIXED_NOW - 7200)
     ids = iter(["t_00000001", "t_00000002", "t_00000003", "t_00000004", "t_00000005", "t_00000006",
                 "t_00000007"])
-    board = await Board.open(home.kanban_db, clock=clock)
+    board = await open_board(home, clock, url)
     try:
         made = {}
         for key, new in (("parent", NewTask("Design the schema", assignee="coder", priority=2)),
@@ -75,7 +75,9 @@ def fixed_clock(monkeypatch):
     monkeypatch.setattr(BoardPane, "clock", staticmethod(lambda: FIXED_NOW))
 
 
-def make_app(home: HomeLayout, config: str = CONFIG) -> HermesApp:
+def make_app(home: HomeLayout, config: str = CONFIG, url: str | None = None) -> HermesApp:
+    if url:  # the same app on a PostgreSQL board
+        config = config.replace("kanban:\n", f"kanban:\n  database: {url}\n", 1)
     home.config_file.write_text(config)
     return HermesApp(home, load_config(home.config_file), home_label="~/.hermes")
 
@@ -88,8 +90,8 @@ async def wait_for(pilot, predicate, timeout: float = 20.0) -> None:
     raise AssertionError(f"condition not reached in {timeout}s")
 
 
-async def card_status(home: HomeLayout, task_id: str) -> str:
-    board = await Board.open(home.kanban_db)
+async def card_status(home: HomeLayout, task_id: str, url: str | None = None) -> str:
+    board = await open_board(home, url=url)
     try:
         return (await board.get_task(task_id)).status
     finally:
@@ -147,11 +149,11 @@ async def test_new_card_form_creates_a_card_and_cancel_creates_nothing(home):
         assert all(v.task.title != "never" for v in pane.cards.values())
 
 
-async def test_enter_opens_details_with_runs_events_failure_and_log(home):
-    made = await seed(home)
+async def test_enter_opens_details_with_runs_events_failure_and_log(home, board_backend):
+    made = await seed(home, board_backend)
     home.kanban_logs_dir.mkdir(parents=True)
     (home.kanban_logs_dir / f"{made['blocked']}.log").write_text("connecting\nHTTP 403 from billing\n")
-    app = make_app(home)
+    app = make_app(home, url=board_backend)
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
         await wait_for(pilot, lambda: len(pane.cards) == 7)
@@ -170,27 +172,27 @@ async def test_enter_opens_details_with_runs_events_failure_and_log(home):
         await wait_for(pilot, lambda: "Add screenshots." in str(body.render()))
 
 
-async def test_move_keys_follow_the_allowed_transitions(home):
-    made = await seed(home)
-    app = make_app(home)
+async def test_move_keys_follow_the_allowed_transitions(home, board_backend):
+    made = await seed(home, board_backend)
+    app = make_app(home, url=board_backend)
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
         await wait_for(pilot, lambda: len(pane.cards) == 7)
         await select(pilot, pane, made["ready"])
         await pilot.press("greater_than_sign")
         await wait_for(pilot, lambda: pane.cards[made["ready"]].task.status == "review")
-        assert await card_status(home, made["ready"]) == "review"
+        assert await card_status(home, made["ready"], board_backend) == "review"
         await select(pilot, pane, made["ready"])
         await pilot.press("less_than_sign")
         await wait_for(pilot, lambda: pane.cards[made["ready"]].task.status == "ready")
         await select(pilot, pane, made["done"])
         await pilot.press("greater_than_sign")  # done cannot move: a warning, nothing changes
         await pilot.pause(0.3)
-        assert await card_status(home, made["done"]) == "done"
+        assert await card_status(home, made["done"], board_backend) == "done"
         await select(pilot, pane, made["todo"])
         await pilot.press("greater_than_sign")  # its parent is not done: refused
         await pilot.pause(0.3)
-        assert await card_status(home, made["todo"]) == "todo"
+        assert await card_status(home, made["todo"], board_backend) == "todo"
 
 
 async def test_unblock_and_archive_go_through_a_confirm_whose_default_is_no(home):

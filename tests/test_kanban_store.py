@@ -1,4 +1,5 @@
-"""The board file and the transitions: a real SQLite file, real concurrent writers."""
+"""The board file and the transitions: a real SQLite file, real concurrent writers. The
+transition tests (``board_backend``) also run on a fresh PostgreSQL database."""
 
 from __future__ import annotations
 
@@ -75,8 +76,8 @@ async def test_two_openers_initialise_the_schema_once(home):
             await b.close()
 
 
-async def test_card_with_open_parent_is_todo_then_promoted_status_on_create(home):
-    board = await open_board(home)
+async def test_card_with_open_parent_is_todo_then_promoted_status_on_create(home, board_backend):
+    board = await open_board(home, url=board_backend)
     try:
         parent = await tr.create_task(board, NewTask("parent"))
         child = await tr.create_task(board, NewTask("child", parents=(parent.id,)))
@@ -90,9 +91,9 @@ async def test_card_with_open_parent_is_todo_then_promoted_status_on_create(home
         await board.close()
 
 
-async def test_ids_resolve_by_unique_prefix(home):
+async def test_ids_resolve_by_unique_prefix(home, board_backend):
     ids = iter(["t_aaaa0001", "t_aaaa0002", "t_bbbb0001"])
-    board = await open_board(home)
+    board = await open_board(home, url=board_backend)
     try:
         await tr.create_tasks(board, [NewTask("a"), NewTask("b"), NewTask("c")], id_factory=lambda: next(ids))
         assert await board.resolve_id("bbbb") == "t_bbbb0001"
@@ -108,8 +109,8 @@ async def test_ids_resolve_by_unique_prefix(home):
         await board.close()
 
 
-async def test_bulk_create_is_one_transaction(home):
-    board = await open_board(home)
+async def test_bulk_create_is_one_transaction(home, board_backend):
+    board = await open_board(home, url=board_backend)
     try:
         tasks = await tr.create_tasks(board, [NewTask(f"card {i}") for i in range(500)])
         assert len({t.id for t in tasks}) == 500
@@ -122,8 +123,8 @@ async def test_bulk_create_is_one_transaction(home):
         await board.close()
 
 
-async def test_transitions_follow_the_allowed_moves(home):
-    board = await open_board(home)
+async def test_transitions_follow_the_allowed_moves(home, board_backend):
+    board = await open_board(home, url=board_backend)
     try:
         t = await tr.create_task(board, NewTask("card"))
         with pytest.raises(tr.TransitionRefused, match="not blocked"):
@@ -148,8 +149,8 @@ async def test_transitions_follow_the_allowed_moves(home):
         await board.close()
 
 
-async def test_complete_and_unblock_reset_the_failure_counter(home):
-    board = await open_board(home)
+async def test_complete_and_unblock_reset_the_failure_counter(home, board_backend):
+    board = await open_board(home, url=board_backend)
     try:
         t = await tr.create_task(board, NewTask("card"))
         await board.conn.execute("UPDATE tasks SET consecutive_failures = 2, status = 'blocked', "
@@ -177,8 +178,8 @@ async def _running_card(board: Board) -> tuple[str, int]:
     return t.id, run_id
 
 
-async def test_worker_calls_only_act_on_their_own_current_run(home):
-    board = await open_board(home)
+async def test_worker_calls_only_act_on_their_own_current_run(home, board_backend):
+    board = await open_board(home, url=board_backend)
     try:
         task_id, run_id = await _running_card(board)
         other, _ = await _running_card(board)
@@ -201,10 +202,10 @@ async def test_worker_calls_only_act_on_their_own_current_run(home):
         await board.close()
 
 
-async def test_concurrent_changes_from_two_connections_never_both_win(home):
+async def test_concurrent_changes_from_two_connections_never_both_win(home, board_backend):
     clock = FakeClock()
-    a = await open_board(home, clock)
-    b = await open_board(home, clock)
+    a = await open_board(home, clock, board_backend)
+    b = await open_board(home, clock, board_backend)
     try:
         task_id, run_id = await _running_card(a)
         results = await asyncio.gather(
@@ -223,9 +224,9 @@ async def test_concurrent_changes_from_two_connections_never_both_win(home):
         await b.close()
 
 
-async def test_board_view_keeps_finished_columns_short_but_counts_everything(home):
+async def test_board_view_keeps_finished_columns_short_but_counts_everything(home, board_backend):
     clock = FakeClock(1_000_000.0)
-    board = await open_board(home, clock)
+    board = await open_board(home, clock, board_backend)
     try:
         cards = await tr.create_tasks(board, [NewTask(f"c{i}") for i in range(130)])
         for i, card in enumerate(cards[:120]):
@@ -241,8 +242,8 @@ async def test_board_view_keeps_finished_columns_short_but_counts_everything(hom
         await board.close()
 
 
-async def test_reassigning_to_another_profile_resets_the_failures(home):
-    board = await open_board(home)
+async def test_reassigning_to_another_profile_resets_the_failures(home, board_backend):
+    board = await open_board(home, url=board_backend)
     try:
         t = await tr.create_task(board, NewTask("card", assignee="a"))
         await board.conn.execute("UPDATE tasks SET consecutive_failures = 1 WHERE id = ?", (t.id,))
@@ -285,8 +286,8 @@ async def test_a_new_board_appears_whole_and_leaves_no_temporary_file(home):
     assert home.kanban_db.stat().st_size > 0
 
 
-async def test_an_id_prefix_needs_four_characters_after_t_(home):
-    board = await open_board(home)
+async def test_an_id_prefix_needs_four_characters_after_t_(home, board_backend):
+    board = await open_board(home, url=board_backend)
     try:
         await tr.create_tasks(board, [NewTask("a")], id_factory=lambda: "t_abcd1234")
         for short in ("t_", "t_a", "abc", ""):

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 COLUMNS = tuple(s for s in STATUSES if s != ARCHIVED)
 MIN_COLUMN_WIDTH = 22
 RECENT_FINISHED = 100  # the done/archived columns show their newest cards only
+LISTENING_REFRESH_EVERY = 10  # a board that announces changes is re-read in full this rarely
 
 
 @dataclass(frozen=True)
@@ -158,12 +159,15 @@ class BoardPane(Pane):
 
     def __init__(self, *, home: HomeLayout, settings: Settings, **kwargs) -> None:
         super().__init__(**kwargs)
+        from engine.kanban import board_location_at_a_glance
+
         self.home = home
         self.settings = settings
-        from engine.kanban import board_path_at_a_glance
-
         # Known now unless <home>/kanban.db exists (whose it is, SQLite tells, off the UI thread).
-        self.db_path: Path | None = board_path_at_a_glance(home, settings)
+        try:
+            self.db_path = board_location_at_a_glance(home, settings)
+        except ValueError:  # a malformed $HERMES_KANBAN_DATABASE_URL: said when opening
+            self.db_path = None
         self.service: BoardService | None = None
         self._open_lock = asyncio.Lock()
         self.cards: dict[str, CardView] = {}
@@ -177,6 +181,9 @@ class BoardPane(Pane):
         self._held_back: dict = {}  # card id -> its Skip in the last tick
         self.last_tick_at: float | None = None
         self.error: str | None = None
+        self.unreachable: str | None = None  # the board's server is away: retried on every refresh
+        self.listening = False  # a server board announces its changes (no need to wait for the timer)
+        self._timer_ticks = 0
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -228,7 +235,7 @@ class BoardPane(Pane):
         """Open the board if it exists (a home that never used the board gets no file
         until the first card is created), then keep it fresh."""
         await self._ensure_board(create=False)
-        self.set_interval(max(0.2, self.settings.ui.refresh_seconds), self.refresh_board)
+        self.set_interval(max(0.2, self.settings.ui.refresh_seconds), self._refresh_on_timer)
         if self.service is not None:
             self.refresh_board()
 
@@ -244,21 +251,35 @@ class BoardPane(Pane):
         from engine.kanban.service import BoardService
         from engine.kanban.store import StoreError
 
-        self.db_path = await asyncio.to_thread(BoardService.path_for, self.home, self.settings)
-        exists = await asyncio.to_thread(self.db_path.exists)
+        try:
+            self.db_path = await asyncio.to_thread(BoardService.path_for, self.home, self.settings)
+            exists = await asyncio.to_thread(BoardService.exists, self.home, self.settings)
+        except ValueError as exc:  # a malformed board URL (its message holds no password)
+            self._fail(f"The board cannot be used: the board database URL {exc}")
+            return None
         if not exists and not create:
             self._show_info()
             return None
+        from engine.kanban.pg.errors import BoardUnreachable, NoBoardYet
+
         try:
             service = await BoardService.open(self.home, self.settings, create=create, clock=self.clock)
             await self._use_statuses(await service.statuses())
-        except (StoreError, OSError) as exc:
+        except BoardUnreachable as exc:
+            self._unreachable(exc)
+            return None
+        except NoBoardYet:  # an empty database: like a missing board file, until the first card
+            self.unreachable = None
+            self._show_info()
+            return None
+        except (StoreError, OSError, ValueError) as exc:
             self._fail(f"The board cannot be used: {exc}")
             return None
         self.service = service
         self.db_path = service.path
         if service.read_only:  # said once, when the board opens
             self.notify(service.read_only_reason, severity="warning", timeout=8, markup=False)
+        await self._listen()
         self._show_info()
         return self.service
 
@@ -281,6 +302,37 @@ class BoardPane(Pane):
     def _shown_statuses(self, with_archived: bool) -> tuple[str, ...]:
         return tuple(s for s in self.statuses if with_archived or s != ARCHIVED)
 
+    async def _listen(self) -> None:
+        """Refresh as soon as any host changes the board (a server board); a file board
+        is read on the refresh timer."""
+        from engine.kanban.store import StoreError
+
+        if self.service is None:
+            return
+        try:
+            self.listening = await self.service.listen(self._board_changed)
+        except StoreError:
+            self.listening = False  # polled until the next refresh listens again
+
+    def _refresh_on_timer(self) -> None:
+        """Read the whole board on every timer tick, unless the board announces its
+        changes: then only every LISTENING_REFRESH_EVERY-th tick (ages, worker markers),
+        and while the server is away, every tick (each one retries)."""
+        self._timer_ticks += 1
+        if self.listening and self.unreachable is None and self._timer_ticks % LISTENING_REFRESH_EVERY:
+            return
+        self.refresh_board()
+
+    def _board_changed(self) -> None:
+        if self.is_attached:
+            self.refresh_board()
+
+    def _unreachable(self, exc: Exception) -> None:
+        """The server is away: say so and keep the last cards; every refresh retries."""
+        self.unreachable = str(exc)
+        self.listening = False
+        self._show_info()
+
     def _fail(self, message: str) -> None:
         self.error = message
         try:
@@ -296,17 +348,26 @@ class BoardPane(Pane):
     async def refresh_board(self) -> None:
         if await self._ensure_board(create=False) is None:  # someone may have created it since
             return
+        from engine.kanban.pg.errors import BoardUnreachable
         from engine.kanban.store import StoreError
 
         statuses = self._shown_statuses(self.show_archived)
         try:
             view = await self.service.view(statuses, RECENT_FINISHED)
+        except BoardUnreachable as exc:
+            self._unreachable(exc)
+            return
         except StoreError as exc:
             self._fail(f"The board cannot be read: {exc}")
             return
         except Exception as exc:  # sqlite errors from a file changed under us
             self.notify(f"board refresh failed: {exc}", severity="error", timeout=5, markup=False)
             return
+        if self.unreachable is not None:  # back: announce it and listen again
+            self.unreachable = None
+            self.notify("board reachable again", timeout=3)
+        if not self.listening:
+            await self._listen()
         views = await asyncio.to_thread(_with_liveness, list(view.tasks))
         self.apply(views, view.counts)
 
@@ -366,7 +427,10 @@ class BoardPane(Pane):
             pass
 
     def _shown_db_path(self) -> str:
-        """The board file as a user reads it: relative to the home when it lives there."""
+        """The board file as a user reads it: relative to the home when it lives there
+        (a server board: its URL without the password)."""
+        if self.db_path is None or not isinstance(self.db_path, Path):
+            return str(self.db_path or "the board")
         try:
             return str(Path(self.db_path or self.home.kanban_db).relative_to(self.home.root))
         except ValueError:
@@ -376,6 +440,11 @@ class BoardPane(Pane):
         k = self.settings.kanban
         running = len(self._columns[RUNNING])
         if self.error:
+            return
+        if self.unreachable is not None:
+            self.query_one("#board-info", Static).update(
+                Text(f"board unreachable, retrying: {self.unreachable}"), layout=False)
+            self.set_status("board unreachable, retrying")
             return
         if self.service is None and self.db_path is None:
             self.query_one("#board-info", Static).update(Text("Looking for the board…"), layout=False)

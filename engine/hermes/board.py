@@ -335,6 +335,10 @@ class HermesBoardService:
         found = await self.counts()
         return HERMES_STATUSES + tuple(sorted(s for s in found if s not in HERMES_STATUSES))
 
+    async def listen(self, on_change) -> bool:
+        """hermes's board announces nothing: it is read on the refresh timer."""
+        return False
+
     def log_path(self, task_id: str) -> Path:
         return self.home.hermes_kanban_logs_dir / f"{task_id}.log"
 

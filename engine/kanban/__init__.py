@@ -7,6 +7,7 @@
 - :mod:`engine.kanban.workers`     spawning, stopping and judging workers
 - :mod:`engine.kanban.breaker`     the failure breaker
 - :mod:`engine.kanban.relocate`    moving an older hermes-tui board out of hermes's ``kanban.db`` name
+- :mod:`engine.kanban.pg`          the PostgreSQL board (several machines, one board)
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from pathlib import Path
 
 from engine.config import Settings
 from engine.home import HomeLayout
+from engine.kanban.pg.url import DatabaseUrl, looks_like_url
+
+DATABASE_URL_VARIABLE = "HERMES_KANBAN_DATABASE_URL"
 
 
 def board_path(home: HomeLayout, settings: Settings, override: str | os.PathLike[str] | None = None,
@@ -63,3 +67,42 @@ def board_path_at_a_glance(home: HomeLayout, settings: Settings) -> Path | None:
     if chosen is not None:
         return chosen
     return None if home.shared_kanban_db.exists() else home.kanban_db
+
+
+def board_location(home: HomeLayout, settings: Settings, override: str | os.PathLike[str] | None = None,
+                   environ: Mapping[str, str] | None = None) -> Path | DatabaseUrl:
+    """Which board, file or server: ``--db`` (a path or a ``postgresql://`` URL) >
+    ``$HERMES_KANBAN_DB`` (a worker's own board, either kind) > ``$HERMES_KANBAN_DATABASE_URL``
+    > config ``kanban.database`` > the SQLite file of :func:`board_path`.
+    A malformed URL raises :class:`engine.kanban.pg.url.BadDatabaseUrl` (no password in it)."""
+    env = os.environ if environ is None else environ
+    for given in (override, env.get("HERMES_KANBAN_DB")):
+        if given:
+            return DatabaseUrl.parse(str(given)) if looks_like_url(str(given)) else \
+                board_path(home, settings, given, env)
+    if env.get(DATABASE_URL_VARIABLE):
+        return DatabaseUrl.parse(env[DATABASE_URL_VARIABLE])
+    configured = settings.kanban.database
+    if isinstance(configured, DatabaseUrl):
+        return configured
+    if configured is not None:
+        return configured if configured.is_absolute() else home.root / configured
+    return board_path(home, settings, None, env)
+
+
+def board_location_at_a_glance(home: HomeLayout, settings: Settings,
+                               environ: Mapping[str, str] | None = None) -> Path | DatabaseUrl | None:
+    """:func:`board_location` when telling it needs no read of a file, else None (for a
+    first frame that must not wait). A malformed URL raises like :func:`board_location`."""
+    env = os.environ if environ is None else environ
+    given = env.get("HERMES_KANBAN_DB")
+    if given:
+        return DatabaseUrl.parse(given) if looks_like_url(given) else chosen_board_path(home, settings, None, env)
+    if env.get(DATABASE_URL_VARIABLE):
+        return DatabaseUrl.parse(env[DATABASE_URL_VARIABLE])
+    configured = settings.kanban.database
+    if isinstance(configured, DatabaseUrl):
+        return configured
+    if configured is not None:
+        return configured if configured.is_absolute() else home.root / configured
+    return board_path_at_a_glance(home, settings)

@@ -3,7 +3,10 @@
 One tick, in this order (each phase sees what the previous one changed):
 
 0. copy new worker output into the card logs (by byte offset);
-1. reap terminal workers (a closed run whose verified worker still lives after the grace);
+0b. on a shared board: renew this host's lease, and reclaim the running cards of hosts
+   whose lease ran out (``host_lost``, counted as a failure, nothing signalled);
+1. reap terminal workers (a closed run whose verified worker still lives after the grace;
+   at once when the run was taken from this host as ``host_lost``);
 2. stale claims (extend a live, heartbeating worker's claim; otherwise stop and reclaim);
 3. crashed workers (gone without a board call: classify the recorded exit);
    a worker that exited with its exit recorded is judged at once; the crash grace is
@@ -14,9 +17,10 @@ One tick, in this order (each phase sees what the previous one changed):
 5. promote todo cards whose parents are all finished;
 6. spawn ready cards by priority, within the caps, each held-back card with a reason.
 
-The whole tick holds a non-blocking ``flock`` on ``<db>.dispatch.lock``: a second
-dispatcher (another app, the CLI, a daemon) reports ``skipped_locked`` and writes
-nothing. Inside, every change is still a compare-and-set transaction, so even a
+The whole tick holds the board's dispatch lock (:meth:`Board.dispatch_guard`: a
+non-blocking ``flock`` on ``<db>.dispatch.lock``; on PostgreSQL an advisory lock per
+host): a second dispatcher (another app, the CLI, a daemon) reports ``skipped_locked``
+and writes nothing. Inside, every change is still a compare-and-set transaction, so even a
 dispatcher that ignored the lock could not claim a card twice.
 
 Blocking work (signals with their grace period, spawning, log copies) runs in threads;
@@ -42,6 +46,7 @@ from engine.kanban.models import (
     DONE,
     OUTCOME_COMPLETED,
     OUTCOME_CRASHED,
+    OUTCOME_HOST_LOST,
     OUTCOME_PROTOCOL_VIOLATION,
     OUTCOME_RATE_LIMITED,
     OUTCOME_RECLAIMED,
@@ -63,6 +68,7 @@ from engine.kanban.workers import (
     Spawner,
     WorkerLaunch,
     append_log_line,
+    boot_id,
     card_log_path,
     claim_lock_here,
     classify_exit,
@@ -179,7 +185,7 @@ class Dispatcher:
     # -- the tick --------------------------------------------------------------------------
 
     async def tick(self) -> DispatchResult:
-        with dispatch_lock(self.board.path) as held:
+        async with self.board.dispatch_guard() as held:
             if not held:
                 return DispatchResult(skipped_locked=True)
             tally = _Tally()
@@ -187,6 +193,7 @@ class Dispatcher:
             if reap is not None:
                 await asyncio.to_thread(reap)
             await self._copy_output()
+            await self._reclaim_lost_hosts(tally)
             await self._reap_terminal_workers(tally)
             await self._release_stale_claims(tally)
             await self._detect_crashed(tally)
@@ -231,14 +238,33 @@ class Dispatcher:
             async with self.board.transaction() as conn:
                 await conn.executemany("UPDATE task_runs SET log_offset = ? WHERE id = ?", moved)
 
+    # -- 0b. host leases (a shared board) -----------------------------------------------------
+
+    async def _reclaim_lost_hosts(self, tally: _Tally) -> None:
+        """Renew this host's lease; requeue the running cards of every host whose lease
+        ran out. Their workers are out of reach, so nothing is signalled: the run id
+        (the fencing token) they hold no longer matches, so their calls are refused, and
+        their own host stops them when it returns (the terminal-worker reaper)."""
+        now = self.board.now()
+        lost = await self.board.renew_lease(hostname(), boot_id(), now, self.k.host_lease_seconds)
+        for host in lost:
+            prefix = host + ":"
+            for task, _run in await self._running("AND substr(t.claim_lock, 1, ?) = ?", (len(prefix), prefix)):
+                error = f"host_lost: {host} stopped renewing its lease"
+                payload = {"host": host, "claim_lock": task.claim_lock, "worker_pid": task.worker_pid,
+                           "signalled": False, "retry_status": READY}
+                if await self._requeue_failed(task, now, outcome=OUTCOME_HOST_LOST, event="host_lost",
+                                              error=error, payload=payload, tally=tally):
+                    tally.reclaimed.append(task.id)
+
     # -- 1. terminal workers -------------------------------------------------------------------
 
     async def _reap_terminal_workers(self, tally: _Tally) -> None:
         now = self.board.now()
         rows = await self.board.fetch(
             "SELECT id, task_id, worker_pid, worker_started_at, claim_lock FROM task_runs "
-            "WHERE ended_at IS NOT NULL AND worker_pid IS NOT NULL AND ended_at <= ?",
-            (now - self.k.terminal_worker_grace_seconds,))
+            "WHERE ended_at IS NOT NULL AND worker_pid IS NOT NULL AND (ended_at <= ? OR outcome = ?)",
+            (now - self.k.terminal_worker_grace_seconds, OUTCOME_HOST_LOST))
         for run_id, task_id, pid, fp, lock in rows:
             if not is_host_local(lock) or pid == os.getpid():
                 continue
@@ -507,11 +533,13 @@ class Dispatcher:
         allowed = allowed_profiles(self.settings)
         default = self.k.default_assignee if self.k.default_assignee in allowed else None
         host = hostname() + ":"
+        # kanban.max_in_progress counts this host's running cards; a profile's own cap
+        # counts the profile's running cards on every host of the board.
         running = await self.board.fetch(
-            f"SELECT assignee, count(*) FROM tasks WHERE status = '{RUNNING}' AND substr(claim_lock, 1, ?) = ? "
-            "GROUP BY assignee", (len(host), host))
+            "SELECT assignee, count(*), sum(CASE WHEN substr(claim_lock, 1, ?) = ? THEN 1 ELSE 0 END) "
+            f"FROM tasks WHERE status = '{RUNNING}' GROUP BY assignee", (len(host), host))
         per_profile = {r[0]: int(r[1]) for r in running}
-        budget = self.k.max_in_progress - sum(per_profile.values())
+        budget = self.k.max_in_progress - sum(int(r[2] or 0) for r in running)
         ready = await self.board.fetch(
             "SELECT t.id, t.assignee, t.title, t.body, r.outcome, r.ended_at FROM tasks t "
             "LEFT JOIN task_runs r ON r.id = (SELECT max(id) FROM task_runs WHERE task_id = t.id "
@@ -568,6 +596,29 @@ class Dispatcher:
                 for task_id, assignee in fresh:
                     await add_event(conn, task_id, "skipped_nonspawnable", {"assignee": assignee}, now)
 
+    async def _within_profile_caps(self, conn, wanted: dict, tally: _Tally) -> None:
+        """Inside the claim's transaction: drop from ``wanted`` what would take a capped
+        profile over its cap, counted again now. On a shared board the store first locks
+        those profiles (``lock_profiles``) until commit, so hosts claiming at once for
+        one profile take turns and the cap holds across hosts."""
+        capped = sorted({p for p, *_ in wanted.values() if self.k.profiles[p].max_in_progress is not None})
+        if not capped:
+            return
+        await self.board.lock_profiles(conn, capped)
+        rows = await conn.execute_fetchall(
+            f"SELECT assignee, count(*) FROM tasks WHERE status = '{RUNNING}' "
+            f"AND assignee IN ({','.join('?' * len(capped))}) GROUP BY assignee", capped)
+        room = {p: self.k.profiles[p].max_in_progress for p in capped}
+        for profile, count in rows:
+            room[profile] -= int(count)
+        for task_id, (profile, *_rest) in list(wanted.items()):
+            if profile in room:
+                if room[profile] <= 0:
+                    del wanted[task_id]
+                    tally.skipped.append(Skip(task_id, PER_PROFILE_CAPPED))
+                else:
+                    room[profile] -= 1
+
     async def _claim(self, chosen: list[tuple[str, str, str, str, bool]], now: float,
                      tally: _Tally) -> list[_Claimed]:
         """Claim every chosen card in one transaction (CAS on ready + no lock)."""
@@ -576,16 +627,15 @@ class Dispatcher:
         lock = claim_lock_here()
         expires = now + self.k.claim_ttl_seconds
         wanted = {task_id: (profile, title, body, newly) for task_id, profile, title, body, newly in chosen}
-        marks = ",".join("?" * len(wanted))
         default = self.k.default_assignee
         async with self.board.transaction() as conn:
+            await self._within_profile_caps(conn, wanted, tally)
+            if not wanted:
+                return []
             # One compare-and-set for all: only cards still ready and unclaimed are taken
             # (another dispatcher, or a person, may have got there first).
-            rows = await conn.execute_fetchall(
-                "UPDATE tasks SET status = ?, assignee = COALESCE(assignee, ?), claim_lock = ?, claim_expires = ?, "
-                f"started_at = COALESCE(started_at, ?), last_heartbeat_at = NULL WHERE id IN ({marks}) "
-                "AND status = ? AND claim_lock IS NULL RETURNING id",
-                (RUNNING, default, lock, expires, now, *wanted, READY))
+            rows = await conn.execute_fetchall(self.board.claim_statement(len(wanted)),
+                                               (RUNNING, default, lock, expires, now, *wanted, READY))
             won = [r[0] for r in rows]
             if not won:
                 return []
@@ -617,7 +667,7 @@ class Dispatcher:
             stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.board.now()))
             append_log_line(self._log_of(c.task_id),
                             f"{RUN_HEADER_PREFIX}{c.run_id} · profile {c.profile.name} · {stamp} ===")
-            env = worker_env(home=self.home.root, db=self.board.path, task_id=c.task_id, run_id=c.run_id,
+            env = worker_env(home=self.home.root, db=self.board.worker_location, task_id=c.task_id, run_id=c.run_id,
                              profile=c.profile.name, title=c.title, body=c.body, extra=c.profile.env)
             return self.spawner.launch(WorkerLaunch(c.task_id, c.run_id, c.profile.name, c.profile.command, env,
                                                     cwd, self._log_of(c.task_id)))

@@ -31,6 +31,7 @@ OUTCOME_TIMED_OUT = "timed_out"
 OUTCOME_RECLAIMED = "reclaimed"
 OUTCOME_SPAWN_FAILED = "spawn_failed"
 OUTCOME_ARCHIVED = "archived"
+OUTCOME_HOST_LOST = "host_lost"  # its host's lease expired (shared board): reclaimed, no signal
 
 
 @dataclass(frozen=True)

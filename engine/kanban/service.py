@@ -32,9 +32,10 @@ from typing import ClassVar
 
 from engine.config import Settings
 from engine.home import HomeLayout
-from engine.kanban import board_path
+from engine.kanban import board_location
 from engine.kanban import transitions as tr
 from engine.kanban.models import DispatchResult, Event, NewTask, Run, Task, TaskDetails
+from engine.kanban.pg.url import DatabaseUrl
 from engine.kanban.store import Board
 
 Clock = Callable[[], float]
@@ -58,7 +59,7 @@ class BoardService:
     read_only_reason = ""
     dispatchable = True
 
-    _open: ClassVar[dict[tuple[Path, int], BoardService]] = {}
+    _open: ClassVar[dict[tuple[Path | str, int], BoardService]] = {}
 
     def __init__(self, board: Board, *, home: HomeLayout, settings: Settings, spawner=None) -> None:
         self._board = board
@@ -66,14 +67,14 @@ class BoardService:
         self.settings = settings
         self._spawner = spawner
         self._refs = 1
-        self._key: tuple[Path, int] | None = None
+        self._key: tuple[Path | str, int] | None = None
 
     # -- opening and closing ---------------------------------------------------------------
 
     @staticmethod
-    def path_for(home: HomeLayout, settings: Settings, override: str | Path | None = None) -> Path:
-        """Which board file (the one place that decides it)."""
-        return board_path(home, settings, override)
+    def path_for(home: HomeLayout, settings: Settings, override: str | Path | None = None) -> Path | DatabaseUrl:
+        """Which board, a file or a PostgreSQL URL (the one place that decides it)."""
+        return board_location(home, settings, override)
 
     @classmethod
     async def open(cls, home: HomeLayout, settings: Settings, *, override: str | Path | None = None,
@@ -82,26 +83,33 @@ class BoardService:
         event loop) or a new one. A missing board is created only with ``create``.
         A shared service keeps the clock and spawner it was first opened with."""
         path = cls.path_for(home, settings, override)
-        key = (Path(path).resolve(), id(asyncio.get_running_loop()))
+        where = path.secret if isinstance(path, DatabaseUrl) else Path(path).resolve()
+        key = (where, id(asyncio.get_running_loop()))
         shared = cls._open.get(key)
         if shared is not None:
             shared._refs += 1
             return shared
-        chosen = bool(override or os.environ.get("HERMES_KANBAN_DB") or settings.kanban.db)
-        from engine.kanban.relocate import route_board
+        if isinstance(path, DatabaseUrl):
+            from engine.kanban.pg.board import PgBoard
 
-        routed = await asyncio.to_thread(route_board, home, path, create, chosen)
-        if routed is None:  # hermes-agent's own board: read-only, changed through its CLI
-            from engine.hermes.board import HermesBoardService
+            board = await PgBoard.open(path, clock=clock, create=create)
+        else:
+            chosen = bool(override or os.environ.get("HERMES_KANBAN_DB") or settings.kanban.db
+                          or settings.kanban.database)
+            from engine.kanban.relocate import route_board
 
-            return await HermesBoardService.open(path, home=home, settings=settings, clock=clock)
-        path, create = routed
-        key = (Path(path).resolve(), key[1])
-        shared = cls._open.get(key)
-        if shared is not None:
-            shared._refs += 1
-            return shared
-        board = await Board.open(path, clock=clock, create=create)
+            routed = await asyncio.to_thread(route_board, home, path, create, chosen)
+            if routed is None:  # hermes-agent's own board: read-only, changed through its CLI
+                from engine.hermes.board import HermesBoardService
+
+                return await HermesBoardService.open(path, home=home, settings=settings, clock=clock)
+            path, create = routed
+            key = (Path(path).resolve(), key[1])
+            shared = cls._open.get(key)
+            if shared is not None:
+                shared._refs += 1
+                return shared
+            board = await Board.open(path, clock=clock, create=create)
         shared = cls._open.get(key)  # another coroutine may have opened it meanwhile
         if shared is not None:
             await board.close()
@@ -114,8 +122,10 @@ class BoardService:
 
     @classmethod
     def exists(cls, home: HomeLayout, settings: Settings, override: str | Path | None = None) -> bool:
-        """Whether the board file is there (a stat, never an open: see the module doc)."""
-        return cls.path_for(home, settings, override).exists()
+        """Whether the board file is there (a stat, never an open: see the module doc).
+        A server board is taken to exist: opening it says whether it does."""
+        where = cls.path_for(home, settings, override)
+        return True if isinstance(where, DatabaseUrl) else where.exists()
 
     async def close(self) -> None:
         self._refs -= 1
@@ -132,7 +142,7 @@ class BoardService:
         await self.close()
 
     @property
-    def path(self) -> Path:
+    def path(self) -> Path | DatabaseUrl:
         return self._board.path
 
     def now(self) -> float:
@@ -188,6 +198,11 @@ class BoardService:
 
     async def counts(self) -> dict[str, int]:
         return await self._board.counts()
+
+    async def listen(self, on_change: Callable[[], None]) -> bool:
+        """Have ``on_change`` called whenever the board changes, from any host (a server
+        board's LISTEN/NOTIFY). False: this board cannot announce changes; poll it."""
+        return await self._board.listen(on_change)
 
     # -- changes -------------------------------------------------------------------------------
 

@@ -409,6 +409,41 @@ class Board:
     def now(self) -> float:
         return float(self.clock())
 
+    # -- what the dispatcher asks of a store (PgBoard answers differently) ---------------
+
+    @property
+    def worker_location(self) -> str:
+        """What a worker's ``HERMES_KANBAN_DB`` holds: this board's file."""
+        return str(self.path)
+
+    @asynccontextmanager
+    async def dispatch_guard(self) -> AsyncIterator[bool]:
+        """True while this process holds the board's dispatch lock (a non-blocking
+        ``flock`` beside the file), False when another dispatcher holds it."""
+        from engine.kanban.dispatcher import dispatch_lock
+
+        with dispatch_lock(self.path) as held:
+            yield held
+
+    async def listen(self, on_change: Callable[[], None]) -> bool:
+        """A file board announces nothing: False, the caller keeps polling."""
+        return False
+
+    async def lock_profiles(self, conn, profiles: Sequence[str]) -> None:
+        """Nothing to lock: a file board's transactions already take turns (BEGIN IMMEDIATE)."""
+
+    async def renew_lease(self, host_id: str, boot: str, now: float, lease_seconds: float) -> list[str]:
+        """A file board has no host leases (every dispatcher sees the same machine):
+        nothing to renew, no host is ever lost."""
+        return []
+
+    def claim_statement(self, count: int) -> str:
+        """The claim's compare-and-set: only cards still ready and unclaimed are taken."""
+        marks = ",".join("?" * count)
+        return ("UPDATE tasks SET status = ?, assignee = COALESCE(assignee, ?), claim_lock = ?, claim_expires = ?, "
+                f"started_at = COALESCE(started_at, ?), last_heartbeat_at = NULL WHERE id IN ({marks}) "
+                "AND status = ? AND claim_lock IS NULL RETURNING id")
+
     # -- reads ----------------------------------------------------------------------------
 
     async def fetch(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
@@ -501,7 +536,7 @@ class Board:
             params.append(task_id)
         if limit is not None:
             rows = await self.fetch(
-                f"SELECT * FROM (SELECT {EVENT_COLUMNS} FROM task_events {where} ORDER BY id DESC LIMIT ?) "
+                f"SELECT * FROM (SELECT {EVENT_COLUMNS} FROM task_events {where} ORDER BY id DESC LIMIT ?) AS newest "
                 "ORDER BY id", [*params, limit])
         else:
             rows = await self.fetch(f"SELECT {EVENT_COLUMNS} FROM task_events {where} ORDER BY id", params)

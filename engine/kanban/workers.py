@@ -39,8 +39,24 @@ COPY_CHUNK_BYTES = 1024 * 1024
 # --------------------------------------------------------------------------------------
 
 
+HOST_ID_VARIABLE = "HERMES_KANBAN_HOST_ID"
+
+
 def hostname() -> str:
-    return socket.gethostname() or "localhost"
+    """This host's id on a board: ``$HERMES_KANBAN_HOST_ID`` when set (several homes of one
+    machine acting as separate hosts of a shared board, or a machine whose name is not
+    unique in the fleet), else the machine's name."""
+    return os.environ.get(HOST_ID_VARIABLE, "").strip() or socket.gethostname() or "localhost"
+
+
+def boot_id() -> str:
+    """This boot of this machine (changes on every reboot): with the host id, the host
+    identity a shared board's lease records."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
 
 
 def claim_lock_here() -> str:
@@ -231,7 +247,7 @@ class NullSpawner:
         return None
 
 
-def worker_env(*, home: Path, db: Path, task_id: str, run_id: int, profile: str, title: str, body: str,
+def worker_env(*, home: Path, db: Path | str, task_id: str, run_id: int, profile: str, title: str, body: str,
                extra: Mapping[str, str]) -> dict[str, str]:
     """The variables a worker gets on top of the spawner's environment: the profile's
     own ``env`` first, then the card's (which a profile cannot override)."""

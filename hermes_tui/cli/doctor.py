@@ -61,6 +61,26 @@ def _config_lines(report) -> list[str]:
     return lines
 
 
+def _shared_board_lines(board: dict | None) -> list[str]:
+    """The PostgreSQL board: where (no password), what is there, this host's lease."""
+    if board is None:
+        return []
+    head = "board       " + (f"{board['url']}: " if board.get("url") else "")
+    if not board["usable"]:
+        return [head + "ERROR " + board["state"]]
+    lines = [head + board["state"]]
+    lease = board.get("lease_expires_in")
+    host = board.get("host_id")
+    if lease is None:
+        lines.append(f"            host {host}: no lease yet (the first dispatch tick takes one)")
+    elif lease >= 0:
+        lines.append(f"            host {host}: lease held, {lease:.0f}s left")
+    else:
+        lines.append(f"            host {host}: lease EXPIRED {-lease:.0f}s ago (another host may reclaim "
+                     "this host's running cards)")
+    return lines
+
+
 def run(ctx: Context) -> int:
     from engine.doctor import run_doctor
     from engine.fsutil import human_bytes
@@ -92,6 +112,7 @@ def run(ctx: Context) -> int:
         if report.pidfd_available
         else "signals     no pidfd: falling back to check-then-kill (a tiny pid-reuse window remains)"
     )
+    lines += _shared_board_lines(report.shared_board)
     if not report.proc_readable:
         lines.append("/proc       NOT readable: no process is ever signalled, entries with processes are kept")
     print("\n".join(lines))

@@ -38,12 +38,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the kanban board: create and move cards, dispatch workers, follow events",
         description="The kanban board of this home (or --db). Exit 0 ok, 1 failed/refused, 2 usage.",
     )
-    p.add_argument("--db", metavar="PATH", help="the board file (default: $HERMES_KANBAN_DB, config kanban.db, "
+    p.add_argument("--db", metavar="PATH|URL", help="the board: a file, or a postgresql:// URL (default: "
+                   "$HERMES_KANBAN_DB, $HERMES_KANBAN_DATABASE_URL, config kanban.database, kanban.db, "
                    "hermes-agent's <home>/kanban.db when there, else <home>/hermes-tui/board.db)")
     p.set_defaults(func=_need_verb)
     verbs = p.add_subparsers(dest="verb", metavar="VERB", parser_class=type(p))
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS, help="the board file")
+    common.add_argument("--db", metavar="PATH|URL", default=argparse.SUPPRESS, help="the board file or URL")
 
     def verb(name: str, help_: str, func, json_flag: bool = True) -> argparse.ArgumentParser:
         vp = verbs.add_parser(name, help=help_, description=help_, parents=[common])
@@ -156,10 +157,14 @@ def _run(ctx: Context, body, spawner=None) -> Any:
 async def _with_service(ctx: Context, body, spawner) -> Any:
     import sqlite3
 
+    from engine.kanban.pg.url import BadDatabaseUrl
     from engine.kanban.service import BoardService
     from engine.kanban.store import BadId, StoreError
 
-    path = BoardService.path_for(ctx.home, ctx.settings, getattr(ctx.args, "db", None))
+    try:
+        path = BoardService.path_for(ctx.home, ctx.settings, getattr(ctx.args, "db", None))
+    except BadDatabaseUrl as exc:  # --db, $HERMES_KANBAN_DB or $HERMES_KANBAN_DATABASE_URL
+        raise CliError(f"the board database URL {exc}", EXIT_USAGE) from None
     try:
         async with await BoardService.open(ctx.home, ctx.settings, override=getattr(ctx.args, "db", None),
                                            spawner=spawner) as service:

@@ -129,13 +129,18 @@ async def ours_tick(db: Path, home: HomeLayout, limit: int) -> tuple[float, int]
     """One dispatch tick claiming up to ``limit`` cards: (seconds, claimed)."""
     board = await Board.open(db)
     try:
-        dispatcher = Dispatcher(board, home=home, settings=settings_with_limit(limit), spawner=NullSpawner())
-        loop = asyncio.get_running_loop()
-        start = loop.time()
-        result = await dispatcher.tick()
-        return loop.time() - start, len(result.spawned)
+        return await timed_tick(board, home, limit)
     finally:
         await board.close()
+
+
+async def timed_tick(board, home: HomeLayout, limit: int) -> tuple[float, int]:
+    """One tick on an open board (either store), opening not included: (seconds, claimed)."""
+    dispatcher = Dispatcher(board, home=home, settings=settings_with_limit(limit), spawner=NullSpawner())
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    result = await dispatcher.tick()
+    return loop.time() - start, len(result.spawned)
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,0 +1,332 @@
+""":class:`PgBoard`: the board on a PostgreSQL server, behind the same interface as the
+SQLite :class:`engine.kanban.store.Board` (``transaction()``, ``fetch()``, the reads),
+so the transitions, the dispatcher and the breaker run on it unchanged.
+
+Why these choices:
+
+- **One connection per process**, serialised like the SQLite board's (a transaction holds
+  the lock from BEGIN to COMMIT), so a read never sees half of another coroutine's
+  transaction. Each transition is one server transaction: a lost server means the whole
+  change is rolled back, never half applied; nothing is retried for the caller.
+- **The server may go away.** A lost connection turns into :class:`BoardUnreachable`
+  (a :class:`StoreError`: the CLI prints one line and exits 1); the next call connects
+  again, so a long-lived holder (the app) recovers by itself when the server returns.
+- **READ COMMITTED + compare-and-set**: the transitions' ``UPDATE ... WHERE status = ?
+  AND current_run_id IS ?`` re-check the row after waiting for a concurrent writer, so
+  the loser sees ``rowcount == 0`` exactly as on SQLite. Claims skip rows another
+  host is claiming (``FOR UPDATE SKIP LOCKED``) instead of waiting for them.
+- **The dispatch lock is per host**: two dispatchers of one host serialise
+  (``skipped_locked``), dispatchers of different hosts run at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sqlite3
+import time
+import zlib
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import asyncpg
+
+from engine.kanban.pg import schema
+from engine.kanban.pg.dialect import rowcount_of, to_postgres
+from engine.kanban.pg.errors import BoardConflict, BoardUnreachable, NoBoardYet
+from engine.kanban.pg.url import DatabaseUrl
+from engine.kanban.store import Board, StoreError
+
+Clock = Callable[[], float]
+CONNECT_TIMEOUT_SECONDS = 10.0
+
+# What a lost or unreachable server looks like from asyncpg.
+_LOST = (OSError, asyncio.TimeoutError, asyncpg.InterfaceError, asyncpg.InternalClientError,
+         asyncpg.PostgresConnectionError,
+         asyncpg.exceptions.AdminShutdownError, asyncpg.exceptions.CrashShutdownError,
+         asyncpg.exceptions.CannotConnectNowError, asyncpg.exceptions.ConnectionFailureError)
+
+
+class _Result:
+    """What callers read from an ``execute``, as from an SQLite cursor: the rows it
+    touched and, for an insert of one run or event, its id."""
+
+    def __init__(self, rowcount: int, lastrowid: int | None = None) -> None:
+        self.rowcount = rowcount
+        self.lastrowid = lastrowid
+
+
+# An insert of one row (``VALUES (?, ?, 'x')``): executemany sends it as multi-row inserts.
+_ONE_ROW_INSERT = re.compile(r"^(\s*INSERT(?:\s+OR\s+IGNORE)?\s+INTO\s+\w+\s*\([^)]*\)\s*VALUES\s*)(\([^()]*\))\s*$",
+                             re.IGNORECASE)
+MAX_PARAMETERS = 30000  # PostgreSQL's limit is 65535 per statement
+
+# Inserts whose new id a caller may want (``cursor.lastrowid`` on SQLite).
+_ID_INSERT = re.compile(r"^\s*INSERT\s+INTO\s+(task_runs|task_events)\b(?!.*\bRETURNING\b)",
+                        re.IGNORECASE | re.DOTALL)
+
+
+class PgConnection:
+    """The slice of aiosqlite's connection the board's SQL code uses (``execute``,
+    ``execute_fetchall``, ``executemany``), spoken to asyncpg: statements are translated
+    by :func:`engine.kanban.pg.dialect.to_postgres`, rows come back as tuples."""
+
+    def __init__(self, raw: asyncpg.Connection, errors: Callable[[BaseException], BaseException]) -> None:
+        self.raw = raw
+        self._errors = errors
+
+    async def execute(self, sql: str, params: Iterable[Any] = ()) -> _Result:
+        try:
+            if _ID_INSERT.match(sql) and "),(" not in sql.replace(" ", ""):
+                rows = await self.raw.fetch(to_postgres(sql) + " RETURNING id", *params)
+                return _Result(len(rows), rows[-1][0] if rows else None)
+            return _Result(rowcount_of(await self.raw.execute(to_postgres(sql), *params)))
+        except (asyncpg.PostgresError, *_LOST) as exc:
+            raise self._errors(exc) from None
+
+    async def execute_fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
+        try:
+            return [tuple(r) for r in await self.raw.fetch(to_postgres(sql), *params)]
+        except (asyncpg.PostgresError, *_LOST) as exc:
+            raise self._errors(exc) from None
+
+    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        rows = [tuple(r) for r in rows]
+        if not rows:
+            return
+        try:
+            one_row = _ONE_ROW_INSERT.match(sql)
+            if one_row and len(rows) > 1:
+                await self._insert_rows(one_row.group(1), one_row.group(2), rows)
+            else:
+                await self.raw.executemany(to_postgres(sql), rows)
+        except (asyncpg.PostgresError, *_LOST) as exc:
+            raise self._errors(exc) from None
+
+    async def _insert_rows(self, head: str, values: str, rows: list[tuple]) -> None:
+        """Many rows in few statements (``VALUES (...), (...), ...``): one server round
+        trip and one plan per chunk instead of one execution per row."""
+        per_chunk = max(1, MAX_PARAMETERS // max(1, len(rows[0])))
+        for i in range(0, len(rows), per_chunk):
+            chunk = rows[i : i + per_chunk]
+            await self.raw.execute(to_postgres(head + ", ".join([values] * len(chunk))),
+                                   *[v for row in chunk for v in row])
+
+
+class PgBoard(Board):
+    """One PostgreSQL board on one (re-opened when lost) connection."""
+
+    def __init__(self, url: DatabaseUrl, clock: Clock, host_key: str | None = None) -> None:
+        super().__init__(None, url, clock)  # type: ignore[arg-type] - connected in open()
+        self.url = url
+        self.host_key = host_key
+        self._raw: asyncpg.Connection | None = None
+        self._local_dispatch = asyncio.Lock()
+        self._listener: asyncpg.Connection | None = None
+        self._guard_held = False  # this session holds the host's dispatch lock
+
+    # -- opening ----------------------------------------------------------------------
+
+    @classmethod
+    async def open(cls, url: DatabaseUrl, *, clock: Clock = time.time, create: bool = True,
+                   host_key: str | None = None) -> PgBoard:
+        board = cls(url, clock, host_key)
+        await board._connect()
+        try:
+            await board._check_and_set_up(create)
+        except BaseException:
+            await board.close()
+            raise
+        return board
+
+    async def _connect(self) -> PgConnection:
+        if self._raw is not None and not self._raw.is_closed():
+            return self.conn
+        if self._guard_held:  # a new session would not hold the dispatch lock: end the tick instead
+            raise BoardUnreachable(f"the board database {self.url} dropped the connection that held this "
+                                   "host's dispatch lock")
+        try:
+            self._raw = await asyncpg.connect(dsn=self.url.secret, timeout=CONNECT_TIMEOUT_SECONDS,
+                                              server_settings={"application_name": "hermes-tui"})
+        except (asyncpg.PostgresError, *_LOST) as exc:
+            self._raw = None
+            raise self._error(exc) from None
+        except ValueError as exc:  # asyncpg's own DSN parser
+            raise StoreError(f"the board database URL {self.url} is not usable: {self.url.scrub(str(exc))}") \
+                from None
+        self.conn = PgConnection(self._raw, self._error)
+        return self.conn
+
+    def _error(self, exc: BaseException) -> BaseException:
+        """One line naming the board without its password; a lost connection is dropped
+        so the next call connects again."""
+        text = self.url.scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+        if isinstance(exc, _LOST):
+            for raw in (self._raw, self._listener):  # the listener went with the server too
+                if raw is not None:
+                    raw.terminate()
+            self._raw = self._listener = None
+            return BoardUnreachable(f"the board database {self.url} cannot be reached: {text}")
+        if isinstance(exc, asyncpg.IntegrityConstraintViolationError):
+            return sqlite3.IntegrityError(text)  # the transitions' "id collided" branch
+        if isinstance(exc, (asyncpg.DeadlockDetectedError, asyncpg.SerializationError)):
+            return BoardConflict(f"the board database {self.url} gave way to another host's change; retry: {text}")
+        return StoreError(f"the board database {self.url} refused a statement: {text}")
+
+    async def _check_and_set_up(self, create: bool) -> None:
+        meta, tables = await self._ownership()
+        if meta is not None and not schema.refusal(str(self.url), meta=meta, other_tables=tables) \
+                and int(meta["schema_version"]) == schema.SCHEMA_VERSION:
+            return
+        why = schema.refusal(str(self.url), meta=meta, other_tables=tables)
+        if why:
+            raise StoreError(why)
+        if meta is None and not create:
+            raise NoBoardYet(f"no board in {self.url} yet")
+        async with self.transaction() as conn:
+            await conn.execute("SELECT pg_advisory_xact_lock(?)", (schema.SETUP_LOCK_KEY,))
+            meta, tables = await self._ownership()  # another host may have done it meanwhile
+            why = schema.refusal(str(self.url), meta=meta, other_tables=tables)
+            if why:
+                raise StoreError(why)
+            version = 0 if meta is None else int(meta["schema_version"])
+            for step in range(version, schema.SCHEMA_VERSION):
+                for statement in schema.MIGRATIONS[step]:
+                    await conn.raw.execute(statement)  # DDL: no parameters, no translation
+            await conn.execute(
+                f"INSERT INTO {schema.META_TABLE} (key, value) VALUES ('application', ?), ('schema_version', ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (schema.APPLICATION, str(schema.SCHEMA_VERSION)))
+
+    async def _ownership(self) -> tuple[dict[str, str] | None, list[str]]:
+        """(our meta row as a dict, or None when there is no meta table; every other
+        table in the current schema)."""
+        tables = [r[0] for r in await self.fetch(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")]
+        if schema.META_TABLE not in tables:
+            return None, tables
+        rows = await self.fetch(f"SELECT key, value FROM {schema.META_TABLE}")
+        return {k: v for k, v in rows}, [t for t in tables if t not in schema.OUR_TABLES]
+
+    # -- live updates -------------------------------------------------------------------------
+
+    async def listen(self, on_change: Callable[[], None]) -> bool:
+        """Call ``on_change`` (on this event loop) after every committed event on the
+        board, from any host: LISTEN on a connection of its own. True while listening;
+        after a lost server, call again to listen anew (a no-op while still listening)."""
+        if self._listener is not None and not self._listener.is_closed():
+            return True
+        try:
+            listener = await asyncpg.connect(dsn=self.url.secret, timeout=CONNECT_TIMEOUT_SECONDS,
+                                             server_settings={"application_name": "hermes-tui listen"})
+            await listener.add_listener(schema.NOTIFY_CHANNEL, lambda *_args: on_change())
+        except (asyncpg.PostgresError, *_LOST) as exc:
+            raise self._error(exc) from None
+        self._listener = listener
+        return True
+
+    async def close(self) -> None:
+        listener, raw = self._listener, self._raw
+        self._listener = self._raw = None
+        for conn in (listener, raw):
+            if conn is not None and not conn.is_closed():
+                try:
+                    await asyncio.wait_for(conn.close(), timeout=5)
+                except (asyncpg.PostgresError, *_LOST):
+                    conn.terminate()  # a server that does not answer: drop the socket
+
+    @property
+    def worker_location(self) -> str:
+        """What a worker's ``HERMES_KANBAN_DB`` holds: the URL it connects with."""
+        return self.url.secret
+
+    # -- transactions and reads ----------------------------------------------------------
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[PgConnection]:
+        """One server transaction (rolled back on any exception, or by the server when
+        the connection is lost: never half applied)."""
+        async with self._tx_lock.held():
+            conn = await self._connect()
+            try:
+                tx = conn.raw.transaction()
+                await tx.start()
+            except (asyncpg.PostgresError, *_LOST) as exc:
+                raise self._error(exc) from None
+            try:
+                yield conn
+            except BaseException:
+                if self._raw is not None and not self._raw.is_closed():
+                    try:
+                        await tx.rollback()
+                    except (asyncpg.PostgresError, *_LOST):
+                        pass
+                raise
+            try:
+                await tx.commit()
+            except (asyncpg.PostgresError, *_LOST) as exc:
+                raise self._error(exc) from None
+
+    async def fetch(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
+        async with self._tx_lock.held():
+            conn = await self._connect()
+            return await conn.execute_fetchall(sql, tuple(params))
+
+    # -- dispatching ------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def dispatch_guard(self) -> AsyncIterator[bool]:
+        """True while this process holds this host's dispatch lock on the server (a
+        session advisory lock keyed by the host), False when another dispatcher of the
+        same host holds it. Other hosts dispatch at the same time."""
+        if self._local_dispatch.locked():
+            yield False
+            return
+        from engine.kanban.workers import hostname
+
+        async with self._local_dispatch:
+            key = zlib.crc32(f"hermes-tui dispatch {self.host_key or hostname()}".encode()) - 2**31
+            rows = await self.fetch("SELECT pg_try_advisory_lock(?, ?)", (schema.SETUP_LOCK_KEY, key))
+            if not rows[0][0]:
+                yield False
+                return
+            self._guard_held = True
+            try:
+                yield True
+            finally:
+                self._guard_held = False
+                if self._raw is not None and not self._raw.is_closed():
+                    await self.fetch("SELECT pg_advisory_unlock(?, ?)", (schema.SETUP_LOCK_KEY, key))
+
+    async def lock_profiles(self, conn: PgConnection, profiles: Sequence[str]) -> None:
+        """Until this transaction ends, no other host claims for these (capped) profiles:
+        their caps are counted again under the lock (sorted: no two hosts deadlock)."""
+        for profile in sorted(profiles):
+            await conn.execute("SELECT pg_advisory_xact_lock(?, ?)",
+                               (schema.PROFILE_LOCK_KEY, zlib.crc32(profile.encode()) - 2**31))
+
+    async def renew_lease(self, host_id: str, boot: str, now: float, lease_seconds: float) -> list[str]:
+        """Renew this host's lease (one row per host: its id, boot and expiry); return
+        the other hosts whose lease has run out."""
+        async with self.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO hosts (host_id, boot_id, lease_expires, renewed_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (host_id) DO UPDATE SET boot_id = excluded.boot_id, "
+                "lease_expires = excluded.lease_expires, renewed_at = excluded.renewed_at",
+                (host_id, boot, now + lease_seconds, now))
+        rows = await self.fetch("SELECT host_id FROM hosts WHERE lease_expires < ? AND host_id <> ? ORDER BY host_id",
+                                (now, host_id))
+        return [r[0] for r in rows]
+
+    async def host_leases(self) -> list[tuple[str, str, float, float]]:
+        """Every host's (id, boot id, lease expiry, last renewal): for doctor."""
+        return await self.fetch("SELECT host_id, boot_id, lease_expires, renewed_at FROM hosts ORDER BY host_id")
+
+    def claim_statement(self, count: int) -> str:
+        """The claim's compare-and-set, skipping cards another host is claiming right now."""
+        marks = ",".join("?" * count)
+        return ("UPDATE tasks SET status = ?, assignee = COALESCE(assignee, ?), claim_lock = ?, claim_expires = ?, "
+                "started_at = COALESCE(started_at, ?), last_heartbeat_at = NULL WHERE id IN ("
+                f"SELECT id FROM tasks WHERE id IN ({marks}) AND status = ? AND claim_lock IS NULL "
+                "ORDER BY id FOR UPDATE SKIP LOCKED) RETURNING id")

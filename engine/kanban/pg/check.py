@@ -1,0 +1,66 @@
+"""What ``doctor`` says about a PostgreSQL board: can the server be reached, is the
+database our board and at which schema version, and does this host hold a lease.
+
+Read only: it connects, reads the meta row and the hosts table, and writes nothing (an
+empty database is not set up here; the first real use does that)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict, dataclass
+
+from engine.kanban.pg import schema
+from engine.kanban.pg.url import DatabaseUrl
+
+CHECK_TIMEOUT_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class SharedBoardCheck:
+    url: str  # shown form: never the password
+    reachable: bool
+    state: str  # one line: "board, schema version 2", "empty database", the refusal, or the error
+    usable: bool
+    host_id: str
+    lease_expires_in: float | None = None  # seconds; negative: expired; None: no lease yet
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+async def _read(url: DatabaseUrl, host_id: str, now: float) -> SharedBoardCheck:
+    import asyncpg
+
+    conn = await asyncpg.connect(dsn=url.secret, timeout=CHECK_TIMEOUT_SECONDS,
+                                 server_settings={"application_name": "hermes-tui doctor"})
+    try:
+        tables = [r[0] for r in await conn.fetch(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")]
+        meta = None
+        if schema.META_TABLE in tables:
+            meta = {r[0]: r[1] for r in await conn.fetch(f"SELECT key, value FROM {schema.META_TABLE}")}
+        why = schema.refusal(str(url), meta=meta, other_tables=tables if meta is None else [])
+        if why:
+            return SharedBoardCheck(str(url), True, why, False, host_id)
+        if meta is None:
+            return SharedBoardCheck(str(url), True, "empty: the first use sets the board up", True, host_id)
+        version = int(meta["schema_version"])
+        state = f"hermes-tui board, schema version {version}"
+        if version < schema.SCHEMA_VERSION:
+            state += f" (the next use migrates it to {schema.SCHEMA_VERSION})"
+        lease = None
+        if "hosts" in tables:
+            row = await conn.fetchrow("SELECT lease_expires FROM hosts WHERE host_id = $1", host_id)
+            lease = None if row is None else float(row[0]) - now
+        return SharedBoardCheck(str(url), True, state, True, host_id, lease)
+    finally:
+        await conn.close()
+
+
+def check_shared_board(url: DatabaseUrl, host_id: str, now: float) -> SharedBoardCheck:
+    """Blocking (a few seconds at most): for the CLI."""
+    try:
+        return asyncio.run(asyncio.wait_for(_read(url, host_id, now), CHECK_TIMEOUT_SECONDS * 2))
+    except Exception as exc:  # refused, timed out, no such database, bad credentials ...
+        text = url.scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+        return SharedBoardCheck(str(url), False, f"cannot be reached: {text}", False, host_id)

@@ -1,0 +1,272 @@
+"""Shared-board benchmark: the PostgreSQL board against the SQLite board (and the
+reference, hermes-agent 0.19.0, when its virtual environment can be had), in one run.
+
+    python tests/bench/bench_shared_board.py [--runs N] [--cards N] [--no-reference]
+
+Rows:
+- a tick on the same 10,000-card board (100 ready; bench_kanban's shape), claim limit
+  100, a spawner that starts nothing: PostgreSQL vs SQLite, then PostgreSQL vs the
+  reference. Each tick runs on a fresh copy of its side's board (a file copy; a
+  ``CREATE DATABASE ... TEMPLATE``), opening it is not timed; rounds alternate sides;
+- 4 hosts x 2 dispatchers (8 processes, host ids host-0..3) claiming N cards on one
+  PostgreSQL board, each finishing its claims at once as their worker would: claims per
+  second, cards claimed twice (must be 0), and the claim latency (the duration of the
+  tick that claimed a card) at p50/p95.
+
+The server is the one on 127.0.0.1:5432 ($HERMES_BENCH_PG_ADMIN_URL); every database
+made here is dropped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from bench_kanban import (  # noqa: E402
+    BENCH_ROOT,
+    REF_VENV,
+    REFERENCE_VERSION,
+    SHAPE,
+    Reference,
+    ensure_reference_venv,
+    fresh_copy,
+    ours_build,
+    ours_tick,
+    settings_with_limit,
+    timed_tick,
+)
+from harness import Table, compare, loadavg, row_from, user_env  # noqa: E402
+
+from engine.home import HomeLayout  # noqa: E402
+from engine.kanban import transitions as tr  # noqa: E402
+from engine.kanban.dispatcher import Dispatcher  # noqa: E402
+from engine.kanban.models import NewTask  # noqa: E402
+from engine.kanban.pg.board import PgBoard  # noqa: E402
+from engine.kanban.pg.url import DatabaseUrl  # noqa: E402
+from engine.kanban.workers import NullSpawner  # noqa: E402
+
+ADMIN_URL = os.environ.get("HERMES_BENCH_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+TABLES = ("tasks", "task_runs", "task_events", "task_links")
+
+
+# -- databases ----------------------------------------------------------------------------------
+
+
+def url_of(dbname: str) -> str:
+    return ADMIN_URL.rpartition("/")[0] + "/" + dbname
+
+
+async def admin(statement: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(ADMIN_URL)
+    try:
+        await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
+async def pg_template_from(sqlite_board: Path, dbname: str) -> dict[str, int]:
+    """A PostgreSQL board holding the same rows as the SQLite template (setup, not timed)."""
+    await admin(f'CREATE DATABASE "{dbname}"')
+    board = await PgBoard.open(DatabaseUrl.parse(url_of(dbname)))
+    try:
+        source = sqlite3.connect(sqlite_board)
+        try:
+            for table in TABLES:
+                cursor = source.execute(f"SELECT * FROM {table}")
+                columns = [d[0] for d in cursor.description]
+                await board.conn.raw.copy_records_to_table(table, records=cursor.fetchall(), columns=columns)
+        finally:
+            source.close()
+        for table in ("task_runs", "task_events"):
+            await board.conn.raw.execute(
+                f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), coalesce(max(id), 1)) FROM {table}")
+        await board.conn.raw.execute("VACUUM ANALYZE")
+        return {k: v for k, v in (await board.counts()).items() if v}
+    finally:
+        await board.close()
+
+
+async def pg_tick(template: str, home: HomeLayout, limit: int) -> tuple[float, int]:
+    """One tick on a fresh copy of the template database: (seconds, claimed)."""
+    name = "hk_bench_" + secrets.token_hex(6)
+    await admin(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+    try:
+        board = await PgBoard.open(DatabaseUrl.parse(url_of(name)))
+        try:
+            return await timed_tick(board, home, limit)
+        finally:
+            await board.close()
+    finally:
+        await admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# -- one claiming dispatcher (a child process) ----------------------------------------------------
+
+
+async def claimer(url: str, host: str, out: Path, cap: int) -> None:
+    """Tick until no card is ready or running; finish each claim at once (as its worker)."""
+    os.environ["HERMES_KANBAN_HOST_ID"] = host
+    home = HomeLayout(out.parent / f"home-{out.stem}").ensure()
+    board = await PgBoard.open(DatabaseUrl.parse(url))
+    spawner = NullSpawner()
+    latencies: list[float] = []
+    claimed: list[str] = []
+    started = time.perf_counter()
+    try:
+        while True:
+            before = len(spawner.launched)
+            t0 = time.perf_counter()
+            await Dispatcher(board, home=home, settings=settings_with_limit(cap), spawner=spawner).tick()
+            took = time.perf_counter() - t0
+            new = spawner.launched[before:]
+            latencies.extend([took] * len(new))
+            claimed.extend(w.task_id for w in new)
+            for w in new:
+                await tr.complete(board, w.task_id, "bench", call=tr.WorkerCall(w.task_id, w.run_id))
+            if not new:
+                counts = await board.counts()
+                if not counts.get("ready") and not counts.get("running"):
+                    break
+                await asyncio.sleep(0.005)
+    finally:
+        await board.close()
+    out.write_text(json.dumps({"claimed": claimed, "latencies": latencies, "started": started,
+                               "ended": time.perf_counter()}))
+
+
+def claims_row(cards: int, hosts: int, per_host: int, cap: int, work: Path) -> tuple[object, str]:
+    name = "hk_bench_claims_" + secrets.token_hex(4)
+    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
+    try:
+        async def seed() -> None:
+            board = await PgBoard.open(DatabaseUrl.parse(url_of(name)))
+            try:
+                await tr.create_tasks(board, [NewTask(f"claim {i}", assignee="coder") for i in range(cards)])
+            finally:
+                await board.close()
+
+        asyncio.run(seed())
+        outs = [work / f"claimer-{h}-{d}.json" for h in range(hosts) for d in range(per_host)]
+        load = loadavg()
+        procs = [subprocess.Popen([sys.executable, __file__, "--claimer", url_of(name), f"host-{h}", str(out),
+                                   str(cap)], env=user_env())
+                 for (h, d), out in zip([(h, d) for h in range(hosts) for d in range(per_host)], outs, strict=True)]
+        for proc in procs:
+            if proc.wait(timeout=1800) != 0:
+                raise RuntimeError(f"a claimer failed: {proc.args}")
+        reports = [json.loads(o.read_text()) for o in outs]
+        claimed = [c for r in reports for c in r["claimed"]]
+        latencies = sorted(x for r in reports for x in r["latencies"])
+        wall = max(r["ended"] for r in reports) - min(r["started"] for r in reports)
+
+        async def runs_per_card() -> int:
+            board = await PgBoard.open(DatabaseUrl.parse(url_of(name)))
+            try:
+                rows = await board.fetch("SELECT count(*) FROM (SELECT task_id FROM task_runs GROUP BY task_id "
+                                         "HAVING count(*) > 1) twice")
+                return int(rows[0][0])
+            finally:
+                await board.close()
+
+        twice = asyncio.run(runs_per_card())
+        p95 = latencies[int(0.95 * (len(latencies) - 1))]
+        summary = (f"{hosts} hosts x {per_host} dispatchers, {cards} cards, cap {cap}/host: "
+                   f"{len(claimed)} claims in {wall:.2f} s = {len(claimed) / wall:.0f} claims/s; "
+                   f"claimed twice: {twice} (ids seen twice: {len(claimed) - len(set(claimed))}); "
+                   f"claim latency p50 {statistics.median(latencies) * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms")
+        row = row_from(f"claim latency, {hosts} hosts x {per_host} dispatchers (tick that claimed)", latencies,
+                       None, load, unit="ms", note=summary)
+        return row, summary
+    finally:
+        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+# -- the run --------------------------------------------------------------------------------------
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=7, help="interleaved rounds per tick row")
+    ap.add_argument("--cards", type=int, default=2000, help="cards the 8 dispatchers claim")
+    ap.add_argument("--cap", type=int, default=25, help="kanban.max_in_progress per host in the claim race")
+    ap.add_argument("--no-reference", action="store_true", help="skip hermes-agent (PostgreSQL vs SQLite only)")
+    ap.add_argument("--ref-venv", type=Path, default=REF_VENV, help="where the reference is installed (cached)")
+    args = ap.parse_args()
+
+    BENCH_ROOT.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="shared-", dir=BENCH_ROOT))
+    loop = asyncio.new_event_loop()
+    run = loop.run_until_complete
+    python = None if args.no_reference else ensure_reference_venv(args.ref_venv)
+    ref = Reference(python, tmp / "ref-home") if python else None
+    template = "hk_bench_tpl_" + secrets.token_hex(4)
+    table = Table("Shared board: PostgreSQL tick vs SQLite and hermes-agent " + REFERENCE_VERSION, "other side")
+    counter = iter(range(10**6))
+    try:
+        sqlite_template = tmp / "sqlite-template.db"
+        print(f"  SQLite board: {run(ours_build(sqlite_template))}", file=sys.stderr)
+        print(f"  PostgreSQL board: {run(pg_template_from(sqlite_template, template))}", file=sys.stderr)
+        ref_template = tmp / "ref-template.db"
+        if ref:
+            print(f"  reference board: {ref.ask(op='build', db=str(ref_template), shape=SHAPE)['counts']}",
+                  file=sys.stderr)
+
+        def pg_side() -> float:
+            home = HomeLayout(tmp / f"pg-{next(counter)}").ensure()
+            seconds, claimed = run(pg_tick(template, home, 100))
+            assert claimed == 100, claimed
+            return seconds
+
+        def sqlite_side() -> float:
+            work = tmp / f"sqlite-{next(counter)}"
+            home = HomeLayout(work).ensure()
+            seconds, claimed = run(ours_tick(fresh_copy(sqlite_template, work / "kanban.db"), home, 100))
+            assert claimed == 100, claimed
+            shutil.rmtree(work)
+            return seconds
+
+        def ref_side() -> float:
+            work = tmp / f"ref-{next(counter)}"
+            answer = ref.ask(op="tick", db=str(fresh_copy(ref_template, work / "kanban.db")), limit=100)
+            shutil.rmtree(work)
+            return answer["seconds"]
+
+        table.add(compare("tick 10,000 cards / 100 ready: PostgreSQL vs SQLite", pg_side, sqlite_side, args.runs,
+                          unit="ms", aim="<= 2.00x"))
+        table.add(compare(f"tick 10,000 cards / 100 ready: PostgreSQL vs hermes-agent {REFERENCE_VERSION}",
+                          pg_side, ref_side if ref else None, args.runs, unit="ms", aim="<= 0.20x (5x faster)",
+                          note="" if ref else "reference not measured (--no-reference or not installable)"))
+        row, summary = claims_row(args.cards, 4, 2, args.cap, tmp)
+        table.add(row)
+    finally:
+        if ref:
+            ref.close()
+        loop.close()
+        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{template}" WITH (FORCE)'))
+        shutil.rmtree(tmp, ignore_errors=True)
+    table.print()
+    print(summary)
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 6 and sys.argv[1] == "--claimer":
+        asyncio.run(claimer(sys.argv[2], sys.argv[3], Path(sys.argv[4]), int(sys.argv[5])))
+        sys.exit(0)
+    sys.exit(main())
