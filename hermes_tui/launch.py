@@ -136,8 +136,9 @@ def _run_app(ctx: Context, home, *, demo: bool) -> int:
     return app.return_code or 0
 
 
-# How often the hang-up monitor looks at the terminal.
-HANGUP_POLL_SECONDS = 0.25
+# The hang-up monitor sleeps in poll() (which returns at once on a hang-up); this only
+# bounds how long it lingers after the app has stopped it.
+HANGUP_POLL_MS = 5000
 
 
 def _watch_for_hangup() -> threading.Event:
@@ -146,7 +147,7 @@ def _watch_for_hangup() -> threading.Event:
     A terminal can go away without a SIGHUP reaching us (we are not in its foreground
     process group, or the signal is ignored): reads then return nothing forever, and
     Textual's input thread would spin on them while the app never learns. The poll
-    asks for no events, so it reports only POLLHUP/POLLERR/POLLNVAL and never competes
+    asks for no events and blocks, so it reports only POLLHUP/POLLERR/POLLNVAL and never competes
     with Textual for input. Returns the event that stops the monitor."""
     import select
 
@@ -164,8 +165,10 @@ def _watch_for_hangup() -> threading.Event:
         poller = select.poll()
         for fd in set(fds):
             poller.register(fd, 0)
-        while not stop.wait(HANGUP_POLL_SECONDS):
-            if poller.poll(0):  # only hang-up, error or a closed fd can be reported
+        # Blocking in poll costs no wake-ups while the terminal is there (an idle app
+        # must not tick); only hang-up, error or a closed fd can end the wait early.
+        while not stop.is_set():
+            if poller.poll(HANGUP_POLL_MS) and not stop.is_set():
                 os.kill(os.getpid(), signal.SIGHUP)
                 return
 

@@ -166,6 +166,7 @@ class BoardPane(Pane):
         self.last_held_back = ""
         self.last_tick_at: float | None = None
         self.error: str | None = None
+        self._info: str | None = None  # what the info line shows
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -341,8 +342,7 @@ class BoardPane(Pane):
         if self.error:
             return
         if self.service is None:
-            self.query_one("#board-info", Static).update(
-                Text(f"No board yet ({self._shown_db_path()}): press n to create the first card."), layout=False)
+            self._set_info(f"No board yet ({self._shown_db_path()}): press n to create the first card.")
             self.set_status("no board yet")
             return
         state = f"dispatcher every {k.dispatch_interval_seconds:g}s" if k.dispatch else "dispatcher off"
@@ -351,12 +351,18 @@ class BoardPane(Pane):
             if self.last_result is not None and self.last_result.spawned:
                 state += f": spawned {len(self.last_result.spawned)}"
         info = state + (f" · {self.last_held_back}" if self.last_held_back else "")
-        self.query_one("#board-info", Static).update(Text(info), layout=False)  # one line, always
+        self._set_info(info)
         total = sum(self.counts.get(s, len(self._columns[s])) for s in COLUMNS)
         status = f"{total} cards, {running} running · {'dispatch on' if k.dispatch else 'dispatch off'}"
         if self.last_held_back:
             status += " · " + self.last_held_back.replace("Last tick held back: ", "held back: ")
         self.set_status(status)
+
+    def _set_info(self, info: str) -> None:
+        """The info line is redrawn only when its words change (every refresh asks)."""
+        if info != self._info:
+            self._info = info
+            self.query_one("#board-info", Static).update(Text(info), layout=False)  # one line, always
 
     # -- the dispatcher's results (the app's dispatch loop ticks) ---------------------------------
 
