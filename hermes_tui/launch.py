@@ -13,6 +13,8 @@ from hermes_tui.cli.common import EXIT_USAGE, CliError, Context
 
 # How long a signalled app may take to shut its UI down before it is left behind.
 SHUTDOWN_GRACE_SECONDS = 3.0
+# How long the demo's clean-up waits for the home being filled to end.
+FILL_WAIT_SECONDS = 90.0
 
 
 def _need_terminal() -> None:
@@ -34,7 +36,7 @@ def launch_app(ctx: Context) -> int:
     from pathlib import Path
 
     from engine.home import HomeLayout
-    from hermes_tui.demo import build_demo_home, cleanup_demo_home
+    from hermes_tui.demo import cleanup_demo_home, prepare_demo_home
 
     # The temp root exists before anything is built in it, and a hang-up while the demo
     # is being built ends the build by an exception: either way the finally below
@@ -44,7 +46,8 @@ def launch_app(ctx: Context) -> int:
     try:
         # Its path is not printed: the header names it while the app runs, and once the
         # app quits the demo home is removed, so a printed path would point at nothing.
-        build_demo_home(home.root)
+        # Only its config here: the app draws at once and fills the home in a thread.
+        prepare_demo_home(home.root)
         return _run_app(ctx, home, demo=True)
     except _EndedDuringStartUp as ended:
         return 128 + ended.signum
@@ -89,7 +92,10 @@ def _run_app(ctx: Context, home, *, demo: bool) -> int:
         from hermes_tui.cli import start_auto_prune
 
         start_auto_prune(ctx)
-    app = HermesApp(home, settings, demo=demo)
+    fill_home = None
+    if demo:
+        from hermes_tui.demo import fill_demo_home as fill_home
+    app = HermesApp(home, settings, demo=demo, fill_home=fill_home)
     ui_done = threading.Event()
     cleaning = threading.Lock()
     cleaned = threading.Event()
@@ -101,6 +107,9 @@ def _run_app(ctx: Context, home, *, demo: bool) -> int:
             if demo and not cleaned.is_set():
                 from hermes_tui.demo import cleanup_demo_home
 
+                # A fill still running would start processes after the clean-up: let
+                # it end first (its steps are bounded; the kanban one by its deadline).
+                app.home_filled.wait(FILL_WAIT_SECONDS)
                 cleanup_demo_home(home)
                 cleaned.set()
 
