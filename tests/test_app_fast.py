@@ -55,3 +55,101 @@ async def test_the_demo_draws_before_its_home_is_built_and_fills_in(tmp_path):
         gate.set()
         app.home_filled.wait(GENEROUS)
         cleanup_demo_home(home)
+
+
+async def test_a_cell_update_repaints_its_row_only_and_shows_what_a_datatable_shows():
+    """The processes table changes a few cells a second: the CellTable keeps the other
+    rows' renders (the table's update counter stays), and what it draws is what a plain
+    DataTable draws for the same rows and updates, cursor and styles included."""
+    from rich.text import Text
+    from textual.app import App
+    from textual.containers import Horizontal
+    from textual.widgets import DataTable
+
+    from widgets.partial_repaint import CellTable
+
+    class Twin(App):
+        def compose(self):
+            with Horizontal():
+                yield DataTable(id="plain", cursor_type="row")
+                yield CellTable(id="cells", cursor_type="row")
+
+    app = Twin()
+    async with app.run_test(size=(120, 20)) as pilot:
+        tables = [app.query_one("#plain", DataTable), app.query_one("#cells", CellTable)]
+        for table in tables:
+            table.add_column("ID", key="id")
+            table.add_column("AGE", key="age")
+            for i in range(8):
+                table.add_row(Text(f"p{i}"), Text(f"{i}s"), key=f"p{i}")
+            table.move_cursor(row=2)
+        await pilot.pause()
+
+        def drawn(table) -> list[str]:
+            return [table.render_line(y).text for y in range(table.size.height)]
+
+        assert drawn(tables[0]) == drawn(tables[1])
+        counter = tables[1]._update_count
+        for step in range(3):
+            for table in tables:
+                table.update_cell("p2", "age", Text(f"{10 + step}s", style="bold"))  # the cursor's row
+                table.update_cell("p5", "age", Text(f"{step}z"))
+            await pilot.pause()
+            assert drawn(tables[0]) == drawn(tables[1])
+            assert f" p5  {step}z" in drawn(tables[1])[6]
+        assert tables[1]._update_count == counter  # no full repaint for a cell
+        for table in tables:
+            table.move_cursor(row=5)
+        await pilot.pause()
+        assert drawn(tables[0]) == drawn(tables[1])
+
+
+async def test_a_card_s_new_prompt_repaints_that_card_only_and_shows_what_an_option_list_shows():
+    """A card's age changes once a second: the PromptList keeps the other cards' renders
+    when the new prompt has the same height, falls back to a full rebuild when it does
+    not, and draws what a plain OptionList draws either way."""
+    from rich.text import Text
+    from textual.app import App
+    from textual.containers import Horizontal
+    from textual.widgets import OptionList
+    from textual.widgets.option_list import Option
+
+    from widgets.partial_repaint import PromptList
+
+    def card(i: int, age: str, extra: str = "") -> Text:
+        return Text(f"t_{i}\ntitle {i}{extra}\nunassigned · {age}")
+
+    class Twin(App):
+        def compose(self):
+            with Horizontal():
+                for cls, name in ((OptionList, "plain"), (PromptList, "cheap")):
+                    options = []
+                    for i in range(4):
+                        if i:
+                            options.append(None)
+                        options.append(Option(card(i, "1s"), id=f"t_{i}"))
+                    yield cls(*options, id=name)
+
+    app = Twin()
+    async with app.run_test(size=(100, 30)) as pilot:
+        lists = [app.query_one("#plain", OptionList), app.query_one("#cheap", PromptList)]
+        for option_list in lists:
+            option_list.highlighted = 1
+        await pilot.pause()
+
+        def drawn(option_list) -> list[str]:
+            return [option_list.render_line(y).text for y in range(option_list.size.height)]
+
+        assert drawn(lists[0]) == drawn(lists[1])
+        others = lists[1].get_option("t_3")
+        assert any(k[0] is others for k in lists[1]._option_render_cache.keys())  # noqa: SIM118
+        for option_list in lists:
+            option_list.replace_option_prompt("t_1", card(1, "2s"))
+        # Kept right after the change: only t_1's render was dropped.
+        assert any(k[0] is others for k in lists[1]._option_render_cache.keys())  # noqa: SIM118
+        await pilot.pause()
+        assert drawn(lists[0]) == drawn(lists[1]) and any("· 2s" in line for line in drawn(lists[1]))
+        for option_list in lists:  # one line more: the lines below move
+            option_list.replace_option_prompt("t_2", card(2, "3s", extra="\nheld back"))
+        await pilot.pause()
+        assert drawn(lists[0]) == drawn(lists[1]) and any("held back" in line for line in drawn(lists[1]))

@@ -37,6 +37,7 @@ from engine.fsutil import human_duration
 from engine.home import HomeLayout
 from engine.kanban.statuses import ARCHIVED, BLOCKED, RUNNING, STATUSES
 from widgets.pane import EmptyState, Pane
+from widgets.partial_repaint import PromptList
 
 # The store (aiosqlite), the transitions, the workers' checks and the dialogs are
 # imported where they are first used: a home without a board never needs them, and
@@ -74,8 +75,8 @@ class CardView:
         return text
 
 
-class CardList(OptionList):
-    """The cards of one column (option ids = card ids)."""
+class CardList(PromptList):
+    """The cards of one column (option ids = card ids); a card whose age ticks repaints alone."""
 
     def __init__(self, status: str) -> None:
         super().__init__(id=f"cards-{status}")

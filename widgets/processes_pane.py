@@ -33,6 +33,7 @@ from engine.processes.redact import escape_controls, maybe_redact
 from widgets.confirm import ConfirmModal
 from widgets.output_view import OutputView
 from widgets.pane import EmptyState, Pane
+from widgets.partial_repaint import CellTable
 
 if TYPE_CHECKING:
     from engine.processes.sampler import SessionSampler, Usage
@@ -142,7 +143,7 @@ class ProcessesPane(Pane):
             "No process sessions yet. Type a command in the bar below and press Enter, "
             "or start one with: hermes-tui run --bg -- CMD"
         )
-        table = DataTable(id="proc-table", cursor_type="row", zebra_stripes=False)
+        table = CellTable(id="proc-table", cursor_type="row", zebra_stripes=False)  # a changed age repaints its row
         for key, label in COLUMNS:
             table.add_column(Text(label), key=key)  # plain text: no markup parse
         yield table
