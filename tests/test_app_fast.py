@@ -153,3 +153,31 @@ async def test_a_card_s_new_prompt_repaints_that_card_only_and_shows_what_an_opt
             option_list.replace_option_prompt("t_2", card(2, "3s", extra="\nheld back"))
         await pilot.pause()
         assert drawn(lists[0]) == drawn(lists[1]) and any("held back" in line for line in drawn(lists[1]))
+
+
+async def test_the_help_dialog_opens_then_lists_every_key_laid_out_for_its_width(home):
+    """`?` shows its frame at once; the table of every key is laid out in a thread and
+    arrives as ready lines that fit the dialog, and again after a resize."""
+    from hermes_tui.keymap import known_binding_ids
+    from widgets.help_screen import HelpScreen
+
+    app = HermesApp(home, load_config(home.config_file))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await _until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help dialog shown")
+        keys = app.screen.query_one("#help-keys")
+
+        def listed() -> str:
+            content = keys.content
+            return getattr(content, "plain", "")
+
+        await _until(pilot, lambda: "app.quit" in listed(), "the keys listed")
+        assert all(binding_id in listed() for binding_id in known_binding_ids())
+        width = keys.size.width
+        assert max(len(line) for line in listed().splitlines()) <= width
+        await pilot.resize_terminal(100, 40)
+        await _until(pilot, lambda: keys.size.width < width, "the dialog narrower")
+        await _until(pilot, lambda: max(len(line) for line in listed().splitlines()) <= keys.size.width,
+                     "the keys laid out again for the new width")
+        assert all(binding_id in listed() for binding_id in known_binding_ids())
