@@ -178,6 +178,8 @@ class HermesApp(App[int]):
             pass  # the app has already stopped
 
     def _filled(self, error: str | None) -> None:
+        if not self.is_running:
+            return  # quitting: no dispatcher to start, no pane to ask
         self._update_header()
         if error:
             self.notify(f"the demo home was not fully built: {error}", severity="error", markup=False)

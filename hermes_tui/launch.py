@@ -156,8 +156,9 @@ def _watch_for_hangup() -> threading.Event:
     A terminal can go away without a SIGHUP reaching us (we are not in its foreground
     process group, or the signal is ignored): reads then return nothing forever, and
     Textual's input thread would spin on them while the app never learns. The poll
-    asks for no events and blocks, so it reports only POLLHUP/POLLERR/POLLNVAL and never competes
-    with Textual for input. Returns the event that stops the monitor."""
+    asks for no events and blocks, so it reports only POLLHUP/POLLERR/POLLNVAL, never
+    competes with Textual for input and costs nothing while the terminal is there.
+    Returns the event that stops the monitor."""
     import select
 
     stop = threading.Event()
