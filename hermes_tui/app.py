@@ -248,6 +248,8 @@ class HermesApp(App[int]):
         self._active_pane = pane_id
         for p in self.query(Pane):
             p.set_class(p.id == pane_id, "-active")
+        if self.zoomed:
+            self._apply_zoom()
         tabs = self.query_one("#pane-tabs", Tabs)
         if tabs.active != f"tab-{pane_id}":
             tabs.active = f"tab-{pane_id}"
@@ -271,7 +273,21 @@ class HermesApp(App[int]):
         (target or pane).focus()
 
     def action_zoom(self) -> None:
-        self.query_one("#panes").toggle_class("-zoomed")
+        panes = self.query_one("#panes")
+        # The class only marks the state (no CSS rule reads it): toggling a class that
+        # CSS reads restyles every widget of every pane, which was most of the zoom's cost.
+        panes.set_class(not panes.has_class("-zoomed"), "-zoomed", update=False)
+        self._apply_zoom()
+
+    def _apply_zoom(self) -> None:
+        """Zoomed: only the active pane is displayed, the panes stacked. Set as inline
+        styles on the few widgets concerned; unzoomed, the rules are cleared and the
+        stylesheet's layout (wide grid, or one pane when narrow) is back."""
+        panes = self.query_one("#panes")
+        zoomed = panes.has_class("-zoomed")
+        panes.styles.layout = "vertical" if zoomed else None
+        for pane in self.query(Pane):
+            pane.styles.display = "none" if zoomed and pane.id != self._active_pane else None
 
     @property
     def zoomed(self) -> bool:

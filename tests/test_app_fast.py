@@ -181,3 +181,41 @@ async def test_the_help_dialog_opens_then_lists_every_key_laid_out_for_its_width
         await _until(pilot, lambda: max(len(line) for line in listed().splitlines()) <= keys.size.width,
                      "the keys laid out again for the new width")
         assert all(binding_id in listed() for binding_id in known_binding_ids())
+
+
+async def test_zoom_restyles_no_pane_and_agrees_with_the_narrow_layout(home):
+    """`z` sets inline styles on the panes instead of a class the stylesheet reads (that
+    restyled every widget of every pane); zoom and the narrow layout still agree through
+    every order of zoom, resize and unzoom."""
+    from widgets.pane import Pane
+
+    app = HermesApp(home, load_config(home.config_file))
+
+    def shown() -> list[str]:
+        return [p.id for p in app.query(Pane) if p.display and p.region.area > 0]
+
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("2")
+        await _until(pilot, lambda: app.active_pane.id == "processes", "the processes pane active")
+        await pilot.pause()
+        restyled = []
+        update_styles = app.update_styles
+        app.update_styles = lambda node=None, *a, **k: (restyled.append(node), update_styles(node, *a, **k))[1]
+        await pilot.press("z")
+        await _until(pilot, lambda: shown() == ["processes"], "only the zoomed pane shown")
+        assert not [n for n in restyled if n is app.query_one("#panes") or isinstance(n, Pane)]
+        await pilot.resize_terminal(80, 24)  # narrow while zoomed
+        await _until(pilot, lambda: app.narrow and shown() == ["processes"], "one pane, narrow")
+        await pilot.press("z")  # unzoom while narrow: still one pane (the narrow layout's)
+        await _until(pilot, lambda: not app.zoomed, "unzoomed")
+        await pilot.pause()
+        assert shown() == ["processes"]
+        await pilot.press("z", "3")  # zoom again, switch pane: the new one is the one shown
+        await _until(pilot, lambda: shown() == ["scratch"], "the switched-to pane shown")
+        await pilot.resize_terminal(160, 48)
+        await _until(pilot, lambda: not app.narrow, "wide again")
+        await pilot.pause()
+        assert shown() == ["scratch"]  # still zoomed
+        await pilot.press("z")
+        await _until(pilot, lambda: len(shown()) == 4, "all four panes back")
+        assert shown() == ["board", "processes", "scratch", "prune-log"]
