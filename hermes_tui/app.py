@@ -6,7 +6,8 @@ CLI makes), run in a worker thread when it may block.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
 
@@ -100,11 +101,18 @@ class HermesApp(App[int]):
         *,
         demo: bool = False,
         home_label: str | None = None,
+        fill_home: Callable[[HomeLayout], None] | None = None,
     ) -> None:
+        """``fill_home`` (the demo's builders) runs in a thread once the first frame is
+        up; the panes fill in as it goes and ``home_filled`` is set when it has ended."""
         super().__init__()
         self.home = home
         self.settings = settings
         self.demo = demo
+        self._fill_home = fill_home
+        self.home_filled = threading.Event()
+        if fill_home is None:
+            self.home_filled.set()
         self.home_label = home_label or _home_label(home.root)
         self._statuses: dict[str, str] = {}
         self._active_pane = "board"
@@ -140,11 +148,46 @@ class HermesApp(App[int]):
         self._apply_size(self.size.width, self.size.height)
         self._update_header()
         self.action_focus_pane(self._active_pane)
-        self.dispatch_loop.start()
+        if self._fill_home is None:
+            self.dispatch_loop.start()
+        else:
+            # After the first frame: the home fills while the app is already on screen.
+            self.call_after_refresh(self._start_filling)
         bad = getattr(self, "_bad_theme", None)
         if bad:
             self.notify(f"ui.theme {bad!r} is not a known theme; using the default", severity="warning",
                         markup=False)
+
+    # -- a home filled after start (the demo) ---------------------------------------------
+
+    def _start_filling(self) -> None:
+        threading.Thread(target=self._fill, name="hermes-demo-fill", daemon=True).start()
+
+    def _fill(self) -> None:
+        """Thread side: run the builders, then tell the UI (unless it has quit)."""
+        error = None
+        try:
+            self._fill_home(self.home)
+        except Exception as exc:  # a demo that half-built still shows what it has
+            error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.home_filled.set()
+        try:
+            self.call_from_thread(self._filled, error)
+        except RuntimeError:
+            pass  # the app has already stopped
+
+    def _filled(self, error: str | None) -> None:
+        if not self.is_running:
+            return  # quitting: no dispatcher to start, no pane to ask
+        self._update_header()
+        if error:
+            self.notify(f"the demo home was not fully built: {error}", severity="error", markup=False)
+        # The board's dispatcher starts only now: the builders tick the board themselves.
+        self.dispatch_loop.start()
+        # The other panes reread the home on their own timers; the scratch survey's is
+        # slow, so it is asked once now.
+        self.pane("scratch").refresh_entries()
 
     def on_resize(self, event) -> None:
         self._apply_size(event.size.width, event.size.height)
@@ -175,6 +218,8 @@ class HermesApp(App[int]):
         text.append(f" {__version__}  ", style="dim")
         if self.demo:
             text.append("DEMO  ", style="bold yellow")
+            if not self.home_filled.is_set():
+                text.append("starting… filling the demo home  ", style="yellow")
         text.append("home ", style="dim")
         text.append(self.home_label, style="bold")
         for cls in pane_classes():
@@ -204,6 +249,8 @@ class HermesApp(App[int]):
         self._active_pane = pane_id
         for p in self.query(Pane):
             p.set_class(p.id == pane_id, "-active")
+        if self.zoomed:
+            self._apply_zoom()
         tabs = self.query_one("#pane-tabs", Tabs)
         if tabs.active != f"tab-{pane_id}":
             tabs.active = f"tab-{pane_id}"
@@ -227,7 +274,21 @@ class HermesApp(App[int]):
         (target or pane).focus()
 
     def action_zoom(self) -> None:
-        self.query_one("#panes").toggle_class("-zoomed")
+        panes = self.query_one("#panes")
+        # The class only marks the state (no CSS rule reads it): toggling a class that
+        # CSS reads restyles every widget of every pane, which was most of the zoom's cost.
+        panes.set_class(not panes.has_class("-zoomed"), "-zoomed", update=False)
+        self._apply_zoom()
+
+    def _apply_zoom(self) -> None:
+        """Zoomed: only the active pane is displayed, the panes stacked. Set as inline
+        styles on the few widgets concerned; unzoomed, the rules are cleared and the
+        stylesheet's layout (wide grid, or one pane when narrow) is back."""
+        panes = self.query_one("#panes")
+        zoomed = panes.has_class("-zoomed")
+        panes.styles.layout = "vertical" if zoomed else None
+        for pane in self.query(Pane):
+            pane.styles.display = "none" if zoomed and pane.id != self._active_pane else None
 
     @property
     def zoomed(self) -> bool:

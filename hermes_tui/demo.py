@@ -19,18 +19,37 @@ ui:
   refresh_seconds: 1
 """
 
+# Config steps run first, each adding its part's section to config.yaml. They are quick
+# (no process, no board), so the app can load its settings and draw its first frame
+# before the builders fill the home.
+CONFIG_STEPS: list[tuple[str, Callable[[HomeLayout], None]]] = []
+
 # Builders run in order on the new home: (name, function(home)).
 BUILDERS: list[tuple[str, Callable[[HomeLayout], None]]] = []
 
 
-def build_demo_home(root: Path | None = None) -> HomeLayout:
+def prepare_demo_home(root: Path | None = None) -> HomeLayout:
+    """The demo home with its whole config.yaml and nothing else yet."""
     if root is None:
         root = Path(tempfile.mkdtemp(prefix="hermes-demo-"))
     home = HomeLayout(Path(root)).ensure()
     if not home.config_file.exists():
         home.config_file.write_text(DEMO_CONFIG, encoding="utf-8")
+    for _name, step in CONFIG_STEPS:
+        step(home)
+    return home
+
+
+def fill_demo_home(home: HomeLayout) -> None:
+    """Everything the demo shows (real processes, aged folders, a board): the slow part,
+    which the app runs in a thread after its first frame."""
     for _name, build in BUILDERS:
         build(home)
+
+
+def build_demo_home(root: Path | None = None) -> HomeLayout:
+    home = prepare_demo_home(root)
+    fill_demo_home(home)
     return home
 
 

@@ -128,9 +128,10 @@ def cleanup(home: HomeLayout) -> None:
 
 
 def _register() -> None:
-    from hermes_tui.demo import BUILDERS, CLEANUPS
+    from hermes_tui.demo import BUILDERS, CLEANUPS, CONFIG_STEPS
 
     if all(name != "kanban" for name, _ in BUILDERS):
+        CONFIG_STEPS.append(("kanban", _append_config))
         BUILDERS.append(("kanban", build))
         CLEANUPS.append(("kanban", cleanup))
 

@@ -13,6 +13,8 @@ from hermes_tui.cli.common import EXIT_USAGE, CliError, Context
 
 # How long a signalled app may take to shut its UI down before it is left behind.
 SHUTDOWN_GRACE_SECONDS = 3.0
+# How long the demo's clean-up waits for the home being filled to end.
+FILL_WAIT_SECONDS = 90.0
 
 
 def _need_terminal() -> None:
@@ -34,7 +36,7 @@ def launch_app(ctx: Context) -> int:
     from pathlib import Path
 
     from engine.home import HomeLayout
-    from hermes_tui.demo import build_demo_home, cleanup_demo_home
+    from hermes_tui.demo import cleanup_demo_home, prepare_demo_home
 
     # The temp root exists before anything is built in it, and a hang-up while the demo
     # is being built ends the build by an exception: either way the finally below
@@ -44,7 +46,8 @@ def launch_app(ctx: Context) -> int:
     try:
         # Its path is not printed: the header names it while the app runs, and once the
         # app quits the demo home is removed, so a printed path would point at nothing.
-        build_demo_home(home.root)
+        # Only its config here: the app draws at once and fills the home in a thread.
+        prepare_demo_home(home.root)
         return _run_app(ctx, home, demo=True)
     except _EndedDuringStartUp as ended:
         return 128 + ended.signum
@@ -89,7 +92,10 @@ def _run_app(ctx: Context, home, *, demo: bool) -> int:
         from hermes_tui.cli import start_auto_prune
 
         start_auto_prune(ctx)
-    app = HermesApp(home, settings, demo=demo)
+    fill_home = None
+    if demo:
+        from hermes_tui.demo import fill_demo_home as fill_home
+    app = HermesApp(home, settings, demo=demo, fill_home=fill_home)
     ui_done = threading.Event()
     cleaning = threading.Lock()
     cleaned = threading.Event()
@@ -101,6 +107,9 @@ def _run_app(ctx: Context, home, *, demo: bool) -> int:
             if demo and not cleaned.is_set():
                 from hermes_tui.demo import cleanup_demo_home
 
+                # A fill still running would start processes after the clean-up: let
+                # it end first (its steps are bounded; the kanban one by its deadline).
+                app.home_filled.wait(FILL_WAIT_SECONDS)
                 cleanup_demo_home(home)
                 cleaned.set()
 
@@ -136,8 +145,9 @@ def _run_app(ctx: Context, home, *, demo: bool) -> int:
     return app.return_code or 0
 
 
-# How often the hang-up monitor looks at the terminal.
-HANGUP_POLL_SECONDS = 0.25
+# The hang-up monitor sleeps in poll() (which returns at once on a hang-up); this only
+# bounds how long it lingers after the app has stopped it.
+HANGUP_POLL_MS = 5000
 
 
 def _watch_for_hangup() -> threading.Event:
@@ -146,8 +156,9 @@ def _watch_for_hangup() -> threading.Event:
     A terminal can go away without a SIGHUP reaching us (we are not in its foreground
     process group, or the signal is ignored): reads then return nothing forever, and
     Textual's input thread would spin on them while the app never learns. The poll
-    asks for no events, so it reports only POLLHUP/POLLERR/POLLNVAL and never competes
-    with Textual for input. Returns the event that stops the monitor."""
+    asks for no events and blocks, so it reports only POLLHUP/POLLERR/POLLNVAL, never
+    competes with Textual for input and costs nothing while the terminal is there.
+    Returns the event that stops the monitor."""
     import select
 
     stop = threading.Event()
@@ -164,8 +175,10 @@ def _watch_for_hangup() -> threading.Event:
         poller = select.poll()
         for fd in set(fds):
             poller.register(fd, 0)
-        while not stop.wait(HANGUP_POLL_SECONDS):
-            if poller.poll(0):  # only hang-up, error or a closed fd can be reported
+        # Blocking in poll costs no wake-ups while the terminal is there (an idle app
+        # must not tick); only hang-up, error or a closed fd can end the wait early.
+        while not stop.is_set():
+            if poller.poll(HANGUP_POLL_MS) and not stop.is_set():
                 os.kill(os.getpid(), signal.SIGHUP)
                 return
 

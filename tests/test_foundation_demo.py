@@ -34,6 +34,17 @@ def _demo_root(tmp: Path, deadline: float) -> Path:
     raise AssertionError("the demo built no home")
 
 
+def _running_sessions(home: HomeLayout, deadline: float) -> list:
+    """The demo's running sessions, once its home (filled after the first frame) has some."""
+    while time.monotonic() < deadline:
+        if home.config_file.exists():
+            running = [s for s in ProcessRegistry(home, load_config(home.config_file)).list() if s.running]
+            if running:
+                return running
+        time.sleep(0.1)
+    return []
+
+
 def test_a_hangup_still_stops_the_demo_and_removes_its_home(tmp_path):
     master, slave = pty.openpty()
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "160", "LINES": "48", "TMPDIR": str(tmp_path)}
@@ -59,7 +70,8 @@ def test_a_hangup_still_stops_the_demo_and_removes_its_home(tmp_path):
         while b"Board" not in screen and time.monotonic() < deadline:
             time.sleep(0.1)
         assert b"Board" in screen and b"Processes" in screen
-        running = [s for s in ProcessRegistry(home, load_config(home.config_file)).list() if s.running]
+        # The app is drawn first; the home fills in behind it (issue 12).
+        running = _running_sessions(home, deadline)
         assert running, "the demo starts real background processes"
         proc.send_signal(signal.SIGHUP)
         assert proc.wait(timeout=30) is not None
@@ -121,9 +133,9 @@ def test_a_hangup_after_the_terminal_is_gone_still_cleans_up(tmp_path):
         while b"Board" not in screen and time.monotonic() < deadline:
             _read_for(master, screen, 0.2)
         home = HomeLayout(_demo_root(tmp_path, deadline))
-        _read_for(master, screen, 3.0)
-        running = [s for s in ProcessRegistry(home, load_config(home.config_file)).list() if s.running]
+        running = _running_sessions(home, deadline)  # the home fills in after the first frame
         assert running
+        _read_for(master, screen, 3.0)
         # The terminal stops reading (a frozen or closing window) while the app keeps
         # drawing and a dialog opens; then it closes for good.
         for key in (b"2", b"k"):

@@ -39,6 +39,7 @@ from engine.kanban.statuses import ARCHIVED, BLOCKED, RUNNING, STATUSES
 from engine.kanban.wording import held_back_words, skip_reason
 from widgets.fit_table import DetailLine
 from widgets.pane import EmptyState, Pane
+from widgets.partial_repaint import PromptList
 
 # The store (aiosqlite), the transitions, the workers' checks and the dialogs are
 # imported where they are first used: a home without a board never needs them, and
@@ -77,8 +78,8 @@ class CardView:
         return text
 
 
-class CardList(OptionList):
-    """The cards of one column (option ids = card ids)."""
+class CardList(PromptList):
+    """The cards of one column (option ids = card ids); a card whose age ticks repaints alone."""
 
     def __init__(self, status: str) -> None:
         super().__init__(id=f"cards-{status}")
@@ -184,6 +185,7 @@ class BoardPane(Pane):
         self.unreachable: str | None = None  # the board's server is away: retried on every refresh
         self.listening = False  # a server board announces its changes (no need to wait for the timer)
         self._timer_ticks = 0
+        self._info: str | None = None  # what the info line shows
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -442,16 +444,14 @@ class BoardPane(Pane):
         if self.error:
             return
         if self.unreachable is not None:
-            self.query_one("#board-info", Static).update(
-                Text(f"board unreachable, retrying: {self.unreachable}"), layout=False)
+            self._set_info(f"board unreachable, retrying: {self.unreachable}")
             self.set_status("board unreachable, retrying")
             return
         if self.service is None and self.db_path is None:
-            self.query_one("#board-info", Static).update(Text("Looking for the board…"), layout=False)
+            self._set_info("Looking for the board…")
             return
         if self.service is None:
-            self.query_one("#board-info", Static).update(
-                Text(f"No board yet ({self._shown_db_path()}): press n to create the first card."), layout=False)
+            self._set_info(f"No board yet ({self._shown_db_path()}): press n to create the first card.")
             self.set_status("no board yet")
             return
         if not self.service.dispatchable:
@@ -464,9 +464,7 @@ class BoardPane(Pane):
                 state += f": spawned {len(self.last_result.spawned)}"
         words = held_back_words(self.last_result) if self.last_result is not None else ""
         info = state + (f" · {words}" if words else "")
-        # One line, always; cut with … when narrow (the selected card's reason is in full below).
-        self.query_one("#board-info", Static).update(Text(info, no_wrap=True, overflow="ellipsis"),
-                                                     layout=False)
+        self._set_info(info)  # cut with … when narrow (the selected card's reason is in full below)
         total = sum(self.counts.get(s, len(self._columns[s])) for s in self._shown_statuses(False))
         status = f"{total} cards, {running} running · {'dispatch on' if k.dispatch else 'dispatch off'}"
         if self.last_result is not None and self.last_result.skipped:
@@ -503,8 +501,7 @@ class BoardPane(Pane):
         how = "read-only (`hermes` is not on PATH)" if self.service.read_only else \
             f"changes go through {self.service.command}"
         info = f"hermes-agent's board ({self._shown_db_path()}) · {how} · hermes's gateway dispatches it"
-        self.query_one("#board-info", Static).update(Text(info, no_wrap=True, overflow="ellipsis"),
-                                                     layout=False)
+        self._set_info(info)
         total = sum(self.counts.get(s, len(self._columns[s])) for s in self._shown_statuses(False))
         self.set_status(f"hermes board: {total} cards" + (", read-only" if self.service.read_only else ""))
 
@@ -514,6 +511,13 @@ class BoardPane(Pane):
             self.notify(self.service.read_only_reason, severity="warning", timeout=5, markup=False)
             return True
         return False
+
+    def _set_info(self, info: str) -> None:
+        """The info line is redrawn only when its words change (every refresh asks)."""
+        if info != self._info:
+            self._info = info
+            self.query_one("#board-info", Static).update(Text(info, no_wrap=True, overflow="ellipsis"),
+                                                         layout=False)  # one line, always
 
     # -- the dispatcher's results (the app's dispatch loop ticks) ---------------------------------
 

@@ -23,7 +23,9 @@ from dataclasses import dataclass
 
 from rich.text import Text
 from textual import events
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
+
+from widgets.partial_repaint import CellTable
 
 ELLIPSIS = "…"
 
@@ -90,7 +92,7 @@ def cut(cell: Text, width: int) -> Text:
     return short
 
 
-class FitTable(DataTable):
+class FitTable(CellTable):  # a changed cell repaints its row only
     """A row-cursor DataTable that plans its columns for its width (see the module doc).
 
     Rows are put by key with all their cells (``put``), removed with ``drop``, ordered

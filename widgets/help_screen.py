@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -20,6 +21,37 @@ class HelpRow:
     binding_id: str
     action: str | None = None
     namespace: str | None = None  # "app", or the id of the pane whose action it is
+
+
+def help_text(rows: Sequence[HelpRow], width: int):
+    """Every row in three columns (keys, what, id) at ``width`` cells, as one Text of
+    ready-made lines. Rich lays the table out; a thread may call this."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    table.add_column(style="dim")
+    section = None
+    for row in rows:
+        if row.section != section:
+            if section is not None:
+                table.add_row("", "", "")
+            table.add_row(Text(row.section, style="bold underline"), "", "")
+            section = row.section
+        table.add_row(Text(row.keys), Text(row.description), Text(row.binding_id))  # keys come from config
+    console = Console(width=width, force_terminal=True, color_system="truecolor", legacy_windows=False)
+    lines = console.render_lines(table, console.options.update_width(width), pad=False)
+    out = Text(no_wrap=True, overflow="ignore")
+    for i, line in enumerate(lines):
+        if i:
+            out.append("\n")
+        for segment in line:
+            if not segment.control:
+                out.append(segment.text, segment.style)
+    return out
 
 
 class HelpScreen(ModalScreen[None]):
@@ -45,30 +77,40 @@ class HelpScreen(ModalScreen[None]):
         self._title = title
 
     def compose(self) -> ComposeResult:
-        from rich.table import Table
-        from rich.text import Text
-
-        table = Table.grid(padding=(0, 2))
-        table.add_column(style="bold", no_wrap=True)
-        table.add_column()
-        table.add_column(style="dim")
-        section = None
-        for row in self._rows:
-            if row.section != section:
-                if section is not None:
-                    table.add_row("", "", "")
-                table.add_row(Text(row.section, style="bold underline"), "", "")
-                section = row.section
-            table.add_row(Text(row.keys), Text(row.description), Text(row.binding_id))  # keys come from config
         with Vertical():
             yield Static(self._title, classes="title")
             with VerticalScroll():
-                yield Static(table)
+                yield Static("listing the keys…", id="help-keys", markup=False)
             yield Static(
                 "Remap any key in config.yaml under 'keys:' by its id (right column), "
                 "e.g.  keys: {processes.background: ctrl+g}.  Esc closes.",
                 classes="hint",
             )
+
+    def on_mount(self) -> None:
+        # The dialog is shown at once; its long table is laid out in a thread and
+        # arrives as plain lines (cheap to draw, unlike a Rich table measured per frame).
+        self.call_after_refresh(self._lay_out)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._lay_out)  # the lines were cut for the old width
+
+    def _lay_out(self) -> None:
+        scroll = self.query_one(VerticalScroll)
+        width = max(20, scroll.scrollable_content_region.width - scroll.styles.scrollbar_size_vertical)
+        self._render_rows(width)
+
+    @work(thread=True, exclusive=True, group="help-layout")
+    def _render_rows(self, width: int) -> None:
+        text = help_text(self._rows, width)
+        try:
+            self.app.call_from_thread(self._show_rows, text)
+        except RuntimeError:
+            pass  # the app has stopped
+
+    def _show_rows(self, text) -> None:
+        if self.is_attached:
+            self.query_one("#help-keys", Static).update(text)
 
     async def action_dismiss(self, result=None) -> None:
         self.dismiss(None)

@@ -27,6 +27,9 @@ from engine.processes.follower import OutputFollower
 from engine.processes.redact import keep_colours_only, maybe_redact
 
 FLUSH_INTERVAL = 0.1
+# While a file stays quiet the follower looks less often, up to this; new output brings
+# it back to FLUSH_INTERVAL at once (a finished or silent session costs ~2 wakes a second).
+QUIET_INTERVAL = 0.5
 PARTIAL_LINE_AFTER = 0.5  # a line without its newline is shown after this long (prompts)
 DRAW_BYTES_PER_FLUSH = 16 * 1024  # at most this much new output is drawn per flush
 
@@ -160,9 +163,11 @@ class OutputView(Vertical):
         follower = OutputFollower(path, offset)
         partial = b""
         partial_since = 0.0
+        pause = FLUSH_INTERVAL
         try:
             while not worker.is_cancelled and generation == self._generation:
                 pieces, reset, skipped = self._read_newest(follower, generation)
+                pause = FLUSH_INTERVAL if pieces or reset or partial else min(QUIET_INTERVAL, pause * 1.5)
                 if reset or skipped:
                     skipped += 0 if reset else len(partial)  # that line began in the skipped part
                     partial = b""
@@ -196,7 +201,7 @@ class OutputView(Vertical):
                         lines.pop()
                     if not self._post(self._append, lines, generation, skipped):
                         return
-                time.sleep(FLUSH_INTERVAL)
+                time.sleep(pause)
         finally:
             follower.close()
 

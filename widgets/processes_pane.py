@@ -180,7 +180,8 @@ class ProcessesPane(Pane):
         self.set_status("idle")
         self.refresh_sessions()
         self.set_interval(self.settings.ui.refresh_seconds, self.refresh_sessions)
-        self.set_interval(FOREGROUND_CHECK_SECONDS, self._check_foreground)
+        # Checked only while a foreground command runs: an idle app has no reason to wake.
+        self._foreground_timer = self.set_interval(FOREGROUND_CHECK_SECONDS, self._check_foreground, pause=True)
 
     def on_unmount(self) -> None:
         # Quitting never stops a command: a foreground run becomes a background session
@@ -448,6 +449,7 @@ class ProcessesPane(Pane):
             self.app.notify(str(exc), title="cannot run", severity="error", markup=False)
             return None
         self.foreground = s
+        self._foreground_timer.resume()
         self.sessions[s.id] = s
         self.output.show(s.id, s.output_path, self._title_of(s))
         self.output.set_state("foreground")
@@ -492,6 +494,7 @@ class ProcessesPane(Pane):
     def _check_foreground(self) -> None:
         fg = self.foreground
         if fg is None:
+            self._foreground_timer.pause()
             return
         popen = self.registry.popen_of(fg.id)
         if popen is not None and popen.poll() is None:

@@ -129,7 +129,7 @@ def bench_frame(table: Table, runs: int) -> None:
         empty = Path(tmp) / "home"
         table.add(compare("first frame: hermes-tui, empty home vs bare app", lambda: first_frame(
             [CLI, "--home", str(empty)]), lambda: first_frame(BARE), runs, aim="<= 1.5x"))
-    table.add(compare("first frame: hermes-tui --demo (builds its home) vs bare app",
+    table.add(compare("first frame: hermes-tui --demo (fills its home after) vs bare app",
                       lambda: first_frame([CLI, "--demo"]), lambda: first_frame(BARE), runs, aim="<= 1.5x"))
     sys.path.insert(0, str(REPO))
     from hermes_tui.demo import build_demo_home, cleanup_demo_home

@@ -1,0 +1,221 @@
+"""Issue 12, fast: the demo is on screen before its home is built, with a visible
+"starting…", and its panes fill in as the builders (in a thread) write the home."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from engine.config import load_config
+from hermes_tui.app import HermesApp
+from hermes_tui.demo import cleanup_demo_home, fill_demo_home, prepare_demo_home
+from widgets.board_pane import BoardPane
+from widgets.processes_pane import ProcessesPane
+
+GENEROUS = 120.0  # seconds: the builders start real workers on a loaded machine
+
+
+async def _until(pilot, condition, what: str, timeout: float = GENEROUS) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"never: {what}"
+        await pilot.pause(0.05)
+
+
+def _header(app) -> str:
+    return str(app.query_one("#header").render())
+
+
+async def test_the_demo_draws_before_its_home_is_built_and_fills_in(tmp_path):
+    gate = threading.Event()  # the builders wait behind it: the test decides when they run
+
+    def fill(home) -> None:
+        if not gate.wait(GENEROUS):
+            raise AssertionError("the test never opened the gate")
+        fill_demo_home(home)
+
+    home = prepare_demo_home(tmp_path / "hermes-demo-test")
+    app = HermesApp(home, load_config(home.config_file), demo=True, fill_home=fill)
+    try:
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            # Drawn, with nothing built yet: the header says the demo is starting.
+            assert "starting…" in _header(app)
+            assert not app.home_filled.is_set()
+            board, processes = app.query_one(BoardPane), app.query_one(ProcessesPane)
+            assert not board.cards and not processes.sessions
+            gate.set()
+            await _until(pilot, app.home_filled.is_set, "the home filled")
+            await _until(pilot, lambda: "starting…" not in _header(app), "the header lost its 'starting…'")
+            await _until(pilot, lambda: len(board.cards) >= 6, "the board's cards shown")
+            await _until(pilot, lambda: any(s.running for s in processes.sessions.values()),
+                         "the demo's running processes shown")
+            await _until(pilot, lambda: app.dispatch_loop.ticks > 0, "the app's own dispatcher ticking")
+    finally:
+        gate.set()
+        app.home_filled.wait(GENEROUS)
+        cleanup_demo_home(home)
+
+
+async def test_a_cell_update_repaints_its_row_only_and_shows_what_a_datatable_shows():
+    """The processes table changes a few cells a second: the CellTable keeps the other
+    rows' renders (the table's update counter stays), and what it draws is what a plain
+    DataTable draws for the same rows and updates, cursor and styles included."""
+    from rich.text import Text
+    from textual.app import App
+    from textual.containers import Horizontal
+    from textual.widgets import DataTable
+
+    from widgets.partial_repaint import CellTable
+
+    class Twin(App):
+        def compose(self):
+            with Horizontal():
+                yield DataTable(id="plain", cursor_type="row")
+                yield CellTable(id="cells", cursor_type="row")
+
+    app = Twin()
+    async with app.run_test(size=(120, 20)) as pilot:
+        tables = [app.query_one("#plain", DataTable), app.query_one("#cells", CellTable)]
+        for table in tables:
+            table.add_column("ID", key="id")
+            table.add_column("AGE", key="age")
+            for i in range(8):
+                table.add_row(Text(f"p{i}"), Text(f"{i}s"), key=f"p{i}")
+            table.move_cursor(row=2)
+        await pilot.pause()
+
+        def drawn(table) -> list[str]:
+            return [table.render_line(y).text for y in range(table.size.height)]
+
+        assert drawn(tables[0]) == drawn(tables[1])
+        counter = tables[1]._update_count
+        for step in range(3):
+            for table in tables:
+                table.update_cell("p2", "age", Text(f"{10 + step}s", style="bold"))  # the cursor's row
+                table.update_cell("p5", "age", Text(f"{step}z"))
+            await pilot.pause()
+            assert drawn(tables[0]) == drawn(tables[1])
+            assert f" p5  {step}z" in drawn(tables[1])[6]
+        assert tables[1]._update_count == counter  # no full repaint for a cell
+        for table in tables:
+            table.move_cursor(row=5)
+        await pilot.pause()
+        assert drawn(tables[0]) == drawn(tables[1])
+
+
+async def test_a_card_s_new_prompt_repaints_that_card_only_and_shows_what_an_option_list_shows():
+    """A card's age changes once a second: the PromptList keeps the other cards' renders
+    when the new prompt has the same height, falls back to a full rebuild when it does
+    not, and draws what a plain OptionList draws either way."""
+    from rich.text import Text
+    from textual.app import App
+    from textual.containers import Horizontal
+    from textual.widgets import OptionList
+    from textual.widgets.option_list import Option
+
+    from widgets.partial_repaint import PromptList
+
+    def card(i: int, age: str, extra: str = "") -> Text:
+        return Text(f"t_{i}\ntitle {i}{extra}\nunassigned · {age}")
+
+    class Twin(App):
+        def compose(self):
+            with Horizontal():
+                for cls, name in ((OptionList, "plain"), (PromptList, "cheap")):
+                    options = []
+                    for i in range(4):
+                        if i:
+                            options.append(None)
+                        options.append(Option(card(i, "1s"), id=f"t_{i}"))
+                    yield cls(*options, id=name)
+
+    app = Twin()
+    async with app.run_test(size=(100, 30)) as pilot:
+        lists = [app.query_one("#plain", OptionList), app.query_one("#cheap", PromptList)]
+        for option_list in lists:
+            option_list.highlighted = 1
+        await pilot.pause()
+
+        def drawn(option_list) -> list[str]:
+            return [option_list.render_line(y).text for y in range(option_list.size.height)]
+
+        assert drawn(lists[0]) == drawn(lists[1])
+        others = lists[1].get_option("t_3")
+        assert any(k[0] is others for k in lists[1]._option_render_cache.keys())  # noqa: SIM118
+        for option_list in lists:
+            option_list.replace_option_prompt("t_1", card(1, "2s"))
+        # Kept right after the change: only t_1's render was dropped.
+        assert any(k[0] is others for k in lists[1]._option_render_cache.keys())  # noqa: SIM118
+        await pilot.pause()
+        assert drawn(lists[0]) == drawn(lists[1]) and any("· 2s" in line for line in drawn(lists[1]))
+        for option_list in lists:  # one line more: the lines below move
+            option_list.replace_option_prompt("t_2", card(2, "3s", extra="\nheld back"))
+        await pilot.pause()
+        assert drawn(lists[0]) == drawn(lists[1]) and any("held back" in line for line in drawn(lists[1]))
+
+
+async def test_the_help_dialog_opens_then_lists_every_key_laid_out_for_its_width(home):
+    """`?` shows its frame at once; the table of every key is laid out in a thread and
+    arrives as ready lines that fit the dialog, and again after a resize."""
+    from hermes_tui.keymap import known_binding_ids
+    from widgets.help_screen import HelpScreen
+
+    app = HermesApp(home, load_config(home.config_file))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await _until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help dialog shown")
+        keys = app.screen.query_one("#help-keys")
+
+        def listed() -> str:
+            content = keys.content
+            return getattr(content, "plain", "")
+
+        await _until(pilot, lambda: "app.quit" in listed(), "the keys listed")
+        assert all(binding_id in listed() for binding_id in known_binding_ids())
+        width = keys.size.width
+        assert max(len(line) for line in listed().splitlines()) <= width
+        await pilot.resize_terminal(100, 40)
+        await _until(pilot, lambda: keys.size.width < width, "the dialog narrower")
+        await _until(pilot, lambda: max(len(line) for line in listed().splitlines()) <= keys.size.width,
+                     "the keys laid out again for the new width")
+        assert all(binding_id in listed() for binding_id in known_binding_ids())
+
+
+async def test_zoom_restyles_no_pane_and_agrees_with_the_narrow_layout(home):
+    """`z` sets inline styles on the panes instead of a class the stylesheet reads (that
+    restyled every widget of every pane); zoom and the narrow layout still agree through
+    every order of zoom, resize and unzoom."""
+    from widgets.pane import Pane
+
+    app = HermesApp(home, load_config(home.config_file))
+
+    def shown() -> list[str]:
+        return [p.id for p in app.query(Pane) if p.display and p.region.area > 0]
+
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("2")
+        await _until(pilot, lambda: app.active_pane.id == "processes", "the processes pane active")
+        await pilot.pause()
+        restyled = []
+        update_styles = app.update_styles
+        app.update_styles = lambda node=None, *a, **k: (restyled.append(node), update_styles(node, *a, **k))[1]
+        await pilot.press("z")
+        await _until(pilot, lambda: shown() == ["processes"], "only the zoomed pane shown")
+        assert not [n for n in restyled if n is app.query_one("#panes") or isinstance(n, Pane)]
+        await pilot.resize_terminal(80, 24)  # narrow while zoomed
+        await _until(pilot, lambda: app.narrow and shown() == ["processes"], "one pane, narrow")
+        await pilot.press("z")  # unzoom while narrow: still one pane (the narrow layout's)
+        await _until(pilot, lambda: not app.zoomed, "unzoomed")
+        await pilot.pause()
+        assert shown() == ["processes"]
+        await pilot.press("z", "3")  # zoom again, switch pane: the new one is the one shown
+        await _until(pilot, lambda: shown() == ["scratch"], "the switched-to pane shown")
+        await pilot.resize_terminal(160, 48)
+        await _until(pilot, lambda: not app.narrow, "wide again")
+        await pilot.pause()
+        assert shown() == ["scratch"]  # still zoomed
+        await pilot.press("z")
+        await _until(pilot, lambda: len(shown()) == 4, "all four panes back")
+        assert shown() == ["board", "processes", "scratch", "prune-log"]
