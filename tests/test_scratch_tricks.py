@@ -141,6 +141,47 @@ def test_flock_taken_after_the_plan_keeps_the_entry_and_spares_its_process(home,
     assert "locked by another process (flock)" in log_text(home)
 
 
+def _write_at_the_process_rescan(monkeypatch, entry: Path) -> list[bool]:
+    """Land a write in ``entry`` inside execute_plan, at its fresh /proc scan: after
+    the plan, before any keep rule, re-check or signal of the pass."""
+    real = execute_mod.scan_processes
+    done: list[bool] = []
+
+    def scan(*a, **kw):
+        if not done:
+            done.append(True)
+            (entry / "a" / "fresh.txt").write_text("written while the pass started")
+        return real(*a, **kw)
+
+    monkeypatch.setattr(execute_mod, "scan_processes", scan)
+    return done
+
+
+@pytest.mark.parametrize("when", ["after the plan", "at the pass's process re-scan"])
+def test_an_entry_written_to_after_the_plan_is_kept_and_its_process_never_signalled(
+        home, children, monkeypatch, when):
+    """Issue 9: "no signal is sent for an entry that is then kept". The activity
+    re-check of an entry comes before any signal for it (red before: the sleeper got
+    TERM, then the re-check found the write and kept the entry)."""
+    t = target_of(home)
+    e = make_entry(t.scratch_dir, "idle")
+    other = make_entry(t.scratch_dir, "other")
+    p = start_in(children, ["sleep", "60"], e)
+    plan = plan_prune(t, options())
+    assert [s.pid for s in plan.signals] == [p.pid]
+    if when == "after the plan":
+        (e / "a" / "fresh.txt").write_text("written after the plan")
+    else:
+        hooked = _write_at_the_process_rescan(monkeypatch, e)
+    result = execute_plan(t, plan, options())
+    if when != "after the plan":
+        assert hooked
+    assert p.poll() is None, "a process of a kept entry was signalled"
+    assert e.exists() and (e / "a" / "fresh.txt").exists() and not other.exists()
+    assert result.signalled == () and "sent TERM" not in log_text(home)
+    assert any(k.path == str(e) for k in result.kept)
+
+
 # --------------------------------------------------------------------------------------
 # Writes during a prune
 # --------------------------------------------------------------------------------------

@@ -7,16 +7,21 @@ nothing unrecorded is ever done, see audit.AuditWriteError).
 1. A fresh /proc scan: a process that appeared since the plan and keeps its entry
    drops the entry; a scan that fails deletes nothing.
 2. The keep rules of every candidate again (marker, flock): an entry kept now is
-   dropped and no process of it is signalled. Right after, the planned processes
-   of the remaining entries (and orphans whose entry no longer exists, checked
-   again) get TERM, then KILL after the grace period.
-3. Per entry: the keep rules once more; linked git worktrees are collected; the
-   activity re-check walk (its start is the moment T); then the entry is renamed
+   dropped.
+3. The activity re-check walk of every remaining candidate (its start is the
+   moment T), then the keep rules once more. An entry found written to, unreadable,
+   gone or kept is dropped here, before any signal: no process of an entry that
+   stays is ever signalled.
+4. Only now the planned processes of the entries still going (and orphans whose
+   entry no longer exists, checked again) get TERM, then KILL after the grace
+   period.
+5. Per entry: the keep rules once more; then the entry is renamed
    (``renameat2(RENAME_NOREPLACE)``) to a name the pruner owns: its quarantine
    name (stamped T) or ``TRASH_PREFIX + name`` in the scratch folder. The renamed
    tree is walked again for any mtime at or after T (a write that landed while the
-   re-check walked); one found puts the entry back and records it ``rescued``.
-4. Otherwise the move is recorded (``quarantined``), or a ``removing`` record is
+   re-check walked, or while the processes were signalled); one found puts the
+   entry back and records it ``rescued``.
+6. Otherwise the move is recorded (``quarantined``), or a ``removing`` record is
    written and the tree is deleted in this process (delete.py: by directory fds,
    so a tree deeper than PATH_MAX goes too, and a ``kill -9`` of the pass stops the
    delete with it). A delete is confirmed with an explicit ``lstat``: only
@@ -315,9 +320,12 @@ def _execute(run: _Run) -> PruneResult:
     candidates = _drop_newly_kept(run, judged)
     candidates, targets = _only_what_was_planned(run, candidates, victims(judged, {c.name for c in candidates}))
     candidates = _drop_kept_by_rule(run, candidates)
-    _signal(run, _still_targets(targets, {c.name for c in candidates}))
     total = len(candidates) + len(plan.expiring)
-    freed = _prune_candidates(run, candidates, total)
+    if run.progress and candidates:
+        run.progress(0, total, 0, candidates[0].path)
+    moment, idle = _recheck(run, candidates)
+    _signal(run, _still_targets(targets, {c.name for c, _act in idle}))
+    freed = _prune_candidates(run, idle, moment, total)
     for j, exp in enumerate(plan.expiring):
         if run.progress:
             run.progress(len(candidates) + j, total, freed, exp.path)
@@ -488,23 +496,53 @@ class _Moved:
     size: int
 
 
-def _prune_candidates(run: _Run, candidates: list[Candidate], total: int) -> int:
-    """Re-check, move aside, verify, then quarantine or delete every candidate.
-
-    The re-check walks of all candidates run together (split across processes like
-    the survey), and so do the verify walks of the moved trees: the verify walk
-    counts every mtime at or after the moment the re-checks started, so a write that
-    lands anywhere after that moment is found whatever runs in between. If a record
-    cannot be written, every moved entry not yet recorded is put back first."""
-    if run.progress and candidates:
-        run.progress(0, total, 0, candidates[0].path)
+def _recheck(run: _Run, candidates: list[Candidate]) -> tuple[float, list[tuple[Candidate, Activity]]]:
+    """The activity re-check walk of every candidate, then its keep rules once more,
+    all before any signal: an entry found active, unreadable, gone or kept here is
+    dropped and none of its processes is signalled. Returns the moment the walks
+    started (T: every later check looks for an mtime at or after it) and the entries
+    still idle with their walks. The walks run together (split across processes
+    like the survey)."""
     moment = time.time()
     rechecks = scan_many([c.path for c in candidates], run.plan.cutoff)
+    idle = []
+    for cand, act in zip(candidates, rechecks, strict=True):
+        if _still_idle(run, cand.path, act) and not _keep_by_rule(run, cand.path):
+            idle.append((cand, act))
+    return moment, idle
+
+
+def _still_idle(run: _Run, path: str, act: Activity) -> bool:
+    """The re-check's verdict; an entry that is not idle now is recorded as
+    vanished, rescued (written to since the plan) or unreadable."""
+    if act.idle:
+        return True
+    if _gone(path):
+        run.audit.vanished(path)
+    elif act.touched:
+        run.audit.rescued(path)
+        run.kept.append(KeptRecord(path, "touched since selection"))
+    else:
+        run.audit.kept_rescan_failed(path, act.error)
+        run.kept.append(KeptRecord(path, "activity re-scan failed, left untouched"))
+    return False
+
+
+def _prune_candidates(run: _Run, idle: list[tuple[Candidate, Activity]], moment: float, total: int) -> int:
+    """Move aside, verify, then quarantine or delete every entry the re-check found
+    idle (its processes were signalled in between).
+
+    The keep rules are checked once more right before each move (a marker made
+    while the processes were signalled keeps the entry). The verify walks of the
+    moved trees run together: the verify walk counts every mtime at or after the
+    moment the re-checks started, so a write that lands anywhere after that moment
+    is found whatever runs in between. If a record cannot be written, every moved
+    entry not yet recorded is put back first."""
     moved: list[_Moved] = []
     done = 0  # moved entries already finished (recorded, put back, or deleted)
     try:
-        for cand, act in zip(candidates, rechecks, strict=True):
-            entry = _move_if_still_idle(run, cand, act, moment)
+        for cand, act in idle:
+            entry = _move_if_still_kept_by_nothing(run, cand, act, moment)
             if entry is not None:
                 moved.append(entry)
         verdicts = scan_many([m.owned for m in moved], moment, count_top=False)  # a move rewrites ".."
@@ -522,20 +560,9 @@ def _prune_candidates(run: _Run, candidates: list[Candidate], total: int) -> int
         raise
 
 
-def _move_if_still_idle(run: _Run, cand: Candidate, act: Activity, moment: float) -> _Moved | None:
-    """Keep rules now, the re-check's verdict, then the rename (None: it stays)."""
-    path = cand.path
-    if _keep_by_rule(run, path):
-        return None
-    if not act.idle:
-        if _gone(path):
-            run.audit.vanished(path)
-        elif act.touched:
-            run.audit.rescued(path)
-            run.kept.append(KeptRecord(path, "touched since selection"))
-        else:
-            run.audit.kept_rescan_failed(path, act.error)
-            run.kept.append(KeptRecord(path, "activity re-scan failed, left untouched"))
+def _move_if_still_kept_by_nothing(run: _Run, cand: Candidate, act: Activity, moment: float) -> _Moved | None:
+    """Keep rules now, then the rename (None: it stays)."""
+    if _keep_by_rule(run, cand.path):
         return None
     run.repos |= repos_of_git_files(act.git_files)  # read before the move: the paths name the entry
     owned = _move_aside(run, cand, moment)
