@@ -14,6 +14,7 @@ import pytest
 
 from engine.scratch import activity, audit, execute
 from engine.scratch.activity import TouchState, scan_activity, scan_many
+from engine.scratch.delete import DeleteStop, WatchedDelete
 from engine.scratch.execute import PassLock, PruneBusy, execute_plan, prune_pass, restore
 from engine.scratch.plan import plan_prune
 from engine.scratch.quarantine import RestoreError, list_quarantine
@@ -108,13 +109,14 @@ def test_s7_stuck_entry_is_not_counted(home, children, monkeypatch):
     stuck = make_entry(t.scratch_dir, "stuck")
     worker = children(["sleep", "60"], cwd=gone)
     assert _wait_cwd(worker.pid, gone)
-    real_delete = execute.delete_tree
+    real_delete = execute.delete_unless_written
 
-    def delete_tree(path):  # the entry is deleted under its trash name since rename-verify-delete
+    def delete_unless_written(path, since, shown=None):  # deleted under its trash name since rename-verify-delete
         if os.path.basename(os.fspath(path)) != TRASH_PREFIX + "stuck":
-            real_delete(path)
+            return real_delete(path, since, shown)
+        return WatchedDelete(DeleteStop.COMPLETED, 0)  # a walk that went through but left it all
 
-    monkeypatch.setattr(execute, "delete_tree", delete_tree)
+    monkeypatch.setattr(execute, "delete_unless_written", delete_unless_written)
     result = run(home)
     assert result.removed_count == 1
     text = log_text(home)
@@ -243,7 +245,8 @@ def test_s14_unconfirmable_removal_is_not_counted(home, monkeypatch):
     t = target_of(home)
     e = make_entry(t.scratch_dir, "e", {"payload.txt": "keep me"})
     removed = []
-    monkeypatch.setattr(execute, "delete_tree", lambda p: removed.append(p))
+    monkeypatch.setattr(execute, "delete_unless_written",
+                        lambda p, _since, shown=None: removed.append(p) or WatchedDelete(DeleteStop.COMPLETED, 0))
     real_lstat = os.lstat
 
     def lstat(p, *a, **kw):

@@ -220,6 +220,65 @@ def test_a_write_during_the_recheck_walk_is_rescued(home, monkeypatch, quarantin
     assert not any(n.startswith(TRASH_PREFIX) for n in os.listdir(t.scratch_dir))
 
 
+def _rewrite_after_the_recheck(monkeypatch, entry: Path, rel: str) -> list[bool]:
+    """Rewrite an existing file of ``entry`` in place (its directory's mtime does not
+    move) right after the re-check walks, before the entry is moved and deleted."""
+    real = execute_mod.scan_many
+    done: list[bool] = []
+
+    def scan(paths, cutoff, *a, **kw):
+        acts = real(paths, cutoff, *a, **kw)
+        if str(entry) in map(os.fspath, paths) and not done:
+            done.append(True)
+            with open(entry / rel, "r+") as fh:
+                fh.write("rewritten")
+        return acts
+
+    monkeypatch.setattr(execute_mod, "scan_many", scan)
+    return done
+
+
+def test_a_rewrite_met_by_the_delete_walk_stops_it_and_puts_the_rest_back_saying_what_went(home, monkeypatch):
+    """The verify walk is the delete walk: every file is checked before its unlink.
+    ``a/old.txt`` is deleted before the walk reaches ``a/b`` (a directory is emptied
+    before its subdirectories are entered) and meets the rewrite there: the delete
+    stops, the tree goes back under its name and the record says one older file went."""
+    t = target_of(home)
+    e = make_entry(t.scratch_dir, "e", {"a/old.txt": "old", "a/b/work.txt": "work-----", "a/b/more.txt": "m"})
+    hooked = _rewrite_after_the_recheck(monkeypatch, e, "a/b/work.txt")
+    result = prune_pass(t, options())
+    assert hooked
+    assert (e / "a/b/work.txt").read_text() == "rewritten" and (e / "a/b/more.txt").exists()
+    assert not (e / "a/old.txt").exists()
+    assert result.removed_count == 0 and not any(n.startswith(TRASH_PREFIX) for n in os.listdir(t.scratch_dir))
+    [kept] = [k for k in result.kept if k.path == str(e)]
+    assert kept.reason.startswith("touched since selection") and "1 older file(s) had already been deleted" in kept.reason
+    text = log_text(home)
+    assert f"rescued {str(e)!r}" in text and "1 older file(s) had already been deleted, the rest is back" in text
+    assert f"removed {str(e)!r}" not in text
+
+
+def test_an_unreadable_directory_met_by_the_delete_walk_puts_the_tree_back(home, monkeypatch):
+    """Fail closed: a directory the delete walk cannot list stops it (nothing below
+    it is judged unread) and the entry is back under its name."""
+    t = target_of(home)
+    e = make_entry(t.scratch_dir, "e", {"a/b/work.txt": "work"})
+    real_listdir = os.listdir
+    failed: list[bool] = []
+
+    def listdir(p=".", *a, **kw):  # only the delete walk lists inside the trash name
+        if isinstance(p, int) and os.readlink(f"/proc/self/fd/{p}").endswith(TRASH_PREFIX + "e/a/b"):
+            failed.append(True)
+            raise PermissionError(13, "Permission denied")
+        return real_listdir(p, *a, **kw)
+
+    monkeypatch.setattr(os, "listdir", listdir)
+    result = prune_pass(t, options())
+    monkeypatch.undo()
+    assert failed and result.removed_count == 0 and (e / "a/b/work.txt").read_text() == "work"
+    assert "verify walk failed" in log_text(home) and f"removed {str(e)!r}" not in log_text(home)
+
+
 def test_quarantine_expiry_compares_against_the_start_of_the_recheck(home, monkeypatch):
     """The re-check walk crosses a second boundary (waited for, not slept); a file
     dated inside the walk is restored at expiry, never deleted."""

@@ -71,6 +71,34 @@ class Activity:
         return self.state is TouchState.SCAN_FAILED
 
 
+_COARSE_CLOCK = 5  # Linux's CLOCK_REALTIME_COARSE (the time module does not name it)
+
+
+def _fs_clock_lag() -> float:
+    """How far behind ``time.time()`` a file's new mtime can be: the kernel stamps
+    mtimes from its coarse clock, which advances once per tick (measured: a write
+    made right after ``time.time()`` carried an mtime 2 ms before it)."""
+    import time
+
+    try:
+        tick = time.clock_getres(_COARSE_CLOCK)
+    except (AttributeError, OSError):
+        tick = 0.01
+    return 2 * max(tick, 0.001)
+
+
+FS_CLOCK_LAG = _fs_clock_lag()
+
+
+def walk_start_moment() -> float:
+    """The moment T a re-check walk starts, as the filesystem will date writes: any
+    write made after this call carries an mtime at or after it. Taken early by the
+    clock's lag: a few milliseconds more count as "written since", never fewer."""
+    import time
+
+    return time.time() - FS_CLOCK_LAG
+
+
 def _describe(exc: OSError, where: str) -> str:
     """The failing path as a quoted repr (it is outside text: a name may hold a
     newline or ESC) and the error."""

@@ -43,9 +43,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engine import identity
-from engine.scratch.activity import Activity, scan_activity, scan_many
+from engine.scratch.activity import Activity, scan_activity, scan_many, walk_start_moment
 from engine.scratch.audit import AuditLog, AuditWriteError, escape_text, open_audit
-from engine.scratch.delete import delete_tree
+from engine.scratch.delete import DeleteStop, WatchedDelete, delete_tree, delete_unless_written
 from engine.scratch.keep import check_failed, static_keep_reason
 from engine.scratch.ownership import JudgedProcess, judge, resolve_owners, victims
 from engine.scratch.plan import Candidate, ExpiringEntry, PrunePlan
@@ -63,6 +63,10 @@ from engine.scratch.worktrees import prune_worktrees, repos_of_git_files
 
 # progress(done, total, bytes_freed, current path or "")
 Progress = Callable[[int, int, int, str], None]
+
+
+# The kept reason of an entry put back because it was written to after the plan.
+RESCUED_REASON = "touched since selection"
 
 
 class PruneBusy(Exception):
@@ -141,7 +145,7 @@ class PruneResult:
         terms = sum(1 for s in self.signalled if s.signal == "SIGTERM")
         if terms:
             parts.append(f"{terms} process(es) signalled")
-        rescued = [k for k in self.kept if k.reason == "touched since selection"]
+        rescued = [k for k in self.kept if k.reason.startswith(RESCUED_REASON)]
         if rescued:
             parts.append(f"{len(rescued)} rescued (written to since the plan)")
         if self.restored:
@@ -503,7 +507,7 @@ def _recheck(run: _Run, candidates: list[Candidate]) -> tuple[float, list[tuple[
     started (T: every later check looks for an mtime at or after it) and the entries
     still idle with their walks. The walks run together (split across processes
     like the survey)."""
-    moment = time.time()
+    moment = walk_start_moment()
     rechecks = scan_many([c.path for c in candidates], run.plan.cutoff)
     idle = []
     for cand, act in zip(candidates, rechecks, strict=True):
@@ -521,7 +525,7 @@ def _still_idle(run: _Run, path: str, act: Activity) -> bool:
         run.audit.vanished(path)
     elif act.touched:
         run.audit.rescued(path)
-        run.kept.append(KeptRecord(path, "touched since selection"))
+        run.kept.append(KeptRecord(path, RESCUED_REASON))
     else:
         run.audit.kept_rescan_failed(path, act.error)
         run.kept.append(KeptRecord(path, "activity re-scan failed, left untouched"))
@@ -545,13 +549,20 @@ def _prune_candidates(run: _Run, idle: list[tuple[Candidate, Activity]], moment:
             entry = _move_if_still_kept_by_nothing(run, cand, act, moment)
             if entry is not None:
                 moved.append(entry)
-        verdicts = scan_many([m.owned for m in moved], moment, count_top=False)  # a move rewrites ".."
         freed = 0
-        for m, verdict in zip(moved, verdicts, strict=True):
+        if run.options.quarantine_hours > 0:
+            verdicts = scan_many([m.owned for m in moved], moment, count_top=False)  # a move rewrites ".."
+            for m, verdict in zip(moved, verdicts, strict=True):
+                if run.progress:
+                    run.progress(done, total, freed, m.cand.path)
+                if _verified_untouched(run, m.cand.path, m.owned, verdict):
+                    freed += _record_quarantine(run, m.cand.path, m.owned, m.size)
+                done += 1
+            return freed
+        for m in moved:  # the verify walk is the delete walk itself
             if run.progress:
                 run.progress(done, total, freed, m.cand.path)
-            if _verified_untouched(run, m.cand.path, m.owned, verdict):
-                freed += _finish(run, m)
+            freed += _delete_moved(run, m, moment)
             done += 1
         return freed
     except BaseException:
@@ -567,12 +578,6 @@ def _move_if_still_kept_by_nothing(run: _Run, cand: Candidate, act: Activity, mo
     run.repos |= repos_of_git_files(act.git_files)  # read before the move: the paths name the entry
     owned = _move_aside(run, cand, moment)
     return None if owned is None else _Moved(cand, owned, act.size_bytes or 0)
-
-
-def _finish(run: _Run, m: _Moved) -> int:
-    if run.options.quarantine_hours > 0:
-        return _record_quarantine(run, m.cand.path, m.owned, m.size)
-    return _delete_moved(run, m.cand.path, m.owned, m.size)
 
 
 def _move_aside(run: _Run, cand: Candidate, moment: float) -> str | None:
@@ -624,7 +629,7 @@ def _verified_untouched(run: _Run, path: str, owned: str, act: Activity) -> bool
     why = "written to while the pass re-checked it" if act.touched else f"verify walk failed ({act.error})"
     if _put_back(run, path, owned):
         run.audit.rescued(path, why)
-        run.kept.append(KeptRecord(path, "touched since selection" if act.touched else why))
+        run.kept.append(KeptRecord(path, RESCUED_REASON if act.touched else why))
     return False
 
 
@@ -639,19 +644,43 @@ def _record_quarantine(run: _Run, path: str, owned: str, size: int) -> int:
     return size
 
 
-def _delete_moved(run: _Run, path: str, owned: str, size: int) -> int:
-    """Write "removing", then delete the trash tree here (dies with the pass)."""
+def _delete_moved(run: _Run, m: _Moved, moment: float) -> int:
+    """Write "removing", then delete the trash tree here (it dies with the pass),
+    checking every inode for a write at or after ``moment`` before it goes. A write
+    met (or a directory that cannot be read) stops the delete and puts what is there
+    back: ``rescued``, saying how many older files had already been deleted."""
+    path, owned = m.cand.path, m.owned
     try:
         run.audit.removing(path, owned)
     except AuditWriteError:
         _undo_quietly(path, owned)
         raise
-    if not _remove(run, owned, shown=path):
+    outcome = delete_unless_written(owned, moment, shown=path)
+    if outcome.stop is not DeleteStop.COMPLETED:
+        _rescue_partly_deleted(run, path, owned, outcome)
+        return 0
+    if not _confirm_gone(run, owned, path):
         _undo_quietly(path, owned)  # what is left goes back where its owner looks for it
         return 0
-    run.audit.removed(path, size)
-    run.removed.append(RemovedEntry(path, size))
-    return size
+    run.audit.removed(path, m.size)
+    run.removed.append(RemovedEntry(path, m.size))
+    return m.size
+
+
+def _rescue_partly_deleted(run: _Run, path: str, owned: str, outcome: WatchedDelete) -> None:
+    """Put back a tree whose delete stopped, and say what it had already lost (only
+    files older than the re-check's start, each checked before its unlink)."""
+    if outcome.stop is DeleteStop.WRITTEN:
+        why = f"written to while the pass re-checked it ({outcome.detail})"
+        kept_as = RESCUED_REASON
+    else:
+        why = kept_as = f"verify walk failed ({outcome.detail})"
+    if outcome.files_removed:
+        partly = f"; {outcome.files_removed} older file(s) had already been deleted, the rest is back"
+        why, kept_as = why + partly, kept_as + partly
+    if _put_back(run, path, owned):
+        run.audit.rescued(path, why)
+        run.kept.append(KeptRecord(path, kept_as))
 
 
 def _undo_quietly(path: str, owned: str) -> None:
