@@ -560,3 +560,21 @@ def test_expiry_ignores_the_quarantined_dirs_own_mtime(home):
     opts = options(quarantine_hours=12)
     result = execute_plan(t, plan_prune(t, opts, now=time.time() + 13 * HOUR), opts)
     assert [r.path for r in result.expired] == [q.path] and not os.path.lexists(q.path)
+
+
+def test_a_full_scan_walks_an_active_entry_to_the_end_for_its_size(home):
+    """``full=True`` (what ``scratch --json`` uses): state and size from one walk; the
+    early-stopping scan knows no size for the same active entry."""
+    from engine.fsutil import tree_size
+
+    t = target_of(home)
+    e = make_entry(t.scratch_dir, "e", {f"d{i}/f.txt": "x" * (i + 1) for i in range(6)})
+    os.utime(e / "d3" / "f.txt", None)  # one recent file in the middle
+    cutoff = time.time() - 24 * HOUR
+    early, full = scan_activity(e, cutoff), scan_activity(e, cutoff, full=True)
+    assert early.touched and early.size_bytes is None
+    assert full.touched and full.size_bytes == tree_size(e) == sum(range(1, 7))
+    assert full.newest_mtime == os.lstat(e / "d3" / "f.txt").st_mtime
+    age_tree(e, 30)
+    idle = scan_activity(e, cutoff, full=True)
+    assert idle.idle and idle.size_bytes == sum(range(1, 7))

@@ -105,12 +105,17 @@ def _describe(exc: OSError, where: str) -> str:
     return f"{where!r}: {exc.strerror or exc}"
 
 
-def scan_activity(path: str | os.PathLike[str], cutoff: float, *, count_top: bool = True) -> Activity:
+def scan_activity(path: str | os.PathLike[str], cutoff: float, *, count_top: bool = True,
+                  full: bool = False) -> Activity:
     """Scan ``path`` (a top-level scratch entry); an mtime ``>= cutoff`` is recent.
 
     ``count_top=False`` ignores the entry's own mtime (not its children's): the
     quarantine expiry uses it, because moving a directory to a new parent rewrites
-    its ``..`` entry, which some filesystems count as a modification."""
+    its ``..`` entry, which some filesystems count as a modification.
+
+    ``full=True`` does not stop at the first recent mtime: a touched entry is walked
+    to the end too, so its size and newest mtime are known from the same walk (a
+    listing that shows every size pays one walk per entry, not two)."""
     path = os.fspath(path)
     try:
         top = os.lstat(path)
@@ -119,11 +124,16 @@ def scan_activity(path: str | os.PathLike[str], cutoff: float, *, count_top: boo
     mode = top.st_mode
     # The entry itself: a hardlinked regular file does not count (see the module doc).
     newest = None if (st.S_ISREG(mode) and top.st_nlink > 1) or not count_top else top.st_mtime
-    if newest is not None and newest >= cutoff:
+    touched = newest is not None and newest >= cutoff
+    if touched and not full:
         return Activity(TouchState.TOUCHED, newest)
     if not st.S_ISDIR(mode):
-        return Activity(TouchState.IDLE, newest, top.st_size)
-    return _walk(path, cutoff, newest if newest is not None else float("-inf"), 0)
+        return Activity(TouchState.TOUCHED if touched else TouchState.IDLE, newest, top.st_size)
+    stop_at = float("inf") if full else cutoff
+    act = _walk(path, stop_at, newest if newest is not None else float("-inf"), 0)
+    if full and act.idle and (touched or (act.newest_mtime is not None and act.newest_mtime >= cutoff)):
+        return Activity(TouchState.TOUCHED, act.newest_mtime, act.size_bytes, git_files=act.git_files)
+    return act
 
 
 def _walk(root_path: str, cutoff: float, newest: float, size: int) -> Activity:
@@ -189,8 +199,8 @@ def _walk(root_path: str, cutoff: float, newest: float, size: int) -> Activity:
 PARALLEL_MIN_ENTRIES = 8
 
 
-def _scan_chunk(paths: list[str], cutoff: float, count_top: bool = True) -> list[Activity]:
-    return [scan_activity(p, cutoff, count_top=count_top) for p in paths]
+def _scan_chunk(paths: list[str], cutoff: float, count_top: bool = True, full: bool = False) -> list[Activity]:
+    return [scan_activity(p, cutoff, count_top=count_top, full=full) for p in paths]
 
 
 def _worker_count(requested: int | None, n_paths: int) -> int:
@@ -205,9 +215,9 @@ def _worker_count(requested: int | None, n_paths: int) -> int:
     return max(1, min(cpus, 4, n_paths))
 
 
-def scan_many(paths: list[str], cutoff: float, workers: int | None = None, *, count_top: bool = True
-              ) -> list[Activity]:
-    """``scan_activity`` for every path, in order (``count_top`` as there).
+def scan_many(paths: list[str], cutoff: float, workers: int | None = None, *, count_top: bool = True,
+              full: bool = False) -> list[Activity]:
+    """``scan_activity`` for every path, in order (``count_top`` and ``full`` as there).
 
     The walk is bound by per-inode Python work under the GIL, so threads do not help;
     the entries are dealt round-robin to ``workers - 1`` forked children plus this
@@ -221,7 +231,7 @@ def scan_many(paths: list[str], cutoff: float, workers: int | None = None, *, co
     paths = [os.fspath(p) for p in paths]
     n = _worker_count(workers, len(paths))
     if n <= 1:
-        return _scan_chunk(paths, cutoff, count_top)
+        return _scan_chunk(paths, cutoff, count_top, full)
     shares = [list(range(i, len(paths), n)) for i in range(n)]
     children: list[tuple[int, int, list[int]]] = []  # (pid, read fd, indexes)
     for share in shares[1:]:
@@ -241,7 +251,7 @@ def scan_many(paths: list[str], cutoff: float, workers: int | None = None, *, co
             code = 0
             try:
                 os.close(r)
-                data = pickle.dumps(_scan_chunk([paths[i] for i in share], cutoff, count_top))
+                data = pickle.dumps(_scan_chunk([paths[i] for i in share], cutoff, count_top, full))
                 with os.fdopen(w, "wb") as out:
                     out.write(data)
             except BaseException:
@@ -251,7 +261,7 @@ def scan_many(paths: list[str], cutoff: float, workers: int | None = None, *, co
         children.append((pid, r, share))
     results: list[Activity | None] = [None] * len(paths)
     for i in shares[0]:
-        results[i] = scan_activity(paths[i], cutoff, count_top=count_top)
+        results[i] = scan_activity(paths[i], cutoff, count_top=count_top, full=full)
     for pid, r, share in children:
         chunks = []
         with os.fdopen(r, "rb") as inp:
@@ -271,7 +281,7 @@ def scan_many(paths: list[str], cutoff: float, workers: int | None = None, *, co
             except Exception:
                 got = None
         if got is None or len(got) != len(share):
-            got = _scan_chunk([paths[i] for i in share], cutoff, count_top)
+            got = _scan_chunk([paths[i] for i in share], cutoff, count_top, full)
         for i, act in zip(share, got, strict=True):
             results[i] = act
     return [r for r in results if r is not None]

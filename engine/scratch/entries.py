@@ -115,11 +115,15 @@ def survey_scratch(
 ) -> Survey:
     """Scan every entry (in parallel processes when there are many), the keep rules
     and /proc. ``with_sizes`` also measures entries the activity walk did not finish
-    (active ones), for listings; the prune does not need it."""
+    (active ones), for listings; the prune does not need it. Without a ``size_cache``
+    the activity walks themselves go to the end; with one (the pane, refreshing every
+    few seconds) they stop early and active sizes come from the cache."""
     now = time.time() if now is None else now
     cutoff = now - options.idle_hours * 3600.0
     named = list_entry_paths(target)
-    activities = scan_many([p for _n, p in named], cutoff)
+    # A listing without a cache wants every size: one full walk per entry gives both
+    # the state and the size (an active entry is not walked twice).
+    activities = scan_many([p for _n, p in named], cutoff, full=with_sizes and size_cache is None)
     process_error = None
     judged: list[JudgedProcess] = []
     try:
