@@ -87,6 +87,28 @@ def test_scan_many_matches_serial_and_survives_a_failing_worker(tmp_path, monkey
     assert scan_many(paths, cutoff, workers=2) == serial
 
 
+@pytest.mark.parametrize("solo_seconds, forks", [(1e9, 0), (0.0, 1)])
+def test_scan_many_forks_only_for_what_is_left_after_its_solo_time(tmp_path, monkeypatch, solo_seconds, forks):
+    """The pool is adaptive: walks that end within SOLO_SECONDS never fork; what is
+    left after it is split (2 CPUs: one child). Same answers either way."""
+    paths = [str(make_entry(tmp_path / "s", f"e{i:02d}")) for i in range(12)]
+    cutoff = time.time() - 24 * HOUR
+    serial = [scan_activity(p, cutoff) for p in paths]
+    real_fork, forked = os.fork, []
+
+    def fork():
+        pid = real_fork()
+        if pid:
+            forked.append(pid)
+        return pid
+
+    monkeypatch.setattr(activity, "SOLO_SECONDS", solo_seconds)
+    monkeypatch.setattr(activity.os, "fork", fork)
+    monkeypatch.setattr(activity.os, "sched_getaffinity", lambda _pid: {0, 1})
+    assert scan_many(paths, cutoff) == serial
+    assert len(forked) == forks
+
+
 # -- reference section 8 ------------------------------------------------------------------
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import enum
 import os
 import stat as st
+import time
 from dataclasses import dataclass
 
 _OPEN_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -94,8 +95,6 @@ def walk_start_moment() -> float:
     """The moment T a re-check walk starts, as the filesystem will date writes: any
     write made after this call carries an mtime at or after it. Taken early by the
     clock's lag: a few milliseconds more count as "written since", never fewer."""
-    import time
-
     return time.time() - FS_CLOCK_LAG
 
 
@@ -197,6 +196,10 @@ def _walk(root_path: str, cutoff: float, newest: float, size: int) -> Activity:
 
 # Below this many entries a fork costs more than it saves.
 PARALLEL_MIN_ENTRIES = 8
+# Without an explicit worker count the walks start in this process, and only what is
+# left after this long is split across forked children: a listing of small entries
+# (done in a few milliseconds) never pays for a fork, a big one pays it once.
+SOLO_SECONDS = 0.05
 
 
 def _scan_chunk(paths: list[str], cutoff: float, count_top: bool = True, full: bool = False) -> list[Activity]:
@@ -221,14 +224,30 @@ def scan_many(paths: list[str], cutoff: float, workers: int | None = None, *, co
 
     The walk is bound by per-inode Python work under the GIL, so threads do not help;
     the entries are dealt round-robin to ``workers - 1`` forked children plus this
-    process. A child only walks and writes its pickled results to a pipe, then
-    ``_exit``s (no atexit handlers, no logging, nothing inherited is touched). If a
+    process. Without ``workers`` the first SOLO_SECONDS are walked here alone and
+    only the entries left after that are split (at least PARALLEL_MIN_ENTRIES of
+    them, and never more children than CPUs). A child only walks and writes its
+    pickled results to a pipe, then ``_exit``s (no atexit handlers, no logging, nothing inherited is touched). If a
     fork or a child fails, its share is scanned here: a failure costs time, never a
     wrong answer.
     """
+    paths = [os.fspath(p) for p in paths]
+    if workers is not None:
+        return _scan_split(paths, cutoff, workers, count_top, full)
+    done: list[Activity] = []
+    deadline = time.monotonic() + SOLO_SECONDS
+    while len(done) < len(paths) and (len(paths) - len(done) < 2 or time.monotonic() < deadline):
+        done.append(scan_activity(paths[len(done)], cutoff, count_top=count_top, full=full))
+    return done + _scan_split(paths[len(done):], cutoff, None, count_top, full)
+
+
+def _scan_split(paths: list[str], cutoff: float, workers: int | None, count_top: bool, full: bool
+                ) -> list[Activity]:
+    """The entries dealt round-robin to forked children plus this process."""
     import pickle
 
-    paths = [os.fspath(p) for p in paths]
+    if not paths:
+        return []
     n = _worker_count(workers, len(paths))
     if n <= 1:
         return _scan_chunk(paths, cutoff, count_top, full)
