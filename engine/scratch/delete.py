@@ -79,10 +79,7 @@ def delete_tree(path: str) -> None:
                 branch.pop()
                 os.close(fd)
                 if branch:
-                    try:
-                        os.rmdir(name, dir_fd=branch[-1][0])
-                    except OSError:
-                        pass  # residue
+                    _rmdir_quietly(name, branch[-1][0])
                 continue
             child_name = pending.pop()
             try:
@@ -94,10 +91,20 @@ def delete_tree(path: str) -> None:
                 continue
             branch.append((child, _listed(child), child_name))
     finally:
-        for frame in branch:
-            os.close(frame[0])
+        _close_frames(branch)
+    _rmdir_quietly(path)
+
+
+def _close_frames(branch: list) -> None:
+    """Close the directory fds of a walk's open branch (the fd is each frame's first)."""
+    for frame in branch:
+        os.close(frame[0])
+
+
+def _rmdir_quietly(name: str, dir_fd: int | None = None) -> None:
+    """Remove an emptied directory; one that cannot go is residue for the caller's lstat."""
     try:
-        os.rmdir(path)
+        os.rmdir(name, dir_fd=dir_fd)
     except OSError:
         pass
 
@@ -205,10 +212,7 @@ def delete_unless_written(path: str, since: float, shown: str | None = None) -> 
                 done_fd, _pending, done_name, _where = branch.pop()
                 os.close(done_fd)
                 if branch:
-                    try:
-                        os.rmdir(done_name, dir_fd=branch[-1][0])
-                    except OSError:
-                        pass  # residue
+                    _rmdir_quietly(done_name, branch[-1][0])
             if not branch:
                 break
             parent_fd, pending, _name, parent_where = branch[-1]
@@ -218,12 +222,8 @@ def delete_unless_written(path: str, since: float, shown: str | None = None) -> 
     except OSError as exc:
         return WatchedDelete(DeleteStop.UNREADABLE, removed, _describe(exc, where))
     finally:
-        for frame in branch:
-            os.close(frame[0])
-    try:
-        os.rmdir(path)
-    except OSError:
-        pass
+        _close_frames(branch)
+    _rmdir_quietly(path)
     return WatchedDelete(DeleteStop.COMPLETED, removed)
 
 
