@@ -230,6 +230,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=7, help="interleaved rounds per row")
     ap.add_argument("--prune-runs", type=int, default=4, help="rounds for (c): each builds two 100k-file trees")
     ap.add_argument("--prune-files", type=int, default=100_000)
+    ap.add_argument("--prune-on", choices=("disk", "tmpfs", "both"), default="both", help="where (c) deletes")
     ap.add_argument("--only", choices=("a", "b", "c", "d"), action="append", help="run only these parts")
     args = ap.parse_args()
     parts = set(args.only or "abcd")
@@ -239,8 +240,9 @@ def main() -> int:
         bench_scan(table, args.runs)
     if "b" in parts:
         bench_early_stop(table, args.runs)
-    if "c" in parts:
+    if "c" in parts and args.prune_on in ("disk", "both"):
         bench_prune(table, args.prune_runs, 50, args.prune_files, where=" (disk)")
+    if "c" in parts and args.prune_on in ("tmpfs", "both"):
         tmpfs = tmpfs_root()
         if tmpfs is None:
             print("(c) on tmpfs skipped: /dev/shm is not a writable tmpfs here", file=sys.stderr)
