@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from engine.fsutil import tree_size
 from engine.scratch.activity import Activity, scan_many
 from engine.scratch.keep import static_keep_reason
-from engine.scratch.ownership import JudgedProcess, judge, resolve_owners
+from engine.scratch.ownership import JudgedProcess, judge_snapshot
 from engine.scratch.procscan import ProcScanError, scan_processes
 from engine.scratch.quarantine import QuarantinedEntry, list_quarantine
 from engine.scratch.target import PruneOptions, PruneTarget, is_entry_name
@@ -128,7 +128,7 @@ def survey_scratch(
     judged: list[JudgedProcess] = []
     try:
         snapshot = scan_processes([os.fspath(target.scratch_dir), os.fspath(target.quarantine_dir)])
-        judged = judge(snapshot, target, resolve_owners(options))
+        judged = judge_snapshot(snapshot, target, options)
     except ProcScanError as exc:
         process_error = str(exc)
     except Exception as exc:  # a process check that raises: nothing is deleted this pass

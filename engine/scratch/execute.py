@@ -47,7 +47,7 @@ from engine.scratch.activity import Activity, scan_activity, scan_many, walk_sta
 from engine.scratch.audit import AuditLog, AuditWriteError, escape_text, open_audit
 from engine.scratch.delete import DeleteStop, WatchedDelete, delete_tree, delete_unless_written
 from engine.scratch.keep import check_failed, static_keep_reason
-from engine.scratch.ownership import JudgedProcess, judge, resolve_owners, victims
+from engine.scratch.ownership import JudgedProcess, judge_snapshot, victims
 from engine.scratch.plan import Candidate, ExpiringEntry, PrunePlan
 from engine.scratch.procscan import ProcScanError, scan_processes
 from engine.scratch.quarantine import (
@@ -312,7 +312,7 @@ def _execute(run: _Run) -> PruneResult:
     _put_back_leftover_trash(run)
     try:
         snapshot = scan_processes([os.fspath(run.target.scratch_dir), os.fspath(run.target.quarantine_dir)])
-        judged = judge(snapshot, run.target, resolve_owners(run.options))
+        judged = judge_snapshot(snapshot, run.target, run.options)
     except ProcScanError as exc:
         run.audit.process_check_failed(str(exc))
         return run.result(str(exc))

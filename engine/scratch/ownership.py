@@ -158,6 +158,15 @@ def judge(snapshot: ProcSnapshot, target: PruneTarget, owners: Owners) -> list[J
     return judged
 
 
+def judge_snapshot(snapshot: ProcSnapshot, target: PruneTarget, options: PruneOptions) -> list[JudgedProcess]:
+    """``judge`` with the owners resolved only when a process works inside at all:
+    with nobody inside there is nobody to judge, and the registries (importing the
+    process engine, reading every session's files) and the lineage are not read."""
+    if not snapshot.inside:
+        return []
+    return judge(snapshot, target, resolve_owners(options))
+
+
 def victims(judged: Iterable[JudgedProcess], doomed: set[str]) -> list[tuple[JudgedProcess, str]]:
     """(process, why) for every process to TERM: not keeping, and its scratch entry is
     doomed, or its cwd is gone together with its entry (see the module doc). A cwd
