@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from engine import identity
-from engine.scratch.audit import escape_text
+from engine.scratch.escape import escape_text
 from engine.scratch.procscan import ProcSnapshot, ScratchProcess, is_under
 from engine.scratch.registered import RegistryUnreadable
 from engine.scratch.target import PruneOptions, PruneTarget
