@@ -17,14 +17,16 @@ nothing unrecorded is ever done, see audit.AuditWriteError).
    period.
 5. Per entry: the keep rules once more; then the entry is renamed
    (``renameat2(RENAME_NOREPLACE)``) to a name the pruner owns: its quarantine
-   name (stamped T) or ``TRASH_PREFIX + name`` in the scratch folder. The renamed
-   tree is walked again for any mtime at or after T (a write that landed while the
-   re-check walked, or while the processes were signalled); one found puts the
-   entry back and records it ``rescued``.
-6. Otherwise the move is recorded (``quarantined``), or a ``removing`` record is
-   written and the tree is deleted in this process (delete.py: by directory fds,
-   so a tree deeper than PATH_MAX goes too, and a ``kill -9`` of the pass stops the
-   delete with it). A delete is confirmed with an explicit ``lstat``: only
+   name (stamped T) or ``TRASH_PREFIX + name`` in the scratch folder.
+6. The moved tree is checked for any mtime at or after T (a write that landed
+   while the re-check walked, or while the processes were signalled); one found
+   puts the entry back and records it ``rescued``. With quarantine a verify walk
+   does it and the move is then recorded (``quarantined``). With delete a
+   ``removing`` record is written and the delete walk does it (delete.py:
+   ``delete_unless_written`` checks every inode before its directory's files go,
+   stops at a write and the tree goes back, partial, saying how many older files
+   had gone; by directory fds, so a tree deeper than PATH_MAX goes too; in this
+   process, so a ``kill -9`` of the pass stops the delete with it). A delete is confirmed with an explicit ``lstat``: only
    FileNotFoundError proves absence.
 
 A trash entry left by an interrupted pass is put back under its name by the next
@@ -537,10 +539,11 @@ def _prune_candidates(run: _Run, idle: list[tuple[Candidate, Activity]], moment:
     idle (its processes were signalled in between).
 
     The keep rules are checked once more right before each move (a marker made
-    while the processes were signalled keeps the entry). The verify walks of the
-    moved trees run together: the verify walk counts every mtime at or after the
-    moment the re-checks started, so a write that lands anywhere after that moment
-    is found whatever runs in between. If a record cannot be written, every moved
+    while the processes were signalled keeps the entry). Every moved tree is then
+    checked for an mtime at or after the moment the re-checks started, so a write
+    that lands anywhere after that moment is found whatever runs in between: with
+    quarantine by verify walks that run together, with delete by the delete walk
+    itself (``delete_unless_written``). If a record cannot be written, every moved
     entry not yet recorded is put back first."""
     moved: list[_Moved] = []
     done = 0  # moved entries already finished (recorded, put back, or deleted)
