@@ -14,6 +14,7 @@ import pytest
 
 from engine.scratch import activity, audit, execute
 from engine.scratch.activity import TouchState, scan_activity, scan_many
+from engine.scratch.delete import DeleteStop, WatchedDelete
 from engine.scratch.execute import PassLock, PruneBusy, execute_plan, prune_pass, restore
 from engine.scratch.plan import plan_prune
 from engine.scratch.quarantine import RestoreError, list_quarantine
@@ -86,6 +87,28 @@ def test_scan_many_matches_serial_and_survives_a_failing_worker(tmp_path, monkey
     assert scan_many(paths, cutoff, workers=2) == serial
 
 
+@pytest.mark.parametrize("solo_seconds, forks", [(1e9, 0), (0.0, 1)])
+def test_scan_many_forks_only_for_what_is_left_after_its_solo_time(tmp_path, monkeypatch, solo_seconds, forks):
+    """The pool is adaptive: walks that end within SOLO_SECONDS never fork; what is
+    left after it is split (2 CPUs: one child). Same answers either way."""
+    paths = [str(make_entry(tmp_path / "s", f"e{i:02d}")) for i in range(12)]
+    cutoff = time.time() - 24 * HOUR
+    serial = [scan_activity(p, cutoff) for p in paths]
+    real_fork, forked = os.fork, []
+
+    def fork():
+        pid = real_fork()
+        if pid:
+            forked.append(pid)
+        return pid
+
+    monkeypatch.setattr(activity, "SOLO_SECONDS", solo_seconds)
+    monkeypatch.setattr(activity.os, "fork", fork)
+    monkeypatch.setattr(activity.os, "sched_getaffinity", lambda _pid: {0, 1})
+    assert scan_many(paths, cutoff) == serial
+    assert len(forked) == forks
+
+
 # -- reference section 8 ------------------------------------------------------------------
 
 
@@ -108,13 +131,14 @@ def test_s7_stuck_entry_is_not_counted(home, children, monkeypatch):
     stuck = make_entry(t.scratch_dir, "stuck")
     worker = children(["sleep", "60"], cwd=gone)
     assert _wait_cwd(worker.pid, gone)
-    real_delete = execute.delete_tree
+    real_delete = execute.delete_unless_written
 
-    def delete_tree(path):  # the entry is deleted under its trash name since rename-verify-delete
+    def delete_unless_written(path, since, shown=None):  # deleted under its trash name since rename-verify-delete
         if os.path.basename(os.fspath(path)) != TRASH_PREFIX + "stuck":
-            real_delete(path)
+            return real_delete(path, since, shown)
+        return WatchedDelete(DeleteStop.COMPLETED, 0)  # a walk that went through but left it all
 
-    monkeypatch.setattr(execute, "delete_tree", delete_tree)
+    monkeypatch.setattr(execute, "delete_unless_written", delete_unless_written)
     result = run(home)
     assert result.removed_count == 1
     text = log_text(home)
@@ -243,7 +267,8 @@ def test_s14_unconfirmable_removal_is_not_counted(home, monkeypatch):
     t = target_of(home)
     e = make_entry(t.scratch_dir, "e", {"payload.txt": "keep me"})
     removed = []
-    monkeypatch.setattr(execute, "delete_tree", lambda p: removed.append(p))
+    monkeypatch.setattr(execute, "delete_unless_written",
+                        lambda p, _since, shown=None: removed.append(p) or WatchedDelete(DeleteStop.COMPLETED, 0))
     real_lstat = os.lstat
 
     def lstat(p, *a, **kw):
@@ -557,3 +582,21 @@ def test_expiry_ignores_the_quarantined_dirs_own_mtime(home):
     opts = options(quarantine_hours=12)
     result = execute_plan(t, plan_prune(t, opts, now=time.time() + 13 * HOUR), opts)
     assert [r.path for r in result.expired] == [q.path] and not os.path.lexists(q.path)
+
+
+def test_a_full_scan_walks_an_active_entry_to_the_end_for_its_size(home):
+    """``full=True`` (what ``scratch --json`` uses): state and size from one walk; the
+    early-stopping scan knows no size for the same active entry."""
+    from engine.fsutil import tree_size
+
+    t = target_of(home)
+    e = make_entry(t.scratch_dir, "e", {f"d{i}/f.txt": "x" * (i + 1) for i in range(6)})
+    os.utime(e / "d3" / "f.txt", None)  # one recent file in the middle
+    cutoff = time.time() - 24 * HOUR
+    early, full = scan_activity(e, cutoff), scan_activity(e, cutoff, full=True)
+    assert early.touched and early.size_bytes is None
+    assert full.touched and full.size_bytes == tree_size(e) == sum(range(1, 7))
+    assert full.newest_mtime == os.lstat(e / "d3" / "f.txt").st_mtime
+    age_tree(e, 30)
+    idle = scan_activity(e, cutoff, full=True)
+    assert idle.idle and idle.size_bytes == sum(range(1, 7))

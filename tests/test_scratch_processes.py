@@ -193,7 +193,7 @@ def test_process_check_that_raises_deletes_nothing(home, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("cannot judge")
 
-    monkeypatch.setattr(execute_mod, "judge", boom)
+    monkeypatch.setattr(execute_mod, "judge_snapshot", boom)
     result = execute_plan(t, plan, opts)
     assert e.exists() and result.removed_count == 0
     assert "process check failed, nothing deleted this pass: RuntimeError: cannot judge" in log_text(home)
@@ -304,3 +304,24 @@ def test_a_process_that_survives_kill_is_reported_not_hidden(home, children, mon
     assert killed == [p.pid]
     assert f"pid {p.pid} still running after KILL" in result.failures
     assert f"pid={p.pid} still running after KILL" in log_text(home)
+
+
+def test_the_registries_are_read_only_when_a_process_works_inside(home, children):
+    """Nobody inside scratch: nobody to judge, so the registries are not read (they
+    cost the process engine's import and every session's files). One process inside:
+    they are read, and a registered one keeps its entry."""
+    t = target_of(home)
+    e = make_entry(t.scratch_dir, "e")
+    asked: list[bool] = []
+    registered: list[tuple[int, str, str]] = []
+
+    def provider():
+        asked.append(True)
+        return registered
+
+    plan = plan_prune(t, options(registered=provider))
+    assert asked == [] and [c.name for c in plan.candidates] == ["e"]
+    p = start_in(children, ["sleep", "60"], e)
+    registered.append((p.pid, identity.fingerprint(p.pid), "session-1"))
+    plan = plan_prune(t, options(registered=provider))
+    assert asked and plan.candidates == () and p.poll() is None

@@ -141,6 +141,47 @@ def test_flock_taken_after_the_plan_keeps_the_entry_and_spares_its_process(home,
     assert "locked by another process (flock)" in log_text(home)
 
 
+def _write_at_the_process_rescan(monkeypatch, entry: Path) -> list[bool]:
+    """Land a write in ``entry`` inside execute_plan, at its fresh /proc scan: after
+    the plan, before any keep rule, re-check or signal of the pass."""
+    real = execute_mod.scan_processes
+    done: list[bool] = []
+
+    def scan(*a, **kw):
+        if not done:
+            done.append(True)
+            (entry / "a" / "fresh.txt").write_text("written while the pass started")
+        return real(*a, **kw)
+
+    monkeypatch.setattr(execute_mod, "scan_processes", scan)
+    return done
+
+
+@pytest.mark.parametrize("when", ["after the plan", "at the pass's process re-scan"])
+def test_an_entry_written_to_after_the_plan_is_kept_and_its_process_never_signalled(
+        home, children, monkeypatch, when):
+    """Issue 9: "no signal is sent for an entry that is then kept". The activity
+    re-check of an entry comes before any signal for it (red before: the sleeper got
+    TERM, then the re-check found the write and kept the entry)."""
+    t = target_of(home)
+    e = make_entry(t.scratch_dir, "idle")
+    other = make_entry(t.scratch_dir, "other")
+    p = start_in(children, ["sleep", "60"], e)
+    plan = plan_prune(t, options())
+    assert [s.pid for s in plan.signals] == [p.pid]
+    if when == "after the plan":
+        (e / "a" / "fresh.txt").write_text("written after the plan")
+    else:
+        hooked = _write_at_the_process_rescan(monkeypatch, e)
+    result = execute_plan(t, plan, options())
+    if when != "after the plan":
+        assert hooked
+    assert p.poll() is None, "a process of a kept entry was signalled"
+    assert e.exists() and (e / "a" / "fresh.txt").exists() and not other.exists()
+    assert result.signalled == () and "sent TERM" not in log_text(home)
+    assert any(k.path == str(e) for k in result.kept)
+
+
 # --------------------------------------------------------------------------------------
 # Writes during a prune
 # --------------------------------------------------------------------------------------
@@ -177,6 +218,65 @@ def test_a_write_during_the_recheck_walk_is_rescued(home, monkeypatch, quarantin
     assert f"rescued {str(e)!r}" in log_text(home)
     assert [q.name for q in list_quarantine(t.quarantine_dir)] == (["other"] if quarantine_hours else [])
     assert not any(n.startswith(TRASH_PREFIX) for n in os.listdir(t.scratch_dir))
+
+
+def _rewrite_after_the_recheck(monkeypatch, entry: Path, rel: str) -> list[bool]:
+    """Rewrite an existing file of ``entry`` in place (its directory's mtime does not
+    move) right after the re-check walks, before the entry is moved and deleted."""
+    real = execute_mod.scan_many
+    done: list[bool] = []
+
+    def scan(paths, cutoff, *a, **kw):
+        acts = real(paths, cutoff, *a, **kw)
+        if str(entry) in map(os.fspath, paths) and not done:
+            done.append(True)
+            with open(entry / rel, "r+") as fh:
+                fh.write("rewritten")
+        return acts
+
+    monkeypatch.setattr(execute_mod, "scan_many", scan)
+    return done
+
+
+def test_a_rewrite_met_by_the_delete_walk_stops_it_and_puts_the_rest_back_saying_what_went(home, monkeypatch):
+    """The verify walk is the delete walk: every file is checked before its unlink.
+    ``a/old.txt`` is deleted before the walk reaches ``a/b`` (a directory is emptied
+    before its subdirectories are entered) and meets the rewrite there: the delete
+    stops, the tree goes back under its name and the record says one older file went."""
+    t = target_of(home)
+    e = make_entry(t.scratch_dir, "e", {"a/old.txt": "old", "a/b/work.txt": "work-----", "a/b/more.txt": "m"})
+    hooked = _rewrite_after_the_recheck(monkeypatch, e, "a/b/work.txt")
+    result = prune_pass(t, options())
+    assert hooked
+    assert (e / "a/b/work.txt").read_text() == "rewritten" and (e / "a/b/more.txt").exists()
+    assert not (e / "a/old.txt").exists()
+    assert result.removed_count == 0 and not any(n.startswith(TRASH_PREFIX) for n in os.listdir(t.scratch_dir))
+    [kept] = [k for k in result.kept if k.path == str(e)]
+    assert kept.reason.startswith("touched since selection") and "1 older file(s) had already been deleted" in kept.reason
+    text = log_text(home)
+    assert f"rescued {str(e)!r}" in text and "1 older file(s) had already been deleted, the rest is back" in text
+    assert f"removed {str(e)!r}" not in text
+
+
+def test_an_unreadable_directory_met_by_the_delete_walk_puts_the_tree_back(home, monkeypatch):
+    """Fail closed: a directory the delete walk cannot list stops it (nothing below
+    it is judged unread) and the entry is back under its name."""
+    t = target_of(home)
+    e = make_entry(t.scratch_dir, "e", {"a/b/work.txt": "work"})
+    real_listdir = os.listdir
+    failed: list[bool] = []
+
+    def listdir(p=".", *a, **kw):  # only the delete walk lists inside the trash name
+        if isinstance(p, int) and os.readlink(f"/proc/self/fd/{p}").endswith(TRASH_PREFIX + "e/a/b"):
+            failed.append(True)
+            raise PermissionError(13, "Permission denied")
+        return real_listdir(p, *a, **kw)
+
+    monkeypatch.setattr(os, "listdir", listdir)
+    result = prune_pass(t, options())
+    monkeypatch.undo()
+    assert failed and result.removed_count == 0 and (e / "a/b/work.txt").read_text() == "work"
+    assert "verify walk failed" in log_text(home) and f"removed {str(e)!r}" not in log_text(home)
 
 
 def test_quarantine_expiry_compares_against_the_start_of_the_recheck(home, monkeypatch):

@@ -11,6 +11,14 @@ listing and the plan), plan, execute, delete (the in-process deleter), quarantin
 audit, worktrees, schedule and auto_pass (the detached hourly pass).
 """
 
-from engine.scratch.schedule import maybe_start_auto_prune
-
 __all__ = ["maybe_start_auto_prune"]
+
+
+def __getattr__(name: str):
+    """``maybe_start_auto_prune`` is imported on first use: a command that only lists
+    (``scratch``) does not pay for the scheduler's imports (subprocess and the rest)."""
+    if name == "maybe_start_auto_prune":
+        from engine.scratch.schedule import maybe_start_auto_prune
+
+        return maybe_start_auto_prune
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -26,6 +26,7 @@ from __future__ import annotations
 import enum
 import os
 import stat as st
+import time
 from dataclasses import dataclass
 
 _OPEN_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -71,18 +72,49 @@ class Activity:
         return self.state is TouchState.SCAN_FAILED
 
 
+_COARSE_CLOCK = 5  # Linux's CLOCK_REALTIME_COARSE (the time module does not name it)
+
+
+def _fs_clock_lag() -> float:
+    """How far behind ``time.time()`` a file's new mtime can be: the kernel stamps
+    mtimes from its coarse clock, which advances once per tick (measured: a write
+    made right after ``time.time()`` carried an mtime 2 ms before it)."""
+    import time
+
+    try:
+        tick = time.clock_getres(_COARSE_CLOCK)
+    except (AttributeError, OSError):
+        tick = 0.01
+    return 2 * max(tick, 0.001)
+
+
+FS_CLOCK_LAG = _fs_clock_lag()
+
+
+def walk_start_moment() -> float:
+    """The moment T a re-check walk starts, as the filesystem will date writes: any
+    write made after this call carries an mtime at or after it. Taken early by the
+    clock's lag: a few milliseconds more count as "written since", never fewer."""
+    return time.time() - FS_CLOCK_LAG
+
+
 def _describe(exc: OSError, where: str) -> str:
     """The failing path as a quoted repr (it is outside text: a name may hold a
     newline or ESC) and the error."""
     return f"{where!r}: {exc.strerror or exc}"
 
 
-def scan_activity(path: str | os.PathLike[str], cutoff: float, *, count_top: bool = True) -> Activity:
+def scan_activity(path: str | os.PathLike[str], cutoff: float, *, count_top: bool = True,
+                  full: bool = False) -> Activity:
     """Scan ``path`` (a top-level scratch entry); an mtime ``>= cutoff`` is recent.
 
     ``count_top=False`` ignores the entry's own mtime (not its children's): the
     quarantine expiry uses it, because moving a directory to a new parent rewrites
-    its ``..`` entry, which some filesystems count as a modification."""
+    its ``..`` entry, which some filesystems count as a modification.
+
+    ``full=True`` does not stop at the first recent mtime: a touched entry is walked
+    to the end too, so its size and newest mtime are known from the same walk (a
+    listing that shows every size pays one walk per entry, not two)."""
     path = os.fspath(path)
     try:
         top = os.lstat(path)
@@ -91,11 +123,16 @@ def scan_activity(path: str | os.PathLike[str], cutoff: float, *, count_top: boo
     mode = top.st_mode
     # The entry itself: a hardlinked regular file does not count (see the module doc).
     newest = None if (st.S_ISREG(mode) and top.st_nlink > 1) or not count_top else top.st_mtime
-    if newest is not None and newest >= cutoff:
+    touched = newest is not None and newest >= cutoff
+    if touched and not full:
         return Activity(TouchState.TOUCHED, newest)
     if not st.S_ISDIR(mode):
-        return Activity(TouchState.IDLE, newest, top.st_size)
-    return _walk(path, cutoff, newest if newest is not None else float("-inf"), 0)
+        return Activity(TouchState.TOUCHED if touched else TouchState.IDLE, newest, top.st_size)
+    stop_at = float("inf") if full else cutoff
+    act = _walk(path, stop_at, newest if newest is not None else float("-inf"), 0)
+    if full and act.idle and (touched or (act.newest_mtime is not None and act.newest_mtime >= cutoff)):
+        return Activity(TouchState.TOUCHED, act.newest_mtime, act.size_bytes, git_files=act.git_files)
+    return act
 
 
 def _walk(root_path: str, cutoff: float, newest: float, size: int) -> Activity:
@@ -159,10 +196,14 @@ def _walk(root_path: str, cutoff: float, newest: float, size: int) -> Activity:
 
 # Below this many entries a fork costs more than it saves.
 PARALLEL_MIN_ENTRIES = 8
+# Without an explicit worker count the walks start in this process, and only what is
+# left after this long is split across forked children: a listing of small entries
+# (done in a few milliseconds) never pays for a fork, a big one pays it once.
+SOLO_SECONDS = 0.05
 
 
-def _scan_chunk(paths: list[str], cutoff: float, count_top: bool = True) -> list[Activity]:
-    return [scan_activity(p, cutoff, count_top=count_top) for p in paths]
+def _scan_chunk(paths: list[str], cutoff: float, count_top: bool = True, full: bool = False) -> list[Activity]:
+    return [scan_activity(p, cutoff, count_top=count_top, full=full) for p in paths]
 
 
 def _worker_count(requested: int | None, n_paths: int) -> int:
@@ -177,23 +218,39 @@ def _worker_count(requested: int | None, n_paths: int) -> int:
     return max(1, min(cpus, 4, n_paths))
 
 
-def scan_many(paths: list[str], cutoff: float, workers: int | None = None, *, count_top: bool = True
-              ) -> list[Activity]:
-    """``scan_activity`` for every path, in order (``count_top`` as there).
+def scan_many(paths: list[str], cutoff: float, workers: int | None = None, *, count_top: bool = True,
+              full: bool = False) -> list[Activity]:
+    """``scan_activity`` for every path, in order (``count_top`` and ``full`` as there).
 
     The walk is bound by per-inode Python work under the GIL, so threads do not help;
     the entries are dealt round-robin to ``workers - 1`` forked children plus this
-    process. A child only walks and writes its pickled results to a pipe, then
-    ``_exit``s (no atexit handlers, no logging, nothing inherited is touched). If a
+    process. Without ``workers`` the first SOLO_SECONDS are walked here alone and
+    only the entries left after that are split (at least PARALLEL_MIN_ENTRIES of
+    them, and never more children than CPUs). A child only walks and writes its
+    pickled results to a pipe, then ``_exit``s (no atexit handlers, no logging, nothing inherited is touched). If a
     fork or a child fails, its share is scanned here: a failure costs time, never a
     wrong answer.
     """
+    paths = [os.fspath(p) for p in paths]
+    if workers is not None:
+        return _scan_split(paths, cutoff, workers, count_top, full)
+    done: list[Activity] = []
+    deadline = time.monotonic() + SOLO_SECONDS
+    while len(done) < len(paths) and (len(paths) - len(done) < 2 or time.monotonic() < deadline):
+        done.append(scan_activity(paths[len(done)], cutoff, count_top=count_top, full=full))
+    return done + _scan_split(paths[len(done):], cutoff, None, count_top, full)
+
+
+def _scan_split(paths: list[str], cutoff: float, workers: int | None, count_top: bool, full: bool
+                ) -> list[Activity]:
+    """The entries dealt round-robin to forked children plus this process."""
     import pickle
 
-    paths = [os.fspath(p) for p in paths]
+    if not paths:
+        return []
     n = _worker_count(workers, len(paths))
     if n <= 1:
-        return _scan_chunk(paths, cutoff, count_top)
+        return _scan_chunk(paths, cutoff, count_top, full)
     shares = [list(range(i, len(paths), n)) for i in range(n)]
     children: list[tuple[int, int, list[int]]] = []  # (pid, read fd, indexes)
     for share in shares[1:]:
@@ -213,7 +270,7 @@ def scan_many(paths: list[str], cutoff: float, workers: int | None = None, *, co
             code = 0
             try:
                 os.close(r)
-                data = pickle.dumps(_scan_chunk([paths[i] for i in share], cutoff, count_top))
+                data = pickle.dumps(_scan_chunk([paths[i] for i in share], cutoff, count_top, full))
                 with os.fdopen(w, "wb") as out:
                     out.write(data)
             except BaseException:
@@ -223,7 +280,7 @@ def scan_many(paths: list[str], cutoff: float, workers: int | None = None, *, co
         children.append((pid, r, share))
     results: list[Activity | None] = [None] * len(paths)
     for i in shares[0]:
-        results[i] = scan_activity(paths[i], cutoff, count_top=count_top)
+        results[i] = scan_activity(paths[i], cutoff, count_top=count_top, full=full)
     for pid, r, share in children:
         chunks = []
         with os.fdopen(r, "rb") as inp:
@@ -243,7 +300,7 @@ def scan_many(paths: list[str], cutoff: float, workers: int | None = None, *, co
             except Exception:
                 got = None
         if got is None or len(got) != len(share):
-            got = _scan_chunk([paths[i] for i in share], cutoff, count_top)
+            got = _scan_chunk([paths[i] for i in share], cutoff, count_top, full)
         for i, act in zip(share, got, strict=True):
             results[i] = act
     return [r for r in results if r is not None]

@@ -8,6 +8,10 @@ Why fds: every directory is opened relative to its parent's fd and its children 
 unlinked by name (``unlinkat``), so a tree deeper than PATH_MAX is deleted like any
 other; open fds are bounded by the depth of the current branch.
 
+Two entry points: ``delete_tree`` removes whatever is there (quarantine expiry,
+after its own check), and ``delete_unless_written`` is the verify walk and the
+delete of a moved entry in one walk, stopping at the first write it meets.
+
 Like ``rm --one-file-system``, a directory on another filesystem (a bind mount of
 real data inside an entry) is never entered: it and its parents stay behind as
 residue, which the caller's ``lstat`` then reports. Symlinks are unlinked, never
@@ -16,8 +20,10 @@ followed. Errors are not raised: what is left is the verdict.
 
 from __future__ import annotations
 
+import enum
 import os
 import stat as st
+from dataclasses import dataclass
 
 _OPEN_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
@@ -73,10 +79,7 @@ def delete_tree(path: str) -> None:
                 branch.pop()
                 os.close(fd)
                 if branch:
-                    try:
-                        os.rmdir(name, dir_fd=branch[-1][0])
-                    except OSError:
-                        pass  # residue
+                    _rmdir_quietly(name, branch[-1][0])
                 continue
             child_name = pending.pop()
             try:
@@ -88,10 +91,20 @@ def delete_tree(path: str) -> None:
                 continue
             branch.append((child, _listed(child), child_name))
     finally:
-        for frame in branch:
-            os.close(frame[0])
+        _close_frames(branch)
+    _rmdir_quietly(path)
+
+
+def _close_frames(branch: list) -> None:
+    """Close the directory fds of a walk's open branch (the fd is each frame's first)."""
+    for frame in branch:
+        os.close(frame[0])
+
+
+def _rmdir_quietly(name: str, dir_fd: int | None = None) -> None:
+    """Remove an emptied directory; one that cannot go is residue for the caller's lstat."""
     try:
-        os.rmdir(path)
+        os.rmdir(name, dir_fd=dir_fd)
     except OSError:
         pass
 
@@ -102,3 +115,126 @@ def _listed(fd: int) -> list[str]:
         return _empty_dir(fd)
     except OSError:
         return []
+
+
+# --------------------------------------------------------------------------------------
+# Deleting a moved entry while verifying it: one walk instead of two
+# --------------------------------------------------------------------------------------
+
+
+class DeleteStop(enum.StrEnum):
+    """How a watched delete ended."""
+
+    COMPLETED = "completed"  # every directory was seen and emptied (residue is the caller's lstat)
+    WRITTEN = "written"  # an mtime at or after the moment was met: stopped before it
+    UNREADABLE = "unreadable"  # a directory could not be opened, listed or lstat-ed: stopped
+
+
+@dataclass(frozen=True)
+class WatchedDelete:
+    """What a watched delete did. ``files_removed``: non-directories unlinked before
+    it ended (more than 0 on a stop means the tree it leaves is partial). ``detail``:
+    the escaped path of the write met, or of the failure, with its error."""
+
+    stop: DeleteStop
+    files_removed: int
+    detail: str = ""
+
+
+def _describe(exc: OSError, where: str) -> str:
+    return f"{where!r}: {exc.strerror or exc}"
+
+
+def delete_unless_written(path: str, since: float, shown: str | None = None) -> WatchedDelete:
+    """Delete the directory ``path`` (an entry the pruner has moved to its own name)
+    bottom-up, checking every inode's mtime before anything in its directory goes.
+
+    This is the verify walk and the delete in one pass. Per directory: every name is
+    ``lstat``-ed first (files, symlinks, subdirectories), and only when none of them
+    carries an mtime at or after ``since`` are the directory's files unlinked; then its
+    subdirectories follow (their own mtimes were checked in the parent's listing,
+    before anything inside them was touched), and it is removed when they are done.
+    The same inodes do not count as writes as in activity.py (symlinks, regular files
+    with more than one link), and the top directory's own mtime does not count (a move
+    may rewrite its ``..``).
+
+    A write met stops the walk at once (nothing more is unlinked): the caller puts the
+    tree back. Whatever was unlinked before was written before ``since`` (every file is
+    checked before its unlink), so the write itself and everything not yet reached are
+    kept; the caller says how many files had gone. A directory that cannot be read
+    stops it the same way (fail closed). A directory on another filesystem is never
+    entered (residue, as in ``delete_tree``). ``shown``: the name the details use for
+    ``path`` (the entry's own path, not the pruner's name for it)."""
+    lstat, listdir, unlink, open_ = os.lstat, os.listdir, os.unlink, os.open
+    ifmt, ifdir, iflnk, ifreg = 0o170000, st.S_IFDIR, st.S_IFLNK, st.S_IFREG  # 0o170000: the S_IFMT mask
+    branch: list[tuple[int, list[str], str, str]] = []  # (fd, subdirs to go, name in parent, shown path)
+    removed = 0
+    name, where = "", shown or path
+    try:
+        top = lstat(path)
+    except OSError as exc:
+        return WatchedDelete(DeleteStop.UNREADABLE, 0, _describe(exc, where))
+    if not st.S_ISDIR(top.st_mode):
+        return _delete_file_unless_written(path, top, since, where)
+    try:
+        fd = open_(path, _OPEN_DIR_FLAGS)
+    except OSError as exc:
+        return WatchedDelete(DeleteStop.UNREADABLE, 0, _describe(exc, where))
+    try:
+        device = os.fstat(fd).st_dev
+    except OSError as exc:
+        os.close(fd)
+        return WatchedDelete(DeleteStop.UNREADABLE, 0, _describe(exc, where))
+    try:
+        while True:
+            subdirs: list[str] = []
+            branch.append((fd, subdirs, name, where))
+            files = []
+            for child in listdir(fd):
+                s = lstat(child, dir_fd=fd)
+                fmt = s.st_mode & ifmt
+                if fmt == ifdir:
+                    if s.st_dev == device:  # a mount inside is never entered: residue
+                        subdirs.append(child)
+                else:
+                    files.append(child)
+                    if fmt == iflnk or (fmt == ifreg and s.st_nlink > 1):
+                        continue
+                if s.st_mtime >= since:
+                    return WatchedDelete(DeleteStop.WRITTEN, removed, repr(where + "/" + child))
+            for child in files:
+                try:
+                    unlink(child, dir_fd=fd)
+                    removed += 1
+                except OSError:
+                    pass  # residue: reported by the caller's lstat
+            while branch and not branch[-1][1]:
+                done_fd, _pending, done_name, _where = branch.pop()
+                os.close(done_fd)
+                if branch:
+                    _rmdir_quietly(done_name, branch[-1][0])
+            if not branch:
+                break
+            parent_fd, pending, _name, parent_where = branch[-1]
+            name = pending.pop()
+            where = parent_where + "/" + name
+            fd = open_(name, _OPEN_DIR_FLAGS, dir_fd=parent_fd)
+    except OSError as exc:
+        return WatchedDelete(DeleteStop.UNREADABLE, removed, _describe(exc, where))
+    finally:
+        _close_frames(branch)
+    _rmdir_quietly(path)
+    return WatchedDelete(DeleteStop.COMPLETED, removed)
+
+
+def _delete_file_unless_written(path: str, top: os.stat_result, since: float, shown: str) -> WatchedDelete:
+    """An entry that is a single file or symlink: its own mtime is its content's (a
+    rename does not move it), so it counts, with the same exceptions as the walk."""
+    counted = not (st.S_ISLNK(top.st_mode) or (st.S_ISREG(top.st_mode) and top.st_nlink > 1))
+    if counted and top.st_mtime >= since:
+        return WatchedDelete(DeleteStop.WRITTEN, 0, repr(shown))
+    try:
+        os.unlink(path)
+    except OSError:
+        return WatchedDelete(DeleteStop.COMPLETED, 0)  # residue: the caller's lstat reports it
+    return WatchedDelete(DeleteStop.COMPLETED, 1)

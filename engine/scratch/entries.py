@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from engine.fsutil import tree_size
 from engine.scratch.activity import Activity, scan_many
 from engine.scratch.keep import static_keep_reason
-from engine.scratch.ownership import JudgedProcess, judge, resolve_owners
+from engine.scratch.ownership import JudgedProcess, judge_snapshot
 from engine.scratch.procscan import ProcScanError, scan_processes
 from engine.scratch.quarantine import QuarantinedEntry, list_quarantine
 from engine.scratch.target import PruneOptions, PruneTarget, is_entry_name
@@ -115,16 +115,20 @@ def survey_scratch(
 ) -> Survey:
     """Scan every entry (in parallel processes when there are many), the keep rules
     and /proc. ``with_sizes`` also measures entries the activity walk did not finish
-    (active ones), for listings; the prune does not need it."""
+    (active ones), for listings; the prune does not need it. Without a ``size_cache``
+    the activity walks themselves go to the end; with one (the pane, refreshing every
+    few seconds) they stop early and active sizes come from the cache."""
     now = time.time() if now is None else now
     cutoff = now - options.idle_hours * 3600.0
     named = list_entry_paths(target)
-    activities = scan_many([p for _n, p in named], cutoff)
+    # A listing without a cache wants every size: one full walk per entry gives both
+    # the state and the size (an active entry is not walked twice).
+    activities = scan_many([p for _n, p in named], cutoff, full=with_sizes and size_cache is None)
     process_error = None
     judged: list[JudgedProcess] = []
     try:
         snapshot = scan_processes([os.fspath(target.scratch_dir), os.fspath(target.quarantine_dir)])
-        judged = judge(snapshot, target, resolve_owners(options))
+        judged = judge_snapshot(snapshot, target, options)
     except ProcScanError as exc:
         process_error = str(exc)
     except Exception as exc:  # a process check that raises: nothing is deleted this pass

@@ -7,19 +7,26 @@ nothing unrecorded is ever done, see audit.AuditWriteError).
 1. A fresh /proc scan: a process that appeared since the plan and keeps its entry
    drops the entry; a scan that fails deletes nothing.
 2. The keep rules of every candidate again (marker, flock): an entry kept now is
-   dropped and no process of it is signalled. Right after, the planned processes
-   of the remaining entries (and orphans whose entry no longer exists, checked
-   again) get TERM, then KILL after the grace period.
-3. Per entry: the keep rules once more; linked git worktrees are collected; the
-   activity re-check walk (its start is the moment T); then the entry is renamed
+   dropped.
+3. The activity re-check walk of every remaining candidate (its start is the
+   moment T), then the keep rules once more. An entry found written to, unreadable,
+   gone or kept is dropped here, before any signal: no process of an entry that
+   stays is ever signalled.
+4. Only now the planned processes of the entries still going (and orphans whose
+   entry no longer exists, checked again) get TERM, then KILL after the grace
+   period.
+5. Per entry: the keep rules once more; then the entry is renamed
    (``renameat2(RENAME_NOREPLACE)``) to a name the pruner owns: its quarantine
-   name (stamped T) or ``TRASH_PREFIX + name`` in the scratch folder. The renamed
-   tree is walked again for any mtime at or after T (a write that landed while the
-   re-check walked); one found puts the entry back and records it ``rescued``.
-4. Otherwise the move is recorded (``quarantined``), or a ``removing`` record is
-   written and the tree is deleted in this process (delete.py: by directory fds,
-   so a tree deeper than PATH_MAX goes too, and a ``kill -9`` of the pass stops the
-   delete with it). A delete is confirmed with an explicit ``lstat``: only
+   name (stamped T) or ``TRASH_PREFIX + name`` in the scratch folder.
+6. The moved tree is checked for any mtime at or after T (a write that landed
+   while the re-check walked, or while the processes were signalled); one found
+   puts the entry back and records it ``rescued``. With quarantine a verify walk
+   does it and the move is then recorded (``quarantined``). With delete a
+   ``removing`` record is written and the delete walk does it (delete.py:
+   ``delete_unless_written`` checks every inode before its directory's files go,
+   stops at a write and the tree goes back, partial, saying how many older files
+   had gone; by directory fds, so a tree deeper than PATH_MAX goes too; in this
+   process, so a ``kill -9`` of the pass stops the delete with it). A delete is confirmed with an explicit ``lstat``: only
    FileNotFoundError proves absence.
 
 A trash entry left by an interrupted pass is put back under its name by the next
@@ -38,11 +45,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engine import identity
-from engine.scratch.activity import Activity, scan_activity, scan_many
+from engine.scratch.activity import Activity, scan_activity, scan_many, walk_start_moment
 from engine.scratch.audit import AuditLog, AuditWriteError, escape_text, open_audit
-from engine.scratch.delete import delete_tree
+from engine.scratch.delete import DeleteStop, WatchedDelete, delete_tree, delete_unless_written
 from engine.scratch.keep import check_failed, static_keep_reason
-from engine.scratch.ownership import JudgedProcess, judge, resolve_owners, victims
+from engine.scratch.ownership import JudgedProcess, judge_snapshot, victims
 from engine.scratch.plan import Candidate, ExpiringEntry, PrunePlan
 from engine.scratch.procscan import ProcScanError, scan_processes
 from engine.scratch.quarantine import (
@@ -58,6 +65,10 @@ from engine.scratch.worktrees import prune_worktrees, repos_of_git_files
 
 # progress(done, total, bytes_freed, current path or "")
 Progress = Callable[[int, int, int, str], None]
+
+
+# The kept reason of an entry put back because it was written to after the plan.
+RESCUED_REASON = "touched since selection"
 
 
 class PruneBusy(Exception):
@@ -136,7 +147,7 @@ class PruneResult:
         terms = sum(1 for s in self.signalled if s.signal == "SIGTERM")
         if terms:
             parts.append(f"{terms} process(es) signalled")
-        rescued = [k for k in self.kept if k.reason == "touched since selection"]
+        rescued = [k for k in self.kept if k.reason.startswith(RESCUED_REASON)]
         if rescued:
             parts.append(f"{len(rescued)} rescued (written to since the plan)")
         if self.restored:
@@ -303,7 +314,7 @@ def _execute(run: _Run) -> PruneResult:
     _put_back_leftover_trash(run)
     try:
         snapshot = scan_processes([os.fspath(run.target.scratch_dir), os.fspath(run.target.quarantine_dir)])
-        judged = judge(snapshot, run.target, resolve_owners(run.options))
+        judged = judge_snapshot(snapshot, run.target, run.options)
     except ProcScanError as exc:
         run.audit.process_check_failed(str(exc))
         return run.result(str(exc))
@@ -315,9 +326,12 @@ def _execute(run: _Run) -> PruneResult:
     candidates = _drop_newly_kept(run, judged)
     candidates, targets = _only_what_was_planned(run, candidates, victims(judged, {c.name for c in candidates}))
     candidates = _drop_kept_by_rule(run, candidates)
-    _signal(run, _still_targets(targets, {c.name for c in candidates}))
     total = len(candidates) + len(plan.expiring)
-    freed = _prune_candidates(run, candidates, total)
+    if run.progress and candidates:
+        run.progress(0, total, 0, candidates[0].path)
+    moment, idle = _recheck(run, candidates)
+    _signal(run, _still_targets(targets, {c.name for c, _act in idle}))
+    freed = _prune_candidates(run, idle, moment, total)
     for j, exp in enumerate(plan.expiring):
         if run.progress:
             run.progress(len(candidates) + j, total, freed, exp.path)
@@ -488,32 +502,70 @@ class _Moved:
     size: int
 
 
-def _prune_candidates(run: _Run, candidates: list[Candidate], total: int) -> int:
-    """Re-check, move aside, verify, then quarantine or delete every candidate.
-
-    The re-check walks of all candidates run together (split across processes like
-    the survey), and so do the verify walks of the moved trees: the verify walk
-    counts every mtime at or after the moment the re-checks started, so a write that
-    lands anywhere after that moment is found whatever runs in between. If a record
-    cannot be written, every moved entry not yet recorded is put back first."""
-    if run.progress and candidates:
-        run.progress(0, total, 0, candidates[0].path)
-    moment = time.time()
+def _recheck(run: _Run, candidates: list[Candidate]) -> tuple[float, list[tuple[Candidate, Activity]]]:
+    """The activity re-check walk of every candidate, then its keep rules once more,
+    all before any signal: an entry found active, unreadable, gone or kept here is
+    dropped and none of its processes is signalled. Returns the moment the walks
+    started (T: every later check looks for an mtime at or after it) and the entries
+    still idle with their walks. The walks run together (split across processes
+    like the survey)."""
+    moment = walk_start_moment()
     rechecks = scan_many([c.path for c in candidates], run.plan.cutoff)
+    idle = []
+    for cand, act in zip(candidates, rechecks, strict=True):
+        if _still_idle(run, cand.path, act) and not _keep_by_rule(run, cand.path):
+            idle.append((cand, act))
+    return moment, idle
+
+
+def _still_idle(run: _Run, path: str, act: Activity) -> bool:
+    """The re-check's verdict; an entry that is not idle now is recorded as
+    vanished, rescued (written to since the plan) or unreadable."""
+    if act.idle:
+        return True
+    if _gone(path):
+        run.audit.vanished(path)
+    elif act.touched:
+        run.audit.rescued(path)
+        run.kept.append(KeptRecord(path, RESCUED_REASON))
+    else:
+        run.audit.kept_rescan_failed(path, act.error)
+        run.kept.append(KeptRecord(path, "activity re-scan failed, left untouched"))
+    return False
+
+
+def _prune_candidates(run: _Run, idle: list[tuple[Candidate, Activity]], moment: float, total: int) -> int:
+    """Move aside, verify, then quarantine or delete every entry the re-check found
+    idle (its processes were signalled in between).
+
+    The keep rules are checked once more right before each move (a marker made
+    while the processes were signalled keeps the entry). Every moved tree is then
+    checked for an mtime at or after the moment the re-checks started, so a write
+    that lands anywhere after that moment is found whatever runs in between: with
+    quarantine by verify walks that run together, with delete by the delete walk
+    itself (``delete_unless_written``). If a record cannot be written, every moved
+    entry not yet recorded is put back first."""
     moved: list[_Moved] = []
     done = 0  # moved entries already finished (recorded, put back, or deleted)
     try:
-        for cand, act in zip(candidates, rechecks, strict=True):
-            entry = _move_if_still_idle(run, cand, act, moment)
+        for cand, act in idle:
+            entry = _move_if_still_kept_by_nothing(run, cand, act, moment)
             if entry is not None:
                 moved.append(entry)
-        verdicts = scan_many([m.owned for m in moved], moment, count_top=False)  # a move rewrites ".."
         freed = 0
-        for m, verdict in zip(moved, verdicts, strict=True):
+        if run.options.quarantine_hours > 0:
+            verdicts = scan_many([m.owned for m in moved], moment, count_top=False)  # a move rewrites ".."
+            for m, verdict in zip(moved, verdicts, strict=True):
+                if run.progress:
+                    run.progress(done, total, freed, m.cand.path)
+                if _verified_untouched(run, m.cand.path, m.owned, verdict):
+                    freed += _record_quarantine(run, m.cand.path, m.owned, m.size)
+                done += 1
+            return freed
+        for m in moved:  # the verify walk is the delete walk itself
             if run.progress:
                 run.progress(done, total, freed, m.cand.path)
-            if _verified_untouched(run, m.cand.path, m.owned, verdict):
-                freed += _finish(run, m)
+            freed += _delete_moved(run, m, moment)
             done += 1
         return freed
     except BaseException:
@@ -522,30 +574,13 @@ def _prune_candidates(run: _Run, candidates: list[Candidate], total: int) -> int
         raise
 
 
-def _move_if_still_idle(run: _Run, cand: Candidate, act: Activity, moment: float) -> _Moved | None:
-    """Keep rules now, the re-check's verdict, then the rename (None: it stays)."""
-    path = cand.path
-    if _keep_by_rule(run, path):
-        return None
-    if not act.idle:
-        if _gone(path):
-            run.audit.vanished(path)
-        elif act.touched:
-            run.audit.rescued(path)
-            run.kept.append(KeptRecord(path, "touched since selection"))
-        else:
-            run.audit.kept_rescan_failed(path, act.error)
-            run.kept.append(KeptRecord(path, "activity re-scan failed, left untouched"))
+def _move_if_still_kept_by_nothing(run: _Run, cand: Candidate, act: Activity, moment: float) -> _Moved | None:
+    """Keep rules now, then the rename (None: it stays)."""
+    if _keep_by_rule(run, cand.path):
         return None
     run.repos |= repos_of_git_files(act.git_files)  # read before the move: the paths name the entry
     owned = _move_aside(run, cand, moment)
     return None if owned is None else _Moved(cand, owned, act.size_bytes or 0)
-
-
-def _finish(run: _Run, m: _Moved) -> int:
-    if run.options.quarantine_hours > 0:
-        return _record_quarantine(run, m.cand.path, m.owned, m.size)
-    return _delete_moved(run, m.cand.path, m.owned, m.size)
 
 
 def _move_aside(run: _Run, cand: Candidate, moment: float) -> str | None:
@@ -597,7 +632,7 @@ def _verified_untouched(run: _Run, path: str, owned: str, act: Activity) -> bool
     why = "written to while the pass re-checked it" if act.touched else f"verify walk failed ({act.error})"
     if _put_back(run, path, owned):
         run.audit.rescued(path, why)
-        run.kept.append(KeptRecord(path, "touched since selection" if act.touched else why))
+        run.kept.append(KeptRecord(path, RESCUED_REASON if act.touched else why))
     return False
 
 
@@ -612,19 +647,43 @@ def _record_quarantine(run: _Run, path: str, owned: str, size: int) -> int:
     return size
 
 
-def _delete_moved(run: _Run, path: str, owned: str, size: int) -> int:
-    """Write "removing", then delete the trash tree here (dies with the pass)."""
+def _delete_moved(run: _Run, m: _Moved, moment: float) -> int:
+    """Write "removing", then delete the trash tree here (it dies with the pass),
+    checking every inode for a write at or after ``moment`` before it goes. A write
+    met (or a directory that cannot be read) stops the delete and puts what is there
+    back: ``rescued``, saying how many older files had already been deleted."""
+    path, owned = m.cand.path, m.owned
     try:
         run.audit.removing(path, owned)
     except AuditWriteError:
         _undo_quietly(path, owned)
         raise
-    if not _remove(run, owned, shown=path):
+    outcome = delete_unless_written(owned, moment, shown=path)
+    if outcome.stop is not DeleteStop.COMPLETED:
+        _rescue_partly_deleted(run, path, owned, outcome)
+        return 0
+    if not _confirm_gone(run, owned, path):
         _undo_quietly(path, owned)  # what is left goes back where its owner looks for it
         return 0
-    run.audit.removed(path, size)
-    run.removed.append(RemovedEntry(path, size))
-    return size
+    run.audit.removed(path, m.size)
+    run.removed.append(RemovedEntry(path, m.size))
+    return m.size
+
+
+def _rescue_partly_deleted(run: _Run, path: str, owned: str, outcome: WatchedDelete) -> None:
+    """Put back a tree whose delete stopped, and say what it had already lost (only
+    files older than the re-check's start, each checked before its unlink)."""
+    if outcome.stop is DeleteStop.WRITTEN:
+        why = f"written to while the pass re-checked it ({outcome.detail})"
+        kept_as = RESCUED_REASON
+    else:
+        why = kept_as = f"verify walk failed ({outcome.detail})"
+    if outcome.files_removed:
+        partly = f"; {outcome.files_removed} older file(s) had already been deleted, the rest is back"
+        why, kept_as = why + partly, kept_as + partly
+    if _put_back(run, path, owned):
+        run.audit.rescued(path, why)
+        run.kept.append(KeptRecord(path, kept_as))
 
 
 def _undo_quietly(path: str, owned: str) -> None:

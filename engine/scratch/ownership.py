@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from engine import identity
-from engine.scratch.audit import escape_text
+from engine.scratch.escape import escape_text
 from engine.scratch.procscan import ProcSnapshot, ScratchProcess, is_under
 from engine.scratch.registered import RegistryUnreadable
 from engine.scratch.target import PruneOptions, PruneTarget
@@ -156,6 +156,15 @@ def judge(snapshot: ProcSnapshot, target: PruneTarget, owners: Owners) -> list[J
         root = scratch_root if area == "scratch" else quarantine_root
         judged.append(JudgedProcess(p, area, entry, role, label, root))
     return judged
+
+
+def judge_snapshot(snapshot: ProcSnapshot, target: PruneTarget, options: PruneOptions) -> list[JudgedProcess]:
+    """``judge`` with the owners resolved only when a process works inside at all:
+    with nobody inside there is nobody to judge, and the registries (importing the
+    process engine, reading every session's files) and the lineage are not read."""
+    if not snapshot.inside:
+        return []
+    return judge(snapshot, target, resolve_owners(options))
 
 
 def victims(judged: Iterable[JudgedProcess], doomed: set[str]) -> list[tuple[JudgedProcess, str]]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import errno
 import functools
-import hashlib
 import os
 import re
 import time
@@ -115,6 +114,8 @@ def fit_name(name: str, room: int) -> str:
     raw = os.fsencode(name)
     if len(raw) + room <= NAME_MAX:
         return name
+    import hashlib  # only for over-long names: listings do not pay its import
+
     digest = hashlib.sha256(raw).hexdigest()[:_HASH_CHARS]
     keep = NAME_MAX - room - len(digest) - 1
     return os.fsdecode(raw[:keep]) + "~" + digest

@@ -7,11 +7,13 @@
     process and ``hermes-tui scratch --json`` as a whole process, against
     ``du -s SCRATCH`` and ``find SCRATCH -newermt @CUTOFF``. Warm cache (the tree is
     read once untimed); rounds alternate which side goes first. The tree is built once
-    under $TMPDIR/hermes-tui-bench/scratch-a and reused by later runs.
+    under $TMPDIR/hermes-tui-bench/scratch-a and reused by later runs. A last row
+    weighs the process pool: the same walks with the adaptive pool and in one process.
 (b) Early stop: an active entry of 100k files whose recent file is near the top,
     against the full walk of the same entry (aim: under 1%).
 (c) Prune with delete of 50 idle entries / 100k files against ``rm -rf`` of an
-    identical tree. Fair by construction: each side builds its own fresh tree, then
+    identical tree, on the disk ($TMPDIR) and again on tmpfs (/dev/shm, when it is
+    one: no I/O, so the walks weigh most there). Fair by construction: each side builds its own fresh tree, then
     ``sync`` flushes it (untimed) so no side pays the other's disk writes, and the
     rounds alternate which side goes first. The caches are not dropped (other users of
     the machine would pay for it): both sides delete a tree that is in the page cache.
@@ -38,7 +40,7 @@ from harness import Table, compare, run_process, timed, user_env  # noqa: E402
 from engine.config import Settings  # noqa: E402
 from engine.home import HomeLayout  # noqa: E402
 from engine.scratch import schedule  # noqa: E402
-from engine.scratch.activity import scan_activity  # noqa: E402
+from engine.scratch.activity import scan_activity, scan_many  # noqa: E402
 from engine.scratch.entries import survey_scratch  # noqa: E402
 from engine.scratch.execute import execute_plan  # noqa: E402
 from engine.scratch.plan import plan_prune  # noqa: E402
@@ -116,6 +118,10 @@ def bench_scan(table: Table, runs: int) -> None:
 
     table.add(compare("(a) scan 200 entries / 200k files: survey in process vs du -s", ours_in_process, du, runs,
                       aim="<= 1.2x"))
+    paths = [e.path for e in survey.entries]
+    table.add(compare("(a) the walks alone: adaptive process pool vs one process",
+                      lambda: timed(lambda: scan_many(paths, cutoff, full=True)),
+                      lambda: timed(lambda: scan_many(paths, cutoff, workers=1, full=True)), runs, aim="< 1x"))
     table.add(compare("(a) scratch --json (whole CLI) vs du -s", ours_cli, du, runs, aim="<= 1.2x"))
     table.add(compare("(a) scratch --json (whole CLI) vs find -newermt", ours_cli, find, runs))
 
@@ -136,8 +142,8 @@ def bench_early_stop(table: Table, runs: int) -> None:
         shutil.rmtree(entry.parent)
 
 
-def bench_prune(table: Table, runs: int, entries: int, files: int) -> None:
-    root = Path(tempfile.mkdtemp(prefix="c-prune-", dir=BENCH_ROOT))
+def bench_prune(table: Table, runs: int, entries: int, files: int, under: Path = BENCH_ROOT, where: str = "") -> None:
+    root = Path(tempfile.mkdtemp(prefix="c-prune-", dir=under))
     counter = iter(range(10**6))
 
     def build(under: Path) -> list[Path]:
@@ -170,11 +176,23 @@ def bench_prune(table: Table, runs: int, entries: int, files: int) -> None:
         return elapsed
 
     try:
-        table.add(compare(f"(c) prune with delete, {entries} idle entries / {files // 1000}k files vs rm -rf",
+        table.add(compare(f"(c) prune with delete, {entries} idle entries / {files // 1000}k files vs rm -rf{where}",
                           ours, rm, runs, unit="ms", aim="<= 1.5x", warmup=0,
                           note="fresh trees per side, sync before each side, alternating order, caches not dropped"))
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def tmpfs_root() -> Path | None:
+    """/dev/shm when it is a writable tmpfs: (c) again with no I/O, where the walks'
+    share of the prune is largest (the worst case for the prune against rm)."""
+    shm = Path("/dev/shm")
+    try:
+        with open("/proc/mounts", encoding="utf-8") as fh:
+            is_tmpfs = any(line.split()[1:3] == ["/dev/shm", "tmpfs"] for line in fh)
+    except OSError:
+        return None
+    return shm if is_tmpfs and os.access(shm, os.W_OK) else None
 
 
 def bench_auto_check(table: Table, runs: int) -> None:
@@ -212,6 +230,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=7, help="interleaved rounds per row")
     ap.add_argument("--prune-runs", type=int, default=4, help="rounds for (c): each builds two 100k-file trees")
     ap.add_argument("--prune-files", type=int, default=100_000)
+    ap.add_argument("--prune-on", choices=("disk", "tmpfs", "both"), default="both", help="where (c) deletes")
     ap.add_argument("--only", choices=("a", "b", "c", "d"), action="append", help="run only these parts")
     args = ap.parse_args()
     parts = set(args.only or "abcd")
@@ -221,8 +240,14 @@ def main() -> int:
         bench_scan(table, args.runs)
     if "b" in parts:
         bench_early_stop(table, args.runs)
-    if "c" in parts:
-        bench_prune(table, args.prune_runs, 50, args.prune_files)
+    if "c" in parts and args.prune_on in ("disk", "both"):
+        bench_prune(table, args.prune_runs, 50, args.prune_files, where=" (disk)")
+    if "c" in parts and args.prune_on in ("tmpfs", "both"):
+        tmpfs = tmpfs_root()
+        if tmpfs is None:
+            print("(c) on tmpfs skipped: /dev/shm is not a writable tmpfs here", file=sys.stderr)
+        else:
+            bench_prune(table, args.prune_runs, 50, args.prune_files, under=tmpfs, where=" (tmpfs)")
     if "d" in parts:
         bench_auto_check(table, args.runs)
     table.print()
