@@ -220,17 +220,19 @@ def test_a_write_during_the_recheck_walk_is_rescued(home, monkeypatch, quarantin
     assert not any(n.startswith(TRASH_PREFIX) for n in os.listdir(t.scratch_dir))
 
 
-def _rewrite_after_the_recheck(monkeypatch, entry: Path, rel: str) -> list[bool]:
+def _rewrite_after_a_walk(monkeypatch, entry: Path, rel: str, *, moved: bool) -> list[bool]:
     """Rewrite an existing file of ``entry`` in place (its directory's mtime does not
-    move) right after the re-check walks, before the entry is moved and deleted."""
+    move) right after a walk of it: the re-check (``moved=False``), or the verify walk
+    of the tree moved to the pruner's trash name (``moved=True``)."""
     real = execute_mod.scan_many
+    walked = os.path.join(os.path.dirname(entry), TRASH_PREFIX + entry.name) if moved else str(entry)
     done: list[bool] = []
 
     def scan(paths, cutoff, *a, **kw):
         acts = real(paths, cutoff, *a, **kw)
-        if str(entry) in map(os.fspath, paths) and not done:
+        if walked in map(os.fspath, paths) and not done:
             done.append(True)
-            with open(entry / rel, "r+") as fh:
+            with open(os.path.join(walked, rel), "r+") as fh:
                 fh.write("rewritten")
         return acts
 
@@ -238,14 +240,31 @@ def _rewrite_after_the_recheck(monkeypatch, entry: Path, rel: str) -> list[bool]
     return done
 
 
-def test_a_rewrite_met_by_the_delete_walk_stops_it_and_puts_the_rest_back_saying_what_went(home, monkeypatch):
-    """The verify walk is the delete walk: every file is checked before its unlink.
-    ``a/old.txt`` is deleted before the walk reaches ``a/b`` (a directory is emptied
-    before its subdirectories are entered) and meets the rewrite there: the delete
-    stops, the tree goes back under its name and the record says one older file went."""
+def test_a_rewrite_after_the_recheck_is_found_by_the_verify_walk_before_anything_goes(home, monkeypatch):
+    """The whole moved tree is verified before any of it is deleted: a file rewritten
+    after the re-check puts the entry back whole (nothing older is lost)."""
     t = target_of(home)
     e = make_entry(t.scratch_dir, "e", {"a/old.txt": "old", "a/b/work.txt": "work-----", "a/b/more.txt": "m"})
-    hooked = _rewrite_after_the_recheck(monkeypatch, e, "a/b/work.txt")
+    hooked = _rewrite_after_a_walk(monkeypatch, e, "a/b/work.txt", moved=False)
+    result = prune_pass(t, options())
+    assert hooked
+    assert (e / "a/b/work.txt").read_text() == "rewritten" and (e / "a/b/more.txt").exists()
+    assert (e / "a/old.txt").read_text() == "old"
+    assert result.removed_count == 0 and not any(n.startswith(TRASH_PREFIX) for n in os.listdir(t.scratch_dir))
+    text = log_text(home)
+    assert f"rescued {str(e)!r}" in text and "had already been deleted" not in text
+    assert f"removed {str(e)!r}" not in text
+
+
+def test_a_rewrite_met_by_the_delete_walk_stops_it_and_puts_the_rest_back_saying_what_went(home, monkeypatch):
+    """A write after the verify walk is still met: the delete walk checks every file
+    before its unlink. ``a/old.txt`` is deleted before the walk reaches ``a/b`` (a
+    directory is emptied before its subdirectories are entered) and meets the rewrite
+    there: the delete stops, the tree goes back under its name and the record says one
+    older file went."""
+    t = target_of(home)
+    e = make_entry(t.scratch_dir, "e", {"a/old.txt": "old", "a/b/work.txt": "work-----", "a/b/more.txt": "m"})
+    hooked = _rewrite_after_a_walk(monkeypatch, e, "a/b/work.txt", moved=True)
     result = prune_pass(t, options())
     assert hooked
     assert (e / "a/b/work.txt").read_text() == "rewritten" and (e / "a/b/more.txt").exists()

@@ -20,12 +20,13 @@ nothing unrecorded is ever done, see audit.AuditWriteError).
    name (stamped T) or ``TRASH_PREFIX + name`` in the scratch folder.
 6. The moved tree is checked for any mtime at or after T (a write that landed
    while the re-check walked, or while the processes were signalled); one found
-   puts the entry back and records it ``rescued``. With quarantine a verify walk
-   does it and the move is then recorded (``quarantined``). With delete a
-   ``removing`` record is written and the delete walk does it (delete.py:
-   ``delete_unless_written`` checks every inode before its directory's files go,
-   stops at a write and the tree goes back, partial, saying how many older files
-   had gone; by directory fds, so a tree deeper than PATH_MAX goes too; in this
+   puts the entry back and records it ``rescued``. A verify walk of the whole moved
+   tree does it in both modes, before anything of it goes. With quarantine the move
+   is then recorded (``quarantined``). With delete a ``removing`` record is written
+   and the delete walk checks once more (delete.py: ``delete_unless_written`` checks
+   every inode before its directory's files go, stops at a write that landed after
+   the verify walk passed and the tree goes back, partial, saying how many older
+   files had gone; by directory fds, so a tree deeper than PATH_MAX goes too; in this
    process, so a ``kill -9`` of the pass stops the delete with it). A delete is confirmed with an explicit ``lstat``: only
    FileNotFoundError proves absence.
 
@@ -542,8 +543,8 @@ def _prune_candidates(run: _Run, idle: list[tuple[Candidate, Activity]], moment:
     while the processes were signalled keeps the entry). Every moved tree is then
     checked for an mtime at or after the moment the re-checks started, so a write
     that lands anywhere after that moment is found whatever runs in between: with
-    quarantine by verify walks that run together, with delete by the delete walk
-    itself (``delete_unless_written``). If a record cannot be written, every moved
+    verify walks that run together before anything is deleted, and with delete by
+    the delete walk once more (``delete_unless_written``). If a record cannot be written, every moved
     entry not yet recorded is put back first."""
     moved: list[_Moved] = []
     done = 0  # moved entries already finished (recorded, put back, or deleted)
@@ -553,19 +554,19 @@ def _prune_candidates(run: _Run, idle: list[tuple[Candidate, Activity]], moment:
             if entry is not None:
                 moved.append(entry)
         freed = 0
-        if run.options.quarantine_hours > 0:
-            verdicts = scan_many([m.owned for m in moved], moment, count_top=False)  # a move rewrites ".."
-            for m, verdict in zip(moved, verdicts, strict=True):
-                if run.progress:
-                    run.progress(done, total, freed, m.cand.path)
-                if _verified_untouched(run, m.cand.path, m.owned, verdict):
-                    freed += _record_quarantine(run, m.cand.path, m.owned, m.size)
-                done += 1
-            return freed
-        for m in moved:  # the verify walk is the delete walk itself
+        # The whole moved tree is verified before anything of it goes, in both modes:
+        # nothing written before the entry left its place is deleted because of a
+        # write the delete walk would only meet later.
+        verdicts = scan_many([m.owned for m in moved], moment, count_top=False)  # a move rewrites ".."
+        quarantine = run.options.quarantine_hours > 0
+        for m, verdict in zip(moved, verdicts, strict=True):
             if run.progress:
                 run.progress(done, total, freed, m.cand.path)
-            freed += _delete_moved(run, m, moment)
+            if _verified_untouched(run, m.cand.path, m.owned, verdict):
+                if quarantine:
+                    freed += _record_quarantine(run, m.cand.path, m.owned, m.size)
+                else:  # the delete walk checks every inode again before it goes
+                    freed += _delete_moved(run, m, moment)
             done += 1
         return freed
     except BaseException:
