@@ -18,7 +18,6 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.message import Message
 from textual.widgets import Input, RichLog, Static
 from textual.worker import get_current_worker
 
@@ -62,12 +61,6 @@ class OutputView(Vertical):
     OutputView > #output-search { display: none; height: 3; }
     OutputView.-searching > #output-search { display: block; }
     """
-
-    class Searched(Message):
-        def __init__(self, term: str, matches: int) -> None:
-            super().__init__()
-            self.term = term
-            self.matches = matches
 
     def __init__(self, *, max_lines: int = 10_000, tail_chars: int = 256 * 1024, redact: bool = True,
                  **kwargs) -> None:
@@ -300,7 +293,6 @@ class OutputView(Vertical):
         if self._matches:
             self.next_match()
         self._refresh_title()
-        self.post_message(self.Searched(term, len(self._matches)))
         return len(self._matches)
 
     def next_match(self, step: int = 1) -> int | None:

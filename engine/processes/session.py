@@ -384,7 +384,6 @@ def is_settled(s: ProcessSession, now: float | None = None) -> bool:
     return (time.time() if now is None else now) - end > SETTLE_SECONDS
 
 
-
 def claim_notification(session_dir: Path) -> bool:
     """Atomically claim the right to show this session's completion (True once, ever)."""
     try:
@@ -396,7 +395,3 @@ def claim_notification(session_dir: Path) -> bool:
     os.write(fd, f"{time.time():.3f}\n".encode())
     os.close(fd)
     return True
-
-
-def notification_claimed(session_dir: Path) -> bool:
-    return (session_dir / NOTIFIED_FILE).exists()
