@@ -230,7 +230,7 @@ def pidfd_available() -> bool:
 _PIDFD = pidfd_available()
 
 
-class SignalOutcome(enum.Enum):
+class SignalOutcome(enum.StrEnum):
     SENT = "sent"
     UNVERIFIED = "unverified"  # no usable fingerprint stored: never signalled
     PID_RECYCLED = "pid_recycled"  # the pid now belongs to another process (or another boot)

@@ -179,7 +179,7 @@ def test_completion_is_shown_once_across_two_centers_and_a_restart(reg, home, se
     assert [e.kind for e in first] == [COMPLETION]
     assert second == []
     ev = first[0]
-    assert ev.session_id == s.id and ev.exit_code == 2 and ev.severity == "error"
+    assert ev.session_id == s.id and ev.exit_code == 2 and not ev.ok
     assert "sk-abcdefghijkl" not in ev.detail and "token" in ev.detail
     assert ev.duration is not None and ev.duration >= 0
 

@@ -18,6 +18,7 @@ that applies them to the sessions of a home:
 
 from __future__ import annotations
 
+import enum
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -44,18 +45,40 @@ BREAKER_MAX = 15
 BREAKER_WINDOW = 10.0
 BREAKER_SILENCE = 30.0
 
-COMPLETION = "completion"
-WATCH_MATCH = "watch_match"
-WATCH_DISABLED = "watch_disabled"
-TRIPPED = "watch_overflow_tripped"
-RELEASED = "watch_overflow_released"
+
+
+class EventKind(enum.StrEnum):
+    """What a :class:`ProcessEvent` tells."""
+
+    COMPLETION = "completion"
+    WATCH_MATCH = "watch_match"
+    WATCH_DISABLED = "watch_disabled"
+    TRIPPED = "watch_overflow_tripped"
+    RELEASED = "watch_overflow_released"
+
+
+COMPLETION = EventKind.COMPLETION
+WATCH_MATCH = EventKind.WATCH_MATCH
+WATCH_DISABLED = EventKind.WATCH_DISABLED
+TRIPPED = EventKind.TRIPPED
+RELEASED = EventKind.RELEASED
+
+
+class WatchVerdict(enum.StrEnum):
+    """What :meth:`WatchPolicy.offer` decides for a batch of matching lines."""
+
+    DELIVER = "deliver"
+    DROP = "drop"  # inside the cooldown: counted, not shown
+    DISABLE = "disable"  # a cap was reached: watching stops, completion is notified instead
 
 
 @dataclass(frozen=True)
 class ProcessEvent:
-    """One notification. ``text`` is the one-line summary; ``detail`` the (redacted) body."""
+    """One notification. ``text`` is the one-line summary; ``detail`` the (redacted) body.
+    ``ok`` says whether it reports something going as hoped (a clean exit, a match);
+    how loudly to show it is the viewer's choice."""
 
-    kind: str
+    kind: EventKind
     at: float
     session_id: str | None = None
     command: str = ""
@@ -63,19 +86,17 @@ class ProcessEvent:
     detail: str = ""
     exit_code: int | None = None
     signal: str | None = None
-    status: str | None = None
+    status: sess.SessionStatus | None = None
     duration: float | None = None
     pattern: str | None = None
     lines: tuple[str, ...] = ()
     suppressed: int = 0
 
     @property
-    def severity(self) -> str:
-        if self.kind == COMPLETION:
-            return "information" if self.status == sess.EXITED and self.exit_code == 0 else "error"
-        if self.kind in (WATCH_DISABLED, TRIPPED):
-            return "warning"
-        return "information"
+    def ok(self) -> bool:
+        if self.kind is COMPLETION:
+            return self.status is sess.EXITED and self.exit_code == 0
+        return self.kind not in (WATCH_DISABLED, TRIPPED)
 
 
 # --------------------------------------------------------------------------------------
@@ -100,9 +121,9 @@ class WatchPolicy:
                 return p
         return None
 
-    def offer(self, pattern: str, lines: list[str], now: float) -> tuple[str, ...]:
-        """A batch of matching lines arrived. Returns the verdicts: 'deliver', 'drop',
-        'disable' (in order; a delivered 8th match is followed by 'disable')."""
+    def offer(self, pattern: str, lines: list[str], now: float) -> tuple[WatchVerdict, ...]:
+        """A batch of matching lines arrived. Returns the verdicts in order (a delivered
+        8th match is followed by ``DISABLE``)."""
         if self.disabled:
             return ()
         if now < self.cooldown_until:
@@ -115,8 +136,8 @@ class WatchPolicy:
                     self.disabled_reason = (
                         f"{STRIKE_LIMIT} cooldown windows in a row had dropped matches"
                     )
-                    return ("drop", "disable")
-            return ("drop",)
+                    return (WatchVerdict.DROP, WatchVerdict.DISABLE)
+            return (WatchVerdict.DROP,)
         if self.cooldown_until and not self.window_has_drops:
             self.consecutive_strikes = 0  # a window with no drops resets the strikes
         self.hits += 1
@@ -125,8 +146,8 @@ class WatchPolicy:
         if self.hits >= LIFETIME_MAX_HITS:
             self.disabled = True
             self.disabled_reason = f"lifetime cap of {LIFETIME_MAX_HITS} delivered matches reached"
-            return ("deliver", "disable")
-        return ("deliver",)
+            return (WatchVerdict.DELIVER, WatchVerdict.DISABLE)
+        return (WatchVerdict.DELIVER,)
 
     def take_suppressed(self) -> int:
         n, self.suppressed = self.suppressed, 0
@@ -342,13 +363,13 @@ class NotificationCenter:
                 by_pattern.setdefault(p, []).append(strip_ansi(line.rstrip("\r")))
         for pattern, matched in by_pattern.items():
             for verdict in w.policy.offer(pattern, matched, now):
-                if verdict == "deliver":
+                if verdict is WatchVerdict.DELIVER:
                     suppressed = w.policy.take_suppressed()
                     allowed, extra = self.breaker.allow(now)
                     events.extend(extra)
                     if allowed:
                         events.append(self._match_event(w, pattern, matched, suppressed, now))
-                elif verdict == "disable":
+                elif verdict is WatchVerdict.DISABLE:
                     events.append(self._disabled_event(w, now))
         self._save(w, now, force=bool(events))
         return events

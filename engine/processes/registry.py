@@ -29,11 +29,14 @@ from engine.processes.hermes_sessions import HermesListing, list_hermes_sessions
 from engine.processes.session import (
     ID_HEX_LEN,
     ID_PREFIX,
+    KILL_SUCCEEDED,
+    KillOutcome,
     ProcessLookupFailed,
     ProcessSession,
     SessionCorrupt,
     SessionNotStarted,
     SessionSource,
+    SessionStatus,
 )
 from engine.processes.supervisor import GO, command_argv, spawn_environment, wrapper_argv
 
@@ -51,21 +54,20 @@ class SpawnFailed(Exception):
 
 @dataclass(frozen=True)
 class KillReport:
-    """What a kill did. ``outcome``: killed | already_finished | pid_recycled | unverified |
-    gone | error | survivors. ``signals`` are (pid, signal name) in the order sent."""
+    """What a kill did. ``signals`` are (pid, signal name) in the order sent."""
 
     id: str
     pid: int
     command: str
-    status: str  # the session's status after the attempt
-    outcome: str
+    status: SessionStatus  # the session's status after the attempt
+    outcome: KillOutcome
     detail: str = ""
     signals: tuple[tuple[int, str], ...] = ()
     survivors: tuple[int, ...] = ()
 
     @property
     def ok(self) -> bool:
-        return self.outcome in ("killed", "already_finished", "gone")
+        return self.outcome in KILL_SUCCEEDED
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -574,22 +576,22 @@ class ProcessRegistry:
         if s.source is SessionSource.HERMES:
             return self._kill_hermes(s, grace)
         base = dict(id=s.id, pid=s.pid, command=s.command)
-        if s.status == sess.LOST and _pid_reused(s):
-            return KillReport(**base, status=s.status, outcome="pid_recycled",
+        if s.status is sess.LOST and _pid_reused(s):
+            return KillReport(**base, status=s.status, outcome=KillOutcome.PID_RECYCLED,
                               detail=f"pid {s.pid} now belongs to another process: not signalled")
-        if s.status == sess.LOST:
+        if s.status is sess.LOST:
             verified, unverified = _orphaned_group(s)
             if verified:
                 return self._kill_orphans(s, verified, unverified, grace)
             if unverified:
-                return KillReport(**base, status=s.status, outcome="unverified",
+                return KillReport(**base, status=s.status, outcome=KillOutcome.UNVERIFIED,
                                   detail=f"its wrapper is gone and {len(unverified)} process(es) left in its group "
                                   "could not be verified as its own: not signalled")
         if s.finished:
-            return KillReport(**base, status=s.status, outcome="already_finished",
+            return KillReport(**base, status=s.status, outcome=KillOutcome.ALREADY_FINISHED,
                               detail=f"already {s.exit_text()}")
         if not identity.is_verifiable(s.fingerprint):
-            return KillReport(**base, status=s.status, outcome="unverified",
+            return KillReport(**base, status=s.status, outcome=KillOutcome.UNVERIFIED,
                               detail="no fingerprint was taken at spawn, so its pid is never signalled")
         grace = self.settings.processes.kill_grace_seconds if grace is None else max(0.0, float(grace))
         kill_file = s.dir / sess.KILLED_FILE
@@ -617,19 +619,19 @@ class ProcessRegistry:
         after = self.get(s.id)
         if report.outcome is identity.SignalOutcome.SENT:
             if survivors:
-                outcome, detail = "survivors", f"{len(survivors)} process(es) still alive after SIGKILL"
-            elif after.status == sess.KILLED:
-                outcome, detail = "killed", ""
+                outcome, detail = KillOutcome.SURVIVORS, f"{len(survivors)} process(es) still alive after SIGKILL"
+            elif after.status is sess.KILLED:
+                outcome, detail = KillOutcome.KILLED, ""
             else:
-                outcome, detail = "gone", f"it ended on its own ({after.exit_text()})"
+                outcome, detail = KillOutcome.GONE, f"it ended on its own ({after.exit_text()})"
         elif report.outcome is identity.SignalOutcome.PID_RECYCLED:
-            outcome, detail = "pid_recycled", f"pid {s.pid} now belongs to another process: not signalled"
+            outcome, detail = KillOutcome.PID_RECYCLED, f"pid {s.pid} now belongs to another process: not signalled"
         elif report.outcome is identity.SignalOutcome.GONE:
-            outcome, detail = "gone", "the process had already exited"
+            outcome, detail = KillOutcome.GONE, "the process had already exited"
         elif report.outcome is identity.SignalOutcome.UNVERIFIED:
-            outcome, detail = "unverified", report.detail or "identity not verified: not signalled"
+            outcome, detail = KillOutcome.UNVERIFIED, report.detail or "identity not verified: not signalled"
         else:
-            outcome, detail = "error", report.detail or "the kernel refused the signal"
+            outcome, detail = KillOutcome.ERROR, report.detail or "the kernel refused the signal"
         return KillReport(**base, status=after.status, outcome=outcome, detail=detail,
                           signals=signals, survivors=survivors)
 
@@ -640,21 +642,22 @@ class ProcessRegistry:
         base = dict(id=s.id, pid=s.pid, command=s.command)
         target = signal_target(self.home.root, s.id)
         if target.fingerprint is None:
-            return KillReport(**base, status=sess.LOST if target.refusal == "gone" else s.status,
+            return KillReport(**base, status=sess.LOST if target.refusal is KillOutcome.GONE else s.status,
                               outcome=target.refusal, detail=target.detail)
         grace = self.settings.processes.kill_grace_seconds if grace is None else max(0.0, float(grace))
         report = identity.terminate(s.pid, target.fingerprint, grace)
         signals, survivors = tuple(report.signals), tuple(report.survivors)
         if report.outcome is identity.SignalOutcome.SENT:
-            outcome = "survivors" if survivors else "killed"
+            outcome = KillOutcome.SURVIVORS if survivors else KillOutcome.KILLED
             detail = f"{len(survivors)} process(es) still alive after SIGKILL" if survivors else ""
         elif report.outcome is identity.SignalOutcome.GONE:
-            outcome, detail = "gone", "the process had already exited"
+            outcome, detail = KillOutcome.GONE, "the process had already exited"
         elif report.outcome is identity.SignalOutcome.PID_RECYCLED:
-            outcome, detail = "pid_recycled", f"pid {s.pid} now belongs to another process: not signalled"
+            outcome, detail = KillOutcome.PID_RECYCLED, f"pid {s.pid} now belongs to another process: not signalled"
         else:
-            outcome, detail = report.outcome.value, report.detail or "not signalled"
-        status = {"survivors": sess.RUNNING, "killed": sess.KILLED, "gone": sess.LOST}.get(outcome, s.status)
+            outcome, detail = KillOutcome(report.outcome.value), report.detail or "not signalled"
+        status = {KillOutcome.SURVIVORS: sess.RUNNING, KillOutcome.KILLED: sess.KILLED,
+                  KillOutcome.GONE: sess.LOST}.get(outcome, s.status)
         return KillReport(**base, status=status, outcome=outcome, detail=detail, signals=signals,
                           survivors=survivors)
 
@@ -676,7 +679,7 @@ class ProcessRegistry:
         survivors = tuple(sorted(_wait_gone(living, time.monotonic() + 1.0)))
         if not signals:
             _unlink(kill_file)
-            return KillReport(id=s.id, pid=s.pid, command=s.command, status=s.status, outcome="gone",
+            return KillReport(id=s.id, pid=s.pid, command=s.command, status=s.status, outcome=KillOutcome.GONE,
                               detail="its wrapper is gone and its group ended before any signal")
         last = "SIGKILL" if any(sig == "SIGKILL" for _p, sig in signals) else "SIGTERM"
         atomic_write_json(kill_file, {
@@ -690,7 +693,7 @@ class ProcessRegistry:
                   "group, each verified by its own fingerprint")
         if unverified:
             detail += f"; {len(unverified)} unverified one(s) not signalled: {', '.join(map(str, unverified))}"
-        outcome = "survivors" if survivors else "killed"
+        outcome = KillOutcome.SURVIVORS if survivors else KillOutcome.KILLED
         return KillReport(id=s.id, pid=s.pid, command=s.command, status=after.status, outcome=outcome,
                           detail=detail, signals=tuple(signals), survivors=survivors)
 

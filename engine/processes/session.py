@@ -31,11 +31,38 @@ from typing import Any
 from engine import identity
 from engine.fsutil import read_json
 
-RUNNING = "running"
-EXITED = "exited"
-KILLED = "killed"
-LOST = "lost"
-STATUSES = (RUNNING, EXITED, KILLED, LOST)
+
+class SessionStatus(enum.StrEnum):
+    """What a session is now, derived from disk (the values are those of ``--json``)."""
+
+    RUNNING = "running"
+    EXITED = "exited"
+    KILLED = "killed"
+    LOST = "lost"
+
+
+RUNNING = SessionStatus.RUNNING
+EXITED = SessionStatus.EXITED
+KILLED = SessionStatus.KILLED
+LOST = SessionStatus.LOST
+STATUSES = tuple(SessionStatus)
+
+
+class KillOutcome(enum.StrEnum):
+    """What a kill came to (the values are those of ``kill --json``)."""
+
+    KILLED = "killed"
+    ALREADY_FINISHED = "already_finished"
+    PID_RECYCLED = "pid_recycled"  # the pid names another process now: not signalled
+    UNVERIFIED = "unverified"  # no fingerprint to verify it by: not signalled
+    GONE = "gone"  # it ended before (or without) our signal
+    ERROR = "error"  # the kernel refused the signal
+    SURVIVORS = "survivors"  # signalled, but some of its processes outlived SIGKILL
+
+
+# Outcomes after which nothing of the session runs any more.
+KILL_SUCCEEDED = frozenset({KillOutcome.KILLED, KillOutcome.ALREADY_FINISHED, KillOutcome.GONE})
+
 
 META_FILE = "meta.json"
 OUTPUT_FILE = "output.log"
@@ -111,7 +138,7 @@ class ProcessSession:
     cwd: str
     owner: str
     started_at: float
-    status: str
+    status: SessionStatus
     exit_code: int | None
     signal: str | None
     ended_at: float | None
@@ -130,11 +157,11 @@ class ProcessSession:
 
     @property
     def running(self) -> bool:
-        return self.status == RUNNING
+        return self.status is RUNNING
 
     @property
     def finished(self) -> bool:
-        return self.status != RUNNING
+        return self.status is not RUNNING
 
     @property
     def short_id(self) -> str:
@@ -146,13 +173,13 @@ class ProcessSession:
 
     def exit_text(self) -> str:
         """'exit 0', 'SIGKILL', 'exit 143 (SIGTERM)', 'lost', 'running'."""
-        if self.status == RUNNING:
+        if self.status is RUNNING:
             return "running"
-        if self.status == LOST and self.source is SessionSource.HERMES:
+        if self.status is LOST and self.source is SessionSource.HERMES:
             return "not running (hermes keeps no exit record)"
-        if self.status == LOST:
+        if self.status is LOST:
             return "lost (no exit record)"
-        if self.status == KILLED:
+        if self.status is KILLED:
             return f"killed ({self.signal})" if self.signal else "killed"
         if self.signal:
             return f"exit {self.exit_code} ({self.signal})"

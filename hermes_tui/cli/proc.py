@@ -262,6 +262,7 @@ def _exit_code_of(s) -> int:
 def cmd_ps(ctx: Context) -> int:
     from engine.fsutil import human_duration
     from engine.processes.redact import maybe_redact
+    from engine.processes.session import SessionStatus
 
     reg = _registry(ctx)
     listing = reg.list_with_hermes(include_finished=ctx.args.all)
@@ -281,7 +282,7 @@ def cmd_ps(ctx: Context) -> int:
     rows = [("ID", "STATUS", "PID", "RUNTIME", "EXIT", "OWNER", "COMMAND")]
     for s in sessions:
         exit_text = "" if s.running else (s.signal or "") if s.exit_code is None else str(s.exit_code)
-        if s.status == "lost":
+        if s.status is SessionStatus.LOST:
             exit_text = "?"
         rows.append((s.id, s.status, str(s.pid), human_duration(s.runtime(now)), exit_text, s.owner,
                      maybe_redact(" ".join(s.command.split()), redact)[:80]))
