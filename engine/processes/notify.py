@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.fsutil import atomic_write_json, human_duration, read_json
+from engine.fsutil import atomic_write_json, read_json
 from engine.processes import session as sess
 from engine.processes.follower import OutputFollower, read_tail
 from engine.processes.redact import maybe_redact, strip_ansi
+from engine.text import human_duration, one_line
 
 if TYPE_CHECKING:
     from engine.processes.registry import ProcessRegistry
@@ -239,7 +240,7 @@ def completion_event(s: ProcessSession, redact: bool, now: float | None = None) 
         time.time() if now is None else now,
         session_id=s.id,
         command=command,
-        text=f"{s.id} {s.exit_text()} after {human_duration(duration)}: {_short(command)}",
+        text=f"{s.id} {s.exit_text()} after {human_duration(duration)}: {one_line(command, SUMMARY_CHARS)}",
         detail=tail,
         exit_code=s.exit_code,
         signal=s.signal,
@@ -248,9 +249,7 @@ def completion_event(s: ProcessSession, redact: bool, now: float | None = None) 
     )
 
 
-def _short(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+SUMMARY_CHARS = 60
 
 
 def _cap_lines(lines: list[str]) -> tuple[str, ...]:
@@ -381,7 +380,7 @@ class NotificationCenter:
         return ProcessEvent(
             WATCH_MATCH, now, session_id=w.session_id, command=command, pattern=pattern,
             lines=shown, suppressed=suppressed,
-            text=f"{w.session_id} matched {pattern!r}{more}: {_short(shown[0] if shown else '')}",
+            text=f"{w.session_id} matched {pattern!r}{more}: {one_line(shown[0] if shown else '', SUMMARY_CHARS)}",
             detail="\n".join(shown),
         )
 

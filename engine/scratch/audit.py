@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.text import escape_text
+
 MAX_BYTES = 5 * 1024 * 1024
 BACKUP_COUNT = 3
 PREFIX = "scratch prune: "
@@ -34,20 +36,6 @@ DASH = "\u2014"
 
 class AuditWriteError(Exception):
     """A record could not be written: the action it describes must not be taken."""
-
-
-def escape_text(text: str) -> str:
-    """``text`` with control characters, lone surrogates and other unprintable
-    characters written as Python escapes (``\\n``, ``\\x1b``, ``\\udcff``), so it can
-    neither split a log record nor drive a terminal. Printable text is unchanged."""
-    text = str(text)
-    if text.isprintable():
-        try:
-            text.encode("utf-8")
-            return text
-        except UnicodeEncodeError:
-            pass
-    return repr(text)[1:-1]
 
 
 class _ConcurrentSafeRotatingHandler(logging.handlers.RotatingFileHandler):

@@ -260,9 +260,9 @@ def _exit_code_of(s) -> int:
 
 
 def cmd_ps(ctx: Context) -> int:
-    from engine.fsutil import human_duration
     from engine.processes.redact import maybe_redact
     from engine.processes.session import SessionStatus
+    from engine.text import human_duration
 
     reg = _registry(ctx)
     listing = reg.list_with_hermes(include_finished=ctx.args.all)
@@ -331,7 +331,7 @@ def cmd_poll(ctx: Context) -> int:
         data.update(output_preview=preview, total_bytes=size)
         print_json(data)
         return EXIT_OK
-    from engine.fsutil import human_bytes, human_duration
+    from engine.text import human_bytes, human_duration
 
     print(f"{s.id}  {s.exit_text()}  pid {s.pid}  {human_duration(s.runtime())}  "
           f"{human_bytes(size)} of output  owner {s.owner}")
