@@ -217,6 +217,7 @@ def parse_lineage(text: str) -> tuple[tuple[int, str], ...]:
 
 
 def pidfd_available() -> bool:
+    """Whether this kernel and Python can signal through a pidfd (probed on our own pid)."""
     if not (hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal")):
         return False
     try:
@@ -227,7 +228,8 @@ def pidfd_available() -> bool:
     return True
 
 
-_PIDFD = pidfd_available()
+# Probed once: the kernel cannot gain or lose pidfds while we run. Every module asks this.
+HAVE_PIDFD = pidfd_available()
 
 
 class SignalOutcome(enum.StrEnum):
@@ -284,7 +286,7 @@ def send_signal(pid: int, fp: str | None, sig: int, *, group: bool = False) -> S
     if not is_verifiable(fp):
         return SignalResult(pid, name, SignalOutcome.UNVERIFIED, "no verified fingerprint stored")
     pidfd = None
-    if _PIDFD:
+    if HAVE_PIDFD:
         try:
             pidfd = os.pidfd_open(pid)
         except ProcessLookupError:
@@ -368,7 +370,7 @@ class TerminateReport:
         }
 
 
-def _wait_gone(members: dict[int, str], deadline: float, poll: float = 0.02) -> dict[int, str]:
+def wait_gone(members: dict[int, str], deadline: float, poll: float = 0.02) -> dict[int, str]:
     """Wait until no member (pid -> fingerprint) is alive, or the deadline. Returns the living."""
     while True:
         living = {pid: fp for pid, fp in members.items() if is_alive(pid, fp)}
@@ -397,7 +399,7 @@ def terminate(pid: int, fp: str | None, grace: float = 2.0) -> TerminateReport:
         return report
     members.setdefault(pid, fp or UNVERIFIED)
     report.signals.extend((m, "SIGTERM") for m in sorted(members))
-    living = _wait_gone(members, time.monotonic() + max(0.0, grace))
+    living = wait_gone(members, time.monotonic() + max(0.0, grace))
     if living:
         if is_leader and pid in living:
             res = send_signal(pid, fp, signal.SIGKILL, group=True)
@@ -408,6 +410,6 @@ def terminate(pid: int, fp: str | None, grace: float = 2.0) -> TerminateReport:
             res = send_signal(member, mfp, signal.SIGKILL)
             if res.sent:
                 report.signals.append((member, "SIGKILL"))
-        living = _wait_gone(dict(sorted(members.items())), time.monotonic() + 1.0)
+        living = wait_gone(dict(sorted(members.items())), time.monotonic() + 1.0)
     report.survivors = sorted(living)
     return report

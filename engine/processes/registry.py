@@ -157,9 +157,9 @@ class ProcessRegistry:
         workdir = workdir.resolve()
         watch = tuple(w for w in watch if w)
         scratch = self._scratch_dir()
-        sid, d = self._new_session_dir()
+        session_id, d = self._new_session_dir()
         meta = {
-            "id": sid,
+            "id": session_id,
             "command": display,
             "argv": recorded_argv,
             "cwd": str(workdir),
@@ -169,7 +169,7 @@ class ProcessRegistry:
             "background": bool(background),
             "spawner_pid": os.getpid(),
         }
-        environ = spawn_environment(home_root=self.home.root, scratch_dir=scratch, process_id=sid, extra=env)
+        environ = spawn_environment(home_root=self.home.root, scratch_dir=scratch, session_id=session_id, extra=env)
         try:
             # Recorded before anything runs: a folder left by a spawn that stops here is
             # recognisably one whose command never started.
@@ -188,7 +188,7 @@ class ProcessRegistry:
                               f"({exc.strerror or exc}): the command was not started") from None
         self._open_gate(popen)
         with self._lock:
-            self._state.children[sid] = popen
+            self._state.children[session_id] = popen
         self._maybe_retention()
         return sess.session_from_meta(d, meta)
 
@@ -199,11 +199,11 @@ class ProcessRegistry:
             self.home.ensure_dir(self.root)
             self._root_ready = True
         while True:
-            sid = new_session_id()
-            d = self.session_dir(sid)
+            session_id = new_session_id()
+            d = self.session_dir(session_id)
             try:
                 d.mkdir(mode=0o700)
-                return sid, d
+                return session_id, d
             except FileExistsError:
                 continue
             except FileNotFoundError:
@@ -316,7 +316,7 @@ class ProcessRegistry:
         """Our session by id or prefix; else hermes-agent's (processes.json) by the same
         rules. A prefix matching sessions of both is ambiguous."""
         try:
-            sid = self.resolve_id(id_or_prefix)
+            session_id = self.resolve_id(id_or_prefix)
         except ProcessLookupFailed as exc:
             if exc.candidates:
                 raise
@@ -327,11 +327,11 @@ class ProcessRegistry:
                     raise ProcessLookupFailed(f"{exc.message}; {problem} were not searched") from None
                 raise
             return found
-        if sid != (id_or_prefix or "").strip():
+        if session_id != (id_or_prefix or "").strip():
             self._hermes_match(id_or_prefix, ours_matched=True)  # raises when a hermes one matches too
         self.reap()
         try:
-            return self._load(sid)
+            return self._load(session_id)
         except (SessionCorrupt, SessionNotStarted) as exc:
             raise ProcessLookupFailed(str(exc)) from None
 
@@ -346,7 +346,7 @@ class ProcessRegistry:
         hermes = self.hermes_sessions()
         theirs = [s for s in hermes.sessions if include_finished or s.running]
         merged = sorted(own + theirs, key=lambda s: (s.started_at, s.id))
-        return Listing(tuple(merged), tuple(bad[sid] for sid in sorted(bad)), hermes.problem)
+        return Listing(tuple(merged), tuple(bad[session_id] for session_id in sorted(bad)), hermes.problem)
 
     def _hermes_match(self, id_or_prefix: str, ours_matched: bool) -> ProcessSession | None:
         """The hermes-agent session named by an exact id or a unique prefix (the same
@@ -367,28 +367,28 @@ class ProcessRegistry:
                                       + (" and one of ours" if ours_matched else ""))
         return matches[0] if matches else None
 
-    def _load(self, sid: str) -> ProcessSession:
+    def _load(self, session_id: str) -> ProcessSession:
         with self._lock:
-            done = self._state.finished.get(sid)
+            done = self._state.finished.get(session_id)
         if done is not None:
             return done
-        d = self.session_dir(sid)
+        d = self.session_dir(session_id)
         try:
             mtime = (d / sess.META_FILE).stat().st_mtime_ns
         except FileNotFoundError:
-            raise SessionNotStarted(f"{sid}: no metadata: its command was never started") from None
+            raise SessionNotStarted(f"{session_id}: no metadata: its command was never started") from None
         with self._lock:
-            cached = self._state.bases.get(sid)
+            cached = self._state.bases.get(session_id)
         if cached is None or cached.meta_mtime_ns != mtime:
             cached = _Cached(mtime, sess.session_from_meta(d, sess.read_meta(d)))
             with self._lock:
-                self._state.bases[sid] = cached
+                self._state.bases[session_id] = cached
         current = sess.derive(cached.base, self._leader_alive)
         if current.finished and sess.is_settled(current):
             with self._lock:
-                self._state.finished[sid] = current
-                self._state.bases.pop(sid, None)
-                fd = self._state.pidfds.pop(sid, None)
+                self._state.finished[session_id] = current
+                self._state.bases.pop(session_id, None)
+                fd = self._state.pidfds.pop(session_id, None)
                 if fd is not None:
                     os.close(fd)
         return current
@@ -410,7 +410,7 @@ class ProcessRegistry:
                 os.close(fd)
                 if exited:
                     return False
-        if not (_HAVE_PIDFD and identity.is_verifiable(s.fingerprint)):
+        if not (identity.HAVE_PIDFD and identity.is_verifiable(s.fingerprint)):
             return sess.leader_alive(s)
         try:
             fd = os.pidfd_open(s.pid)
@@ -440,7 +440,7 @@ class ProcessRegistry:
     def problems(self) -> list[SessionCorrupt]:
         """One :class:`SessionCorrupt` (a one-line message) per unreadable session."""
         bad = self._scan(include_finished=False)[1]
-        return [bad[sid] for sid in sorted(bad)]
+        return [bad[session_id] for session_id in sorted(bad)]
 
     def _scan(self, include_finished: bool) -> tuple[list[ProcessSession], dict[str, SessionCorrupt]]:
         self.reap()
@@ -453,25 +453,25 @@ class ProcessRegistry:
         indexed = index.load([n for n in names if n not in known]) if names else {}
         with self._lock:
             gone = set(self._state.finished) - set(names)
-            for sid in gone:
-                self._state.finished.pop(sid, None)
-            for sid, s in indexed.items():
-                self._state.finished.setdefault(sid, s)
+            for session_id in gone:
+                self._state.finished.pop(session_id, None)
+            for session_id, s in indexed.items():
+                self._state.finished.setdefault(session_id, s)
         fresh: dict[str, tuple[StatKey, ProcessSession]] = {}
-        for sid in names:
+        for session_id in names:
             # The key is taken before the files are read (see FinishedIndex); only for sessions not known yet.
-            key = None if sid in indexed or sid in known else stat_key(self.session_dir(sid))
+            key = None if session_id in indexed or session_id in known else stat_key(self.session_dir(session_id))
             try:
-                s = self._load(sid)
+                s = self._load(session_id)
             except SessionNotStarted:
                 continue  # no command of it ever ran: nothing to list or to spare
             except (SessionCorrupt, OSError) as exc:
-                if self.session_dir(sid).is_dir():  # not just removed by retention meanwhile
-                    bad[sid] = exc if isinstance(exc, SessionCorrupt) else SessionCorrupt(
-                        f"{sid}: unreadable metadata ({exc.strerror or exc})")
+                if self.session_dir(session_id).is_dir():  # not just removed by retention meanwhile
+                    bad[session_id] = exc if isinstance(exc, SessionCorrupt) else SessionCorrupt(
+                        f"{session_id}: unreadable metadata ({exc.strerror or exc})")
                 continue
-            if key is not None and indexable(s) and stat_key(self.session_dir(sid)) == key:
-                fresh[sid] = (key, s)
+            if key is not None and indexable(s) and stat_key(self.session_dir(session_id)) == key:
+                fresh[session_id] = (key, s)
             if include_finished or s.running:
                 found.append(s)
         if index.outdated(fresh, names) and self._may_write_index():
@@ -498,13 +498,13 @@ class ProcessRegistry:
         :class:`SessionCorrupt`: its process could be anywhere, so the caller fails
         closed everywhere. A folder whose command never started counts for nothing."""
         sessions, bad = self._scan(include_finished=False)
-        anywhere = sorted(sid for sid, exc in bad.items() if not exc.cwd)
+        anywhere = sorted(session_id for session_id, exc in bad.items() if not exc.cwd)
         if anywhere:
             raise SessionCorrupt(f"unreadable process session(s) whose cwd is unknown: {', '.join(anywhere[:5])}")
         live = [(s.pid, s.fingerprint, s.id) for s in sessions if identity.is_alive(s.pid, s.fingerprint)]
-        for sid in sorted(bad):
-            label = f"{sid} (unreadable metadata, working under {bad[sid].cwd})"
-            live.extend((pid, fp, label) for pid, fp in _processes_under(bad[sid].cwd))
+        for session_id in sorted(bad):
+            label = f"{session_id} (unreadable metadata, working under {bad[session_id].cwd})"
+            live.extend((pid, fp, label) for pid, fp in _processes_under(bad[session_id].cwd))
         return live
 
     # -- waiting ------------------------------------------------------------------------
@@ -513,10 +513,10 @@ class ProcessRegistry:
         """Collect exited children we spawned, so none lingers as a zombie."""
         with self._lock:
             children = list(self._state.children.items())
-        for sid, popen in children:
+        for session_id, popen in children:
             if popen.poll() is not None:
                 with self._lock:
-                    self._state.children.pop(sid, None)
+                    self._state.children.pop(session_id, None)
 
     def popen_of(self, session_id: str) -> subprocess.Popen | None:
         with self._lock:
@@ -524,18 +524,18 @@ class ProcessRegistry:
 
     def wait(self, id_or_prefix: str, timeout: float | None = None) -> ProcessSession:
         """The session once it has ended, or as it is when ``timeout`` runs out."""
-        sid = self.resolve_id(id_or_prefix)
+        session_id = self.resolve_id(id_or_prefix)
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
-        popen = self.popen_of(sid)
+        popen = self.popen_of(session_id)
         if popen is not None:
             try:
                 popen.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                return self.get(sid)
+                return self.get(session_id)
             self.reap()
         delay = 0.01
         while True:
-            current = self.get(sid)
+            current = self.get(session_id)
             if current.finished:
                 return current
             if deadline is not None and time.monotonic() >= deadline:
@@ -552,19 +552,19 @@ class ProcessRegistry:
         Only metadata changes; the process is never signalled and its output file is
         untouched, so a follower continues from the very same byte offset.
         """
-        sid = self.resolve_id(id_or_prefix)
-        d = self.session_dir(sid)
+        session_id = self.resolve_id(id_or_prefix)
+        d = self.session_dir(session_id)
         with self._lock:
             meta = read_json(d / sess.META_FILE)
             meta["background"] = True
             meta["notify"] = True
             meta["yielded_at"] = time.time()
             atomic_write_json(d / sess.META_FILE, meta)
-            self._state.bases.pop(sid, None)
-            done = self._state.finished.pop(sid, None)
+            self._state.bases.pop(session_id, None)
+            done = self._state.finished.pop(session_id, None)
         if done is not None:
             return replace(done, background=True, notify=True)
-        return self.get(sid)
+        return self.get(session_id)
 
     def kill(self, id_or_prefix: str, grace: float | None = None) -> KillReport:
         """Verified terminate of the session's process group (TERM, grace, KILL).
@@ -672,11 +672,11 @@ class ProcessRegistry:
         for pid, fp in sorted(members.items()):
             if identity.send_signal(pid, fp, signal_mod.SIGTERM).sent:
                 signals.append((pid, "SIGTERM"))
-        living = _wait_gone(members, time.monotonic() + grace)
+        living = identity.wait_gone(members, time.monotonic() + grace)
         for pid, fp in sorted(living.items()):
             if identity.send_signal(pid, fp, signal_mod.SIGKILL).sent:
                 signals.append((pid, "SIGKILL"))
-        survivors = tuple(sorted(_wait_gone(living, time.monotonic() + 1.0)))
+        survivors = tuple(sorted(identity.wait_gone(living, time.monotonic() + 1.0)))
         if not signals:
             _unlink(kill_file)
             return KillReport(id=s.id, pid=s.pid, command=s.command, status=s.status, outcome=KillOutcome.GONE,
@@ -703,8 +703,8 @@ class ProcessRegistry:
         Nothing of them ever ran (the wrapper waits for the record), so nothing is lost."""
         now = time.time() if now is None else now
         removed = []
-        for sid in self._names():
-            d = self.session_dir(sid)
+        for session_id in self._names():
+            d = self.session_dir(session_id)
             try:
                 sess.read_meta(d)
                 continue
@@ -718,7 +718,7 @@ class ProcessRegistry:
                 continue
             if age >= ABANDONED_START_SECONDS:
                 _remove_tree(d)
-                removed.append(sid)
+                removed.append(session_id)
         return removed
 
     def remove(self, session_id: str) -> bool:
@@ -731,9 +731,6 @@ class ProcessRegistry:
             self._state.finished.pop(session_id, None)
             self._state.bases.pop(session_id, None)
         return True
-
-
-_HAVE_PIDFD = identity.pidfd_available()
 
 
 def _pidfd_exited(fd: int) -> bool | None:
@@ -796,15 +793,6 @@ def _environ(pid: int) -> list[bytes]:
             return fh.read().split(b"\0")
     except OSError:
         return []
-
-
-def _wait_gone(members: dict[int, str], deadline: float) -> dict[int, str]:
-    """Wait until none of ``members`` (pid -> fingerprint) is alive, or the deadline."""
-    while True:
-        living = {pid: fp for pid, fp in members.items() if identity.is_alive(pid, fp)}
-        if not living or time.monotonic() >= deadline:
-            return living
-        time.sleep(0.02)
 
 
 def _processes_under(cwd: str) -> list[tuple[int, str]]:
