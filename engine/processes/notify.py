@@ -8,7 +8,7 @@ that applies them to the sessions of a home:
   (the next delivered match reports how many); three consecutive windows with drops,
   or the 8th delivered match, disable watching with one ``watch_disabled`` event and
   fall back to notify-on-complete.
-- :class:`Breaker` (across all sessions): more than 15 matches in 10 s trips it (one
+- :class:`WatchOverflow` (across all sessions): more than 15 matches in 10 s trips it (one
   ``watch_overflow_tripped`` event), then 30 s of silence, then one
   ``watch_overflow_released`` event with the number dropped.
 - :class:`NotificationCenter`: follows watched sessions' output by byte offset and
@@ -181,12 +181,12 @@ class WatchPolicy:
 
 
 # --------------------------------------------------------------------------------------
-# Global breaker
+# Across all sessions: the watch overflow
 # --------------------------------------------------------------------------------------
 
 
 @dataclass
-class Breaker:
+class WatchOverflow:
     max_matches: int = BREAKER_MAX
     window: float = BREAKER_WINDOW
     silence: float = BREAKER_SILENCE
@@ -294,7 +294,7 @@ class NotificationCenter:
         self.registry = registry
         self.redact = redact
         self.clock = clock
-        self.breaker = Breaker()
+        self.overflow = WatchOverflow()
         self._watched: dict[str, _Watched] = {}
         self._seen_finished: set[str] = set()
 
@@ -306,7 +306,7 @@ class NotificationCenter:
         now = self.clock()
         if sessions is None:
             sessions = self.registry.list(include_finished=True)
-        events: list[ProcessEvent] = list(self.breaker.tick(now))
+        events: list[ProcessEvent] = list(self.overflow.tick(now))
         for s in sessions:
             # Output of a session that had already ended when we first saw it is not
             # scanned (its matches are history); one we were watching gets a last drain.
@@ -364,7 +364,7 @@ class NotificationCenter:
             for verdict in w.policy.offer(pattern, matched, now):
                 if verdict is WatchVerdict.DELIVER:
                     suppressed = w.policy.take_suppressed()
-                    allowed, extra = self.breaker.allow(now)
+                    allowed, extra = self.overflow.allow(now)
                     events.extend(extra)
                     if allowed:
                         events.append(self._match_event(w, pattern, matched, suppressed, now))
