@@ -193,50 +193,39 @@ class OutputFollower:
         return held.decode("utf-8", errors="replace")
 
 
-def read_tail(path: Path | str, max_bytes: int) -> tuple[str, int]:
-    """The decoded last ``max_bytes`` of a file and its total size (for poll/log/notify)."""
-    try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            start = max(0, size - max_bytes)
-            fh.seek(start)
-            data = fh.read(size - start)
-    except FileNotFoundError:
-        return "", 0
-    if start > 0:
-        data = data[_continuation_bytes(data) :]
-    return data.decode("utf-8", errors="replace"), size
-
-
-# The most ``read_last_lines`` reads: a line longer than this (a log without newlines)
+# The most :func:`read_tail` reads: a line longer than this (a log without newlines)
 # is shown by its last part only, so a tail costs bounded time and memory.
 TAIL_MAX_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
-class LastLines:
-    """The tail of a log: raw bytes, the file's size, and how many bytes of the first
-    line shown were left out because the window ended inside it (0: lines are whole)."""
+class Tail:
+    """The end of a file: raw bytes starting on a character boundary, the file's size,
+    and how many bytes before them were left out although they belong to the first
+    line shown (0: that line is whole, or the whole file is shown)."""
 
     data: bytes
     total: int
     cut: int = 0
 
+    @property
+    def text(self) -> str:
+        return self.data.decode("utf-8", errors="replace")
 
-def read_last_lines(
-    path: Path | str, n: int, block: int = 64 * 1024, max_bytes: int = TAIL_MAX_BYTES
-) -> LastLines:
-    """The last ``n`` lines of a file, reading backwards in blocks, so the tail of a huge
-    log costs only the tail; never more than ``max_bytes`` (then ``cut`` says how much
-    of the earliest line is missing, and the data starts on a character boundary)."""
+
+def read_tail(path: Path | str, max_bytes: int = TAIL_MAX_BYTES, lines: int | None = None,
+              block: int = 64 * 1024) -> Tail:
+    """The end of a file, reading backwards in blocks, so the tail of a huge log costs
+    only the tail: the last ``lines`` lines (every line when None), never more than the
+    last ``max_bytes`` bytes. A missing file is an empty tail."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
-        return LastLines(b"", 0)
+        return Tail(b"", 0)
     try:
         size = os.fstat(fd).st_size
-        if n <= 0 or size == 0:
-            return LastLines(b"", size)
+        if (lines is not None and lines <= 0) or size == 0:
+            return Tail(b"", size)
         floor = max(0, size - max(1, max_bytes))
         pos = size
         blocks: list[bytes] = []
@@ -248,22 +237,29 @@ def read_last_lines(
             blocks.append(chunk)
             # A final newline ends the last line; n lines need n newlines before the tail.
             newlines += chunk.count(b"\n", 0, len(chunk) - 1 if pos + step == size else len(chunk))
-            if newlines >= n:
+            if lines is not None and newlines >= lines:
                 break
         data = b"".join(reversed(blocks))
     finally:
         os.close(fd)
+    if lines is not None:
+        start = _start_of_last_lines(data, lines)
+        if start is not None:
+            return Tail(data[start:], size)
+    if pos == 0:
+        return Tail(data, size)  # the whole file (or fewer lines than asked for)
+    skip = _continuation_bytes(data)
+    return Tail(data[skip:], size, pos + skip)
+
+
+def _start_of_last_lines(data: bytes, n: int) -> int | None:
+    """Where the last ``n`` lines of ``data`` start, or None when it holds fewer."""
     cut = len(data) - 1  # skip the final newline (if any) when counting back
     for _ in range(n):
         cut = data.rfind(b"\n", 0, cut)
         if cut < 0:
-            break
-    else:
-        return LastLines(data[cut + 1 :], size)
-    if pos == 0:
-        return LastLines(data, size)  # fewer than n lines in the whole file
-    skip = _continuation_bytes(data)
-    return LastLines(data[skip:], size, pos + skip)
+            return None
+    return cut + 1
 
 
 def _continuation_bytes(data: bytes) -> int:

@@ -231,7 +231,7 @@ class WatchOverflow:
 
 
 def completion_event(s: ProcessSession, redact: bool, now: float | None = None) -> ProcessEvent:
-    tail, _size = read_tail(s.output_path, COMPLETION_TAIL_CHARS * 4)
+    tail = read_tail(s.output_path, COMPLETION_TAIL_CHARS * 4).text
     tail = maybe_redact(strip_ansi(tail), redact)[-COMPLETION_TAIL_CHARS:]
     command = maybe_redact(s.command, redact)
     duration = s.runtime()
