@@ -338,10 +338,10 @@ class NotificationCenter:
             offset = state.get("offset") if isinstance(state.get("offset"), int) else 0
             w = _Watched(s.id, s.command, OutputFollower(s.output_path, offset), policy, saved_at=now)
             self._watched[s.id] = w
-        chunk = w.follower.read_all_text()
+        chunk = w.follower.read_all()
         if chunk.reset:
             w.partial = ""
-        if not chunk.text:
+        if not chunk.data:
             self._save(w, now)
             return []
         w.dirty = True
