@@ -168,6 +168,33 @@ def is_alive(pid: int, fp: str | None) -> bool:
     return stat is not None and not stat.is_zombie and fingerprint_of(stat) == fp
 
 
+class Liveness(enum.StrEnum):
+    """What a recorded (pid, fingerprint) pair names now (the values are stored and
+    printed as they are)."""
+
+    ALIVE = "alive"  # that very process, running
+    UNVERIFIED_ALIVE = "unverified_alive"  # the pid runs, but no fingerprint was taken: never signalled
+    RECYCLED = "recycled"  # the pid is another process now
+    GONE = "gone"  # no such process any more (or only its zombie)
+
+
+# The states in which something still runs under the recorded pid that may be ours.
+RUNS = frozenset({Liveness.ALIVE, Liveness.UNVERIFIED_ALIVE})
+
+
+def liveness(pid: int | None, fp: str | None) -> Liveness:
+    """Whether ``pid`` is still the process ``fp`` was taken of; without a verifiable
+    fingerprint, only whether the pid exists (such a pid is never signalled)."""
+    if not pid:
+        return Liveness.GONE
+    stat = read_stat(pid)
+    if stat is None or stat.is_zombie:
+        return Liveness.GONE
+    if not is_verifiable(fp):
+        return Liveness.UNVERIFIED_ALIVE
+    return Liveness.ALIVE if fingerprint_of(stat) == fp else Liveness.RECYCLED
+
+
 def lineage(pid: int | None = None) -> tuple[tuple[int, str], ...]:
     """``(pid, fingerprint)`` of ``pid`` (default: this process) and all its ancestors.
 

@@ -410,3 +410,20 @@ def test_an_unreadable_session_makes_live_processes_fail_closed(home, settings):
             reg.live_processes()
     finally:
         assert reg.kill(s.id, grace=0.5).ok
+
+
+def test_liveness_names_each_state_of_a_recorded_pid(children):
+    """One real child, asked about under its own fingerprint, another one, none at
+    all, and after it was reaped."""
+    child = children(["sleep", "30"])
+    fp = wait_until(lambda: identity.is_verifiable(identity.fingerprint(child.pid)) and identity.fingerprint(child.pid),
+                    what="the child's fingerprint")
+    boot, _sep, ticks = fp.partition("|")
+    assert identity.liveness(child.pid, fp) is identity.Liveness.ALIVE
+    assert identity.liveness(child.pid, f"{boot}|{int(ticks) + 1}") is identity.Liveness.RECYCLED
+    assert identity.liveness(child.pid, identity.UNVERIFIED) is identity.Liveness.UNVERIFIED_ALIVE
+    assert identity.liveness(None, fp) is identity.Liveness.GONE
+    child.kill()
+    child.wait()
+    assert identity.liveness(child.pid, fp) is identity.Liveness.GONE
+    assert identity.Liveness.UNVERIFIED_ALIVE == "unverified_alive"  # the stored value is unchanged

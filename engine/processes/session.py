@@ -357,12 +357,10 @@ def session_from_meta(session_dir: Path, meta: dict[str, Any]) -> ProcessSession
 
 
 def leader_alive(session: ProcessSession) -> bool:
-    if identity.is_verifiable(session.fingerprint):
-        return identity.is_alive(session.pid, session.fingerprint)
-    # No fingerprint could be taken at spawn: we can only say the pid exists. Such a
-    # session is never signalled; it is reported running while the pid is there.
-    stat = identity.read_stat(session.pid)
-    return stat is not None and not stat.is_zombie
+    """The session's leader still runs. Without a fingerprint taken at spawn we can only
+    say the pid exists: such a session is reported running while it does, and never
+    signalled."""
+    return identity.liveness(session.pid, session.fingerprint) in identity.RUNS
 
 
 def derive(base: ProcessSession, alive: Callable[[ProcessSession], bool] = leader_alive) -> ProcessSession:
