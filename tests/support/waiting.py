@@ -17,30 +17,32 @@ DEFAULT_TIMEOUT = 60.0
 STEP_SECONDS = 0.02
 
 
+def _check(predicate: Callable[[], T], deadline: float, timeout: float, what: str) -> T | None:
+    """The predicate's value when truthy; None to keep waiting; fails past the deadline."""
+    value = predicate()
+    if value:
+        return value
+    if time.monotonic() >= deadline:
+        raise AssertionError(f"{what} not reached in {timeout:g}s")
+    return None
+
+
 def wait_until(predicate: Callable[[], T], timeout: float = DEFAULT_TIMEOUT, what: str = "condition") -> T:
     """The first truthy value of ``predicate()``; fails the test, naming ``what``, when
     none comes within ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"{what} not reached in {timeout:g}s")
+    while not (value := _check(predicate, deadline, timeout, what)):
         time.sleep(STEP_SECONDS)
+    return value
 
 
 async def wait_until_pilot(pilot, predicate: Callable[[], T], timeout: float = DEFAULT_TIMEOUT,
                            what: str = "condition") -> T:
     """:func:`wait_until` for a Pilot test: the app keeps running between the checks."""
     deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"{what} not reached in {timeout:g}s")
+    while not (value := _check(predicate, deadline, timeout, what)):
         await pilot.pause(0.05)
+    return value
 
 
 async def wait_workers(app, groups: Iterable[str]) -> None:
