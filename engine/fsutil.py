@@ -8,6 +8,9 @@ import stat as stat_mod
 from pathlib import Path
 from typing import Any
 
+# Re-exported for the modules that still import them from here; engine.text owns them.
+from engine.text import human_bytes, human_duration  # noqa: F401
+
 
 def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
     """Write ``data`` so readers see either the old file or the whole new one."""
@@ -71,31 +74,3 @@ def tree_size(path: Path | str, stop_above: int | None = None) -> int:
         if stop_above is not None and total > stop_above:
             return total
     return total
-
-
-def human_bytes(n: int | float | None) -> str:
-    if n is None:
-        return "?"
-    n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
-
-
-def human_duration(seconds: float | None) -> str:
-    """Compact age: '42s', '5m 3s', '3h 4m', '3d 4h'."""
-    if seconds is None:
-        return "?"
-    s = int(max(0, seconds))
-    if s < 60:
-        return f"{s}s"
-    m, s = divmod(s, 60)
-    if m < 60:
-        return f"{m}m {s}s" if s else f"{m}m"
-    h, m = divmod(m, 60)
-    if h < 24:
-        return f"{h}h {m}m" if m else f"{h}h"
-    d, h = divmod(h, 24)
-    return f"{d}d {h}h" if h else f"{d}d"

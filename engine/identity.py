@@ -168,6 +168,33 @@ def is_alive(pid: int, fp: str | None) -> bool:
     return stat is not None and not stat.is_zombie and fingerprint_of(stat) == fp
 
 
+class Liveness(enum.StrEnum):
+    """What a recorded (pid, fingerprint) pair names now (the values are stored and
+    printed as they are)."""
+
+    ALIVE = "alive"  # that very process, running
+    UNVERIFIED_ALIVE = "unverified_alive"  # the pid runs, but no fingerprint was taken: never signalled
+    RECYCLED = "recycled"  # the pid is another process now
+    GONE = "gone"  # no such process any more (or only its zombie)
+
+
+# The states in which something still runs under the recorded pid that may be ours.
+RUNS = frozenset({Liveness.ALIVE, Liveness.UNVERIFIED_ALIVE})
+
+
+def liveness(pid: int | None, fp: str | None) -> Liveness:
+    """Whether ``pid`` is still the process ``fp`` was taken of; without a verifiable
+    fingerprint, only whether the pid exists (such a pid is never signalled)."""
+    if not pid:
+        return Liveness.GONE
+    stat = read_stat(pid)
+    if stat is None or stat.is_zombie:
+        return Liveness.GONE
+    if not is_verifiable(fp):
+        return Liveness.UNVERIFIED_ALIVE
+    return Liveness.ALIVE if fingerprint_of(stat) == fp else Liveness.RECYCLED
+
+
 def lineage(pid: int | None = None) -> tuple[tuple[int, str], ...]:
     """``(pid, fingerprint)`` of ``pid`` (default: this process) and all its ancestors.
 
@@ -217,6 +244,7 @@ def parse_lineage(text: str) -> tuple[tuple[int, str], ...]:
 
 
 def pidfd_available() -> bool:
+    """Whether this kernel and Python can signal through a pidfd (probed on our own pid)."""
     if not (hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal")):
         return False
     try:
@@ -227,10 +255,11 @@ def pidfd_available() -> bool:
     return True
 
 
-_PIDFD = pidfd_available()
+# Probed once: the kernel cannot gain or lose pidfds while we run. Every module asks this.
+HAVE_PIDFD = pidfd_available()
 
 
-class SignalOutcome(enum.Enum):
+class SignalOutcome(enum.StrEnum):
     SENT = "sent"
     UNVERIFIED = "unverified"  # no usable fingerprint stored: never signalled
     PID_RECYCLED = "pid_recycled"  # the pid now belongs to another process (or another boot)
@@ -284,7 +313,7 @@ def send_signal(pid: int, fp: str | None, sig: int, *, group: bool = False) -> S
     if not is_verifiable(fp):
         return SignalResult(pid, name, SignalOutcome.UNVERIFIED, "no verified fingerprint stored")
     pidfd = None
-    if _PIDFD:
+    if HAVE_PIDFD:
         try:
             pidfd = os.pidfd_open(pid)
         except ProcessLookupError:
@@ -368,7 +397,7 @@ class TerminateReport:
         }
 
 
-def _wait_gone(members: dict[int, str], deadline: float, poll: float = 0.02) -> dict[int, str]:
+def wait_gone(members: dict[int, str], deadline: float, poll: float = 0.02) -> dict[int, str]:
     """Wait until no member (pid -> fingerprint) is alive, or the deadline. Returns the living."""
     while True:
         living = {pid: fp for pid, fp in members.items() if is_alive(pid, fp)}
@@ -397,7 +426,7 @@ def terminate(pid: int, fp: str | None, grace: float = 2.0) -> TerminateReport:
         return report
     members.setdefault(pid, fp or UNVERIFIED)
     report.signals.extend((m, "SIGTERM") for m in sorted(members))
-    living = _wait_gone(members, time.monotonic() + max(0.0, grace))
+    living = wait_gone(members, time.monotonic() + max(0.0, grace))
     if living:
         if is_leader and pid in living:
             res = send_signal(pid, fp, signal.SIGKILL, group=True)
@@ -408,6 +437,6 @@ def terminate(pid: int, fp: str | None, grace: float = 2.0) -> TerminateReport:
             res = send_signal(member, mfp, signal.SIGKILL)
             if res.sent:
                 report.signals.append((member, "SIGKILL"))
-        living = _wait_gone(dict(sorted(members.items())), time.monotonic() + 1.0)
+        living = wait_gone(dict(sorted(members.items())), time.monotonic() + 1.0)
     report.survivors = sorted(living)
     return report

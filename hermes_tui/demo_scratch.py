@@ -98,11 +98,9 @@ def _age_dirs_only(path: Path, hours: float) -> None:
         os.utime(dirpath, (when, when))
 
 
-def _start_registered_process(home: HomeLayout, settings, cwd: Path) -> str | None:
-    try:
-        from engine.processes import ProcessRegistry
-    except ImportError:
-        return None
+def _start_registered_process(home: HomeLayout, settings, cwd: Path) -> str:
+    from engine.processes import ProcessRegistry
+
     session = ProcessRegistry(home, settings).spawn(["sleep", "1800"], cwd=cwd, owner="demo")
     _sessions[str(home.root)] = session.id
     return session.id

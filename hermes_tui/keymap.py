@@ -25,8 +25,6 @@ def binding_sources() -> list[tuple[str, str, type]]:
     sources: list[tuple[str, str, type]] = [("Everywhere", "app", HermesApp)]
     for cls in pane_classes():
         sources.append((f"{cls.NUMBER} {cls.TITLE}", cls.PANE_ID, cls))
-        for extra in getattr(cls, "EXTRA_BINDING_CLASSES", ()):
-            sources.append((f"{cls.NUMBER} {cls.TITLE}", cls.PANE_ID, extra))
     sources.append(("Command bar", "command-bar", CommandBar))
     # The board's dialogs are imported here, not by the board pane at start-up.
     from widgets.board_modals import AssignScreen, CardDetailsScreen, NewCardScreen

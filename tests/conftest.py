@@ -6,15 +6,16 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from engine.config import Settings
 from engine.home import HomeLayout
+from tests.support.cli import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
+__all__ = ["REPO", "run_cli"]  # run_cli lives in tests.support; re-exported for the modules that import it here
 
 # No test may start a real automatic scratch pass by accident: not in this process
 # (the once-per-process flag is spent) and not in the CLI subprocesses tests run (they
@@ -86,22 +87,3 @@ def children():
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-
-
-def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60, cwd=None,
-            input: str | None = None) -> subprocess.CompletedProcess:
-    """Run the real ``hermes-tui`` CLI in a subprocess (python -m hermes_tui)."""
-    full_env = dict(os.environ)
-    full_env.pop("HERMES_HOME", None)
-    if env:
-        full_env.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "hermes_tui", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=full_env,
-        cwd=cwd,
-        input=input,
-        stdin=None if input is not None else subprocess.DEVNULL,
-    )

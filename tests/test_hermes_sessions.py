@@ -143,7 +143,7 @@ def test_own_sessions_are_listed_beside_hermes_sessions(hermes_home):
 
 async def test_the_pane_lists_a_hermes_session_and_kills_it_only_after_yes(hermes_home):
     from hermes_tui.app import HermesApp
-    from tests.test_processes_app import wait_until as wait_briefly
+    from tests.support import wait_until_pilot as wait_briefly
     from widgets.confirm import ConfirmModal
     from widgets.processes_pane import NO_OUTPUT_NOTE, ProcessesPane
 

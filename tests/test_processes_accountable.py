@@ -20,14 +20,7 @@ from engine.processes import ProcessRegistry, SpawnFailed
 from engine.processes import registry as registry_mod
 from engine.processes.session import STATE_STARTING, SessionCorrupt
 from engine.scratch.registered import registry_provider
-from tests.conftest import run_cli
-
-
-def wait_for(predicate, timeout: float = 20.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"{what} not reached in {timeout}s"
-        time.sleep(0.02)
+from tests.support import run_cli, wait_until
 
 
 @pytest.fixture
@@ -168,7 +161,7 @@ def test_each_malformed_session_is_one_line_and_everything_else_works(reg, home,
     # the cwd a malformed session names (it may be that session's): spared, not signalled.
     inside = children(["sleep", "30"], cwd=workdir)
     elsewhere = children(["sleep", "30"], cwd=tmp_path)
-    wait_for(lambda: os.readlink(f"/proc/{inside.pid}/cwd") == str(workdir), what="child cwd")
+    wait_until(lambda: os.readlink(f"/proc/{inside.pid}/cwd") == str(workdir), what="child cwd")
     live = registry_provider(home, Settings())()  # what the pruner asks
     pids = {pid for pid, _fp, _label in live}
     assert good.pid in pids and inside.pid in pids and elsewhere.pid not in pids
@@ -188,18 +181,18 @@ def test_a_malformed_session_without_a_readable_cwd_fails_closed_everywhere(reg,
 def test_a_session_whose_wrapper_was_killed_is_lost_and_proc_kill_still_stops_it(reg, home, tmp_path):
     gone = tmp_path / "command-ended"
     s = reg.spawn(f"trap 'touch {gone}; exit 0' TERM; echo up; while :; do sleep 0.05; done")
-    wait_for(lambda: "up" in s.output_path.read_text(), what="command running")
+    wait_until(lambda: "up" in s.output_path.read_text(), what="command running")
     command_pids = [pid for pid in identity.group_members(s.pid) if pid != s.pid]
     assert command_pids
     os.kill(s.pid, signal.SIGKILL)  # the supervising wrapper only
     reg.wait(s.id, timeout=20)
-    wait_for(lambda: reg.get(s.id).status == "lost", what="lost")
+    wait_until(lambda: reg.get(s.id).status == "lost", what="lost")
     assert any(identity.read_stat(pid) is not None for pid in command_pids)  # the command runs on
     r = run_cli("--home", str(home.root), "proc", "kill", s.id, "--grace", "5")
     assert r.returncode == 0, r.stderr
     assert "killed" in r.stdout and "wrapper" in r.stdout and "SIGTERM" in r.stdout
-    wait_for(gone.exists, what="the command's TERM trap")  # it got our TERM
-    wait_for(lambda: not any(identity.is_alive(pid, identity.fingerprint(pid)) for pid in command_pids),
+    wait_until(gone.exists, what="the command's TERM trap")  # it got our TERM
+    wait_until(lambda: not any(identity.is_alive(pid, identity.fingerprint(pid)) for pid in command_pids),
              what="command gone")
     assert reg.get(s.id).status == "killed"
 
@@ -219,8 +212,8 @@ def test_the_real_prune_spares_a_malformed_sessions_cwd_and_works_everywhere_els
     session = children(["sleep", "60"], cwd=theirs)
     stranger = children(["sleep", "60"], cwd=stranger_entry)
     for p, where in ((session, theirs), (stranger, stranger_entry)):
-        wait_for(lambda p=p, where=where: os.readlink(f"/proc/{p.pid}/cwd") == str(where), what="cwd")
-        wait_for(lambda p=p: identity.read_stat(p.pid).comm == b"sleep", what="exec")
+        wait_until(lambda p=p, where=where: os.readlink(f"/proc/{p.pid}/cwd") == str(where), what="cwd")
+        wait_until(lambda p=p: identity.read_stat(p.pid).comm == b"sleep", what="exec")
     _not_started(home, "proc_0000000000d1", None)
     (home.processes_dir / "proc_0000000000d1" / "meta.json").write_text(
         json.dumps({"id": "proc_0000000000d1", "pid": 10**30, "cwd": str(theirs), "command": "sleep 60"}))

@@ -5,7 +5,6 @@ watch toasts, search/wrap/follow/copy, history, and an SVG snapshot of the pane.
 from __future__ import annotations
 
 import json
-import time
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -19,6 +18,7 @@ from engine.config import Settings, UiSettings
 from engine.home import HomeLayout
 from engine.processes import ProcessRegistry
 from hermes_tui.app import HermesApp
+from tests.support import wait_until_pilot, wait_workers
 from widgets.command_bar import CommandBar
 from widgets.confirm import ConfirmModal
 from widgets.processes_pane import ProcessesPane
@@ -61,15 +61,6 @@ def make_app(home, settings=FAST) -> HermesApp:
     return app
 
 
-async def wait_until(pilot, predicate, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("condition not met in time")
-
-
 async def submit(pilot, app, command: str) -> None:
     bar = app.query_one(CommandBar)
     if app.focused is not bar:
@@ -85,24 +76,26 @@ async def test_ctrl_b_yields_the_foreground_run_from_the_command_bar(home, tmp_p
         pane: ProcessesPane = app.pane("processes")
         bar = app.query_one(CommandBar)
         await submit(pilot, app, count_cmd(marker))
-        await wait_until(pilot, lambda: pane.foreground is not None)
+        await wait_until_pilot(pilot, lambda: pane.foreground is not None)
         fg = pane.foreground
         assert "running" in bar.border_title and "^b" in bar.border_title
         assert fg.id not in pane._rows  # the foreground run is not a table row yet
-        await wait_until(pilot, lambda: len(pane.output.lines) >= 200)
+        await wait_until_pilot(pilot, lambda: len(pane.output.lines) >= 200)
         assert app.focused is bar
         await pilot.press("ctrl+b")  # with the command bar focused
-        await wait_until(pilot, lambda: pane.foreground is None)
+        await wait_until_pilot(pilot, lambda: pane.foreground is None)
         assert any(f"moved to background as {fg.id}" in t for t in app.toasts)
         assert "running" not in bar.border_title
-        await wait_until(pilot, lambda: fg.id in pane._rows)
-        await wait_until(pilot, lambda: pane.sessions[fg.id].finished and len(pane.output.lines) >= 400)
-        await pilot.pause(0.3)
+        await wait_until_pilot(pilot, lambda: fg.id in pane._rows)
+        await wait_until_pilot(pilot, lambda: pane.sessions[fg.id].finished and len(pane.output.lines) >= 400)
+        await wait_workers(app, ["processes-foreground"])
+        seen = pane.refresh_count  # two more refreshes: a late duplicate would have arrived
+        await wait_until_pilot(pilot, lambda: pane.refresh_count >= seen + 2)
         assert list(pane.output.lines) == [str(i) for i in range(1, 401)]  # once each, none lost
         done = ProcessRegistry(home, Settings()).get(fg.id)
         assert done.status == "exited" and done.exit_code == 0 and done.background and done.notify
         # notify-on-complete after the yield: the completion arrives once
-        await wait_until(pilot, lambda: any(e.session_id == fg.id for e in pane.notifications))
+        await wait_until_pilot(pilot, lambda: any(e.session_id == fg.id for e in pane.notifications))
     assert not marker.exists()
     assert spy_signals == []
 
@@ -113,13 +106,13 @@ async def test_submitting_while_one_runs_redirects(home, tmp_path, cleanup, spy_
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
         await submit(pilot, app, count_cmd(marker))
-        await wait_until(pilot, lambda: pane.foreground is not None and len(pane.output.lines) >= 100)
+        await wait_until_pilot(pilot, lambda: pane.foreground is not None and len(pane.output.lines) >= 100)
         first = pane.foreground
         await submit(pilot, app, "echo second; sleep 30")
-        await wait_until(pilot, lambda: pane.foreground is not None and pane.foreground.id != first.id)
+        await wait_until_pilot(pilot, lambda: pane.foreground is not None and pane.foreground.id != first.id)
         second = pane.foreground
         assert any("redirect" in t and first.id in t for t in app.toasts)
-        await wait_until(pilot, lambda: first.id in pane._rows)
+        await wait_until_pilot(pilot, lambda: first.id in pane._rows)
         assert pane.output.session_id == second.id
         assert "running" in app.query_one(CommandBar).border_title
     reg = ProcessRegistry(home, Settings())
@@ -136,10 +129,10 @@ async def test_remapped_background_key(home, cleanup):
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
         await submit(pilot, app, "sleep 30")
-        await wait_until(pilot, lambda: pane.foreground is not None)
+        await wait_until_pilot(pilot, lambda: pane.foreground is not None)
         assert "^g" in app.query_one(CommandBar).border_title
         await pilot.press("ctrl+g")
-        await wait_until(pilot, lambda: pane.foreground is None)
+        await wait_until_pilot(pilot, lambda: pane.foreground is None)
         assert any("moved to background" in t for t in app.toasts)
 
 
@@ -157,24 +150,24 @@ async def test_kill_asks_first_with_no_as_default(home, cleanup):
     app = PaneOnly(home, FAST)
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
-        await wait_until(pilot, lambda: s.id in pane._rows)
+        await wait_until_pilot(pilot, lambda: s.id in pane._rows)
         pane.table.focus()
         await pilot.press("k")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await wait_until_pilot(pilot, lambda: isinstance(app.screen, ConfirmModal))
         await pilot.pause()
         body = str(app.screen._body)
         assert "sleep 30" in body and str(s.pid) in body
         await pilot.press("enter")  # the focused default is No
-        await wait_until(pilot, lambda: not isinstance(app.screen, ConfirmModal))
-        await pilot.pause(0.3)
+        await wait_until_pilot(pilot, lambda: not isinstance(app.screen, ConfirmModal))
+        await wait_workers(app, ["processes-kill"])  # none was started; any would be done
         assert identity.is_alive(s.pid, s.fingerprint)
         pane.table.focus()
         await pilot.press("k")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await wait_until_pilot(pilot, lambda: isinstance(app.screen, ConfirmModal))
         await pilot.pause()
         await pilot.press("y")
-        await wait_until(pilot, lambda: any("killed" in t for t in app.toasts))
-        await wait_until(pilot, lambda: pane.sessions[s.id].status == "killed")
+        await wait_until_pilot(pilot, lambda: any("killed" in t for t in app.toasts))
+        await wait_until_pilot(pilot, lambda: pane.sessions[s.id].status == "killed")
         assert not identity.is_alive(s.pid, s.fingerprint)
 
 
@@ -185,13 +178,13 @@ async def test_completions_while_no_app_was_open_show_once(home):
     app = PaneOnly(home, FAST)
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
-        await wait_until(pilot, lambda: pane.notifications)
+        await wait_until_pilot(pilot, lambda: pane.notifications)
         assert [e.session_id for e in pane.notifications] == [s.id]
         assert any(s.id in t for t in app.toasts)
     again = PaneOnly(home, FAST)
     async with again.run_test(size=WIDE) as pilot:
         pane = again.pane("processes")
-        await wait_until(pilot, lambda: pane.refresh_count >= 2)
+        await wait_until_pilot(pilot, lambda: pane.refresh_count >= 2)
         assert pane.notifications == []
 
 
@@ -200,9 +193,9 @@ async def test_watch_match_appears_as_toast_and_in_the_list(home, cleanup):
     app = PaneOnly(home, FAST)
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
-        await pilot.pause(0.3)
+        await wait_until_pilot(pilot, lambda: pane.refresh_count >= 1)
         s = reg.spawn("sleep 0.3; echo 'server READY token=abc123secret'; sleep 30", watch=["READY"])
-        await wait_until(pilot, lambda: any(e.kind == "watch_match" for e in pane.notifications))
+        await wait_until_pilot(pilot, lambda: any(e.kind == "watch_match" for e in pane.notifications))
         event = next(e for e in pane.notifications if e.kind == "watch_match")
         assert event.session_id == s.id
         assert "abc123secret" not in event.text
@@ -218,7 +211,7 @@ async def test_output_view_search_wrap_follow_copy(home, cleanup):
     app.copy_to_clipboard = copied.append
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
-        await wait_until(pilot, lambda: len(pane.output.lines) >= 52)
+        await wait_until_pilot(pilot, lambda: len(pane.output.lines) >= 52)
         assert "SECRETVALUE" not in pane.output.text()
         pane.table.focus()
         await pilot.press("slash")
@@ -243,8 +236,8 @@ async def test_command_history_walks_with_up_and_down(home, cleanup):
         bar = app.query_one(CommandBar)
         for cmd in ("echo one", "echo two"):
             await submit(pilot, app, cmd)
-            await wait_until(pilot, lambda: pane.foreground is None and bar.value == "")
-            await pilot.pause(0.3)
+            await wait_until_pilot(pilot, lambda: pane.foreground is None and bar.value == "")
+            await wait_workers(app, ["processes-foreground"])
         await pilot.press("up")
         assert bar.value == "echo two"
         await pilot.press("up")
@@ -322,24 +315,24 @@ async def test_a_backgrounded_command_outlives_the_app_and_the_next_app_sees_its
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
         await submit(pilot, app, f"echo started; while [ ! -e {gate} ]; do sleep 0.05; done; echo finished; exit 4")
-        await wait_until(pilot, lambda: pane.foreground is not None and "started" in pane.output.lines)
+        await wait_until_pilot(pilot, lambda: pane.foreground is not None and "started" in pane.output.lines)
         sid = pane.foreground.id
         await pilot.press("ctrl+b")
-        await wait_until(pilot, lambda: pane.foreground is None)
+        await wait_until_pilot(pilot, lambda: pane.foreground is None)
     # the app has quit: the command still runs
     s = ProcessRegistry(home, Settings()).get(sid)
     assert s.status == "running" and identity.is_alive(s.pid, s.fingerprint)
     again = make_app(home)
     async with again.run_test(size=WIDE) as pilot:
         pane = again.pane("processes")
-        await wait_until(pilot, lambda: sid in pane._rows and pane.sessions[sid].running)
+        await wait_until_pilot(pilot, lambda: sid in pane._rows and pane.sessions[sid].running)
         pane.table.focus()
-        await wait_until(pilot, lambda: pane.output.session_id == sid and "started" in pane.output.lines)
+        await wait_until_pilot(pilot, lambda: pane.output.session_id == sid and "started" in pane.output.lines)
         gate.touch()
-        await wait_until(pilot, lambda: pane.sessions[sid].finished and "finished" in pane.output.lines)
+        await wait_until_pilot(pilot, lambda: pane.sessions[sid].finished and "finished" in pane.output.lines)
         assert pane.sessions[sid].exit_code == 4
         # it was backgrounded, so it notifies on completion
-        await wait_until(pilot, lambda: any(e.session_id == sid for e in pane.notifications))
+        await wait_until_pilot(pilot, lambda: any(e.session_id == sid for e in pane.notifications))
 
 
 async def test_editor_key_explains_what_it_needs_and_all_toggle(home, monkeypatch, cleanup):
@@ -350,7 +343,7 @@ async def test_editor_key_explains_what_it_needs_and_all_toggle(home, monkeypatc
     app = PaneOnly(home, FAST)
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
-        await wait_until(pilot, lambda: {done.id, running.id} <= set(pane._rows))
+        await wait_until_pilot(pilot, lambda: {done.id, running.id} <= set(pane._rows))
         pane.table.focus()
         monkeypatch.delenv("VISUAL", raising=False)
         monkeypatch.delenv("EDITOR", raising=False)
@@ -360,9 +353,9 @@ async def test_editor_key_explains_what_it_needs_and_all_toggle(home, monkeypatc
         await pilot.press("e")  # headless: the app cannot suspend, and says so
         assert any("cannot open the editor" in t for t in app.toasts)
         await pilot.press("a")
-        await wait_until(pilot, lambda: set(pane._rows) == {running.id})
+        await wait_until_pilot(pilot, lambda: set(pane._rows) == {running.id})
         await pilot.press("a")
-        await wait_until(pilot, lambda: set(pane._rows) == {done.id, running.id})
+        await wait_until_pilot(pilot, lambda: set(pane._rows) == {done.id, running.id})
         assert pane.table.get_row_index(running.id) == 0  # running first
 
 
@@ -371,7 +364,7 @@ async def test_quitting_the_app_backgrounds_the_foreground_run(home, cleanup, sp
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
         await submit(pilot, app, "sleep 30")
-        await wait_until(pilot, lambda: pane.foreground is not None)
+        await wait_until_pilot(pilot, lambda: pane.foreground is not None)
         sid = pane.foreground.id
     s = ProcessRegistry(home, Settings()).get(sid)
     assert s.status == "running" and s.background and s.notify
@@ -385,7 +378,7 @@ async def pane_following(home, command: str):
     app = PaneOnly(home, FAST)
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
-        await wait_until(pilot, lambda: pane.output.session_id == s.id)
+        await wait_until_pilot(pilot, lambda: pane.output.session_id == s.id)
         yield app, pilot, pane
 
 
@@ -400,9 +393,9 @@ async def test_progress_bars_and_prompts_show_without_a_newline(home, cleanup, t
     async with pane_following(home, "printf 'crlf line\\r\\n'; printf ' 10%%\\r 50%%\\r100%%'; "
                               f"while [ ! -e '{gate}' ]; do sleep 0.02; done; printf 'Continue? '; sleep 30"
                               ) as (_app, pilot, pane):
-        await wait_until(pilot, lambda: "100%" in pane.output.lines)
+        await wait_until_pilot(pilot, lambda: "100%" in pane.output.lines)
         gate.touch()
-        await wait_until(pilot, lambda: "Continue? " in pane.output.lines)
+        await wait_until_pilot(pilot, lambda: "Continue? " in pane.output.lines)
         assert list(pane.output.lines)[:2] == ["crlf line", "100%"]
 
 
@@ -412,7 +405,7 @@ async def test_a_command_that_cannot_start_says_why(home, monkeypatch, tmp_path)
         pane: ProcessesPane = app.pane("processes")
         monkeypatch.setattr(pane, "_default_cwd", lambda: str(tmp_path / "gone"))
         await submit(pilot, app, "echo hi")
-        await wait_until(pilot, lambda: any("does not exist" in t for t in app.toasts))
+        await wait_until_pilot(pilot, lambda: any("does not exist" in t for t in app.toasts))
         assert pane.foreground is None
 
 
@@ -423,7 +416,7 @@ async def test_output_view_renders_colours_but_no_other_sequence(home, cleanup):
     command in the table and the view's title is shown the same way."""
     async with pane_following(home, ": 'x\x1b]0;t\x07'; " r"printf 'a\033]52;c;aGk=\007b\033[2Jc\033[31mred"
                               r"\033[0m\007\302\233d\n'; sleep 30") as (app, pilot, _pane):
-        await wait_until(pilot, lambda: r"abcred\x07\x9bd" in screen_text(app))
+        await wait_until_pilot(pilot, lambda: r"abcred\x07\x9bd" in screen_text(app))
         shown = screen_text(app)
         assert r"x\x1b]0;t\x07" in shown  # the command's argv, in the table and the title
         assert not any(ch in shown for ch in "\x1b\x07\x9b")
@@ -448,7 +441,7 @@ async def test_a_malformed_session_does_not_stop_the_pane(home, cleanup):
     app = PaneOnly(home, FAST)
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
-        await wait_until(pilot, lambda: good.id in pane._rows)
+        await wait_until_pilot(pilot, lambda: good.id in pane._rows)
         assert list(pane._rows) == [good.id]
 
 
@@ -463,18 +456,18 @@ async def test_the_pane_kills_what_is_left_of_a_session_whose_wrapper_was_killed
     app = make_app(home)
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
-        await wait_until(pilot, lambda: s.id in pane._rows and "up" in pane.output.lines)
+        await wait_until_pilot(pilot, lambda: s.id in pane._rows and "up" in pane.output.lines)
         command = [pid for pid in identity.group_members(s.pid) if pid != s.pid]
         assert command
         os.kill(s.pid, signal.SIGKILL)
         reg.wait(s.id, timeout=20)
-        await wait_until(pilot, lambda: pane.sessions[s.id].status == "lost")
+        await wait_until_pilot(pilot, lambda: pane.sessions[s.id].status == "lost")
         app.action_focus_pane("processes")
         pane.table.focus()
         await pilot.press("k")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await wait_until_pilot(pilot, lambda: isinstance(app.screen, ConfirmModal))
         assert "wrapper is gone" in str(app.screen._body)
         await pilot.press("y")
-        await wait_until(pilot, lambda: any("killed" in t and "wrapper" in t for t in app.toasts))
-        await wait_until(pilot, lambda: pane.sessions[s.id].status == "killed")
+        await wait_until_pilot(pilot, lambda: any("killed" in t and "wrapper" in t for t in app.toasts))
+        await wait_until_pilot(pilot, lambda: pane.sessions[s.id].status == "killed")
         assert not any(identity.is_alive(pid, identity.fingerprint(pid)) for pid in command)

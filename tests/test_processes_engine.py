@@ -20,6 +20,7 @@ from engine.processes.follower import OutputFollower
 from engine.processes.foreground import ForegroundRun
 from engine.processes.retention import prune_finished
 from engine.processes.session import EXIT_FILE, KILLED_FILE
+from tests.support import wait_until
 
 COUNT_400 = "for i in $(seq 1 400); do echo $i; sleep 0.01; done"
 
@@ -31,16 +32,6 @@ def reg(home, settings):
     for s in ProcessRegistry(home, settings).list(include_finished=False):
         r.kill(s.id, grace=0.2)
     r.reap()
-
-
-def wait_for(predicate, timeout=10.0, step=0.01):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError("condition not met in time")
 
 
 def test_spawn_shell_string_records_exit_code_and_output(reg):
@@ -119,7 +110,7 @@ def test_a_second_registry_sees_it_running_then_its_exit(home, settings, reg):
     assert other.get(s.id).status == "running"
     assert other.popen_of(s.id) is None
     follower = OutputFollower(other.get(s.id).output_path)
-    wait_for(lambda: "started" in follower.read().text)
+    wait_until(lambda: "started" in follower.read().text)
     done = other.wait(s.id, timeout=10)
     assert done.status == "exited" and done.exit_code == 5
     assert "done" in follower.read().text
@@ -130,7 +121,7 @@ def test_vanished_without_record_is_lost_never_an_invented_code(reg):
     # Someone else KILLs the whole group: the wrapper cannot write its record.
     res = identity.send_signal(s.pid, s.fingerprint, signal.SIGKILL, group=True)
     assert res.sent
-    wait_for(lambda: not identity.is_alive(s.pid, s.fingerprint))
+    wait_until(lambda: not identity.is_alive(s.pid, s.fingerprint))
     lost = reg.get(s.id)
     assert lost.status == "lost"
     assert lost.exit_code is None and lost.signal is None
@@ -181,7 +172,7 @@ def test_prefix_lookup(reg, monkeypatch):
 
 def test_kill_terminates_the_group(reg):
     s = reg.spawn("sleep 30 & sleep 30; wait")
-    wait_for(lambda: len(identity.group_members(s.pid)) >= 3)
+    wait_until(lambda: len(identity.group_members(s.pid)) >= 3)
     report = reg.kill(s.id, grace=2)
     assert report.outcome == "killed" and report.status == "killed"
     assert not report.survivors
@@ -193,7 +184,7 @@ def test_kill_terminates_the_group(reg):
 
 def test_kill_escalates_to_sigkill_for_a_child_that_traps_term(reg):
     s = reg.spawn(["sh", "-c", "trap 'echo got TERM' TERM; echo ready; while :; do sleep 0.05; done"])
-    wait_for(lambda: "ready" in s.output_path.read_text())
+    wait_until(lambda: "ready" in s.output_path.read_text())
     report = reg.kill(s.id, grace=0.3)
     assert report.outcome == "killed"
     assert (s.pid, "SIGTERM") in report.signals and (s.pid, "SIGKILL") in report.signals
@@ -419,3 +410,20 @@ def test_an_unreadable_session_makes_live_processes_fail_closed(home, settings):
             reg.live_processes()
     finally:
         assert reg.kill(s.id, grace=0.5).ok
+
+
+def test_liveness_names_each_state_of_a_recorded_pid(children):
+    """One real child, asked about under its own fingerprint, another one, none at
+    all, and after it was reaped."""
+    child = children(["sleep", "30"])
+    fp = wait_until(lambda: identity.is_verifiable(identity.fingerprint(child.pid)) and identity.fingerprint(child.pid),
+                    what="the child's fingerprint")
+    boot, _sep, ticks = fp.partition("|")
+    assert identity.liveness(child.pid, fp) is identity.Liveness.ALIVE
+    assert identity.liveness(child.pid, f"{boot}|{int(ticks) + 1}") is identity.Liveness.RECYCLED
+    assert identity.liveness(child.pid, identity.UNVERIFIED) is identity.Liveness.UNVERIFIED_ALIVE
+    assert identity.liveness(None, fp) is identity.Liveness.GONE
+    child.kill()
+    child.wait()
+    assert identity.liveness(child.pid, fp) is identity.Liveness.GONE
+    assert identity.Liveness.UNVERIFIED_ALIVE == "unverified_alive"  # the stored value is unchanged

@@ -81,38 +81,34 @@ def test_invalid_bytes_become_replacement_characters_and_flush(tmp_path):
 def test_read_tail_skips_a_cut_character(tmp_path):
     path = tmp_path / "o.log"
     path.write_bytes("ééé".encode())
-    text, size = read_tail(path, 3)
-    assert size == 6 and text == "é"
+    tail = read_tail(path, 3)
+    assert tail.total == 6 and tail.text == "é" and tail.cut == 4
 
 
-def test_read_last_lines_reads_only_the_tail(tmp_path):
-    from engine.processes.follower import read_last_lines
-
+def test_read_tail_lines_reads_only_the_tail(tmp_path):
     path = tmp_path / "o.log"
     for content in (b"", b"a\n", b"a\nb\nc\n", b"a\nb\nc", b"\n\n\n", b"x" * 100 + b"\n" + b"y" * 100):
         path.write_bytes(content)
         for n in (0, 1, 2, 5):
-            tail = read_last_lines(path, n, block=3)
+            tail = read_tail(path, lines=n, block=3)
             got, size = tail.data, tail.total
             assert size == len(content) and tail.cut == 0
             assert got == (b"".join(content.splitlines(keepends=True)[-n:]) if n else b""), (content, n)
-    missing = read_last_lines(tmp_path / "missing", 3)
+    missing = read_tail(tmp_path / "missing", lines=3)
     assert (missing.data, missing.total) == (b"", 0)
 
 
-def test_read_last_lines_of_one_huge_line_reads_a_bounded_window(tmp_path):
+def test_read_tail_lines_of_one_huge_line_reads_a_bounded_window(tmp_path):
     """A log without newlines: the tail is the window's worth of its end, starting on a
     character boundary, and says how much of the line it left out (before: the whole
     file was read, however big)."""
-    from engine.processes.follower import read_last_lines
-
     path = tmp_path / "o.log"
     path.write_bytes("é".encode() * 1000 + b"z" * 10)
-    tail = read_last_lines(path, 5, block=7, max_bytes=101)
+    tail = read_tail(path, 101, lines=5, block=7)
     assert tail.total == 2010
     assert tail.data.decode() == "é" * 45 + "z" * 10  # 101 bytes, less one cut continuation byte
     assert tail.cut == 2010 - len(tail.data)
-    whole = read_last_lines(path, 5, max_bytes=1 << 20)
+    whole = read_tail(path, 1 << 20, lines=5)
     assert (whole.cut, whole.data) == (0, path.read_bytes())
 
 

@@ -1,4 +1,4 @@
-"""Notifications: watch cooldown, strikes, lifetime cap, the global breaker, completions
+"""Notifications: watch cooldown, strikes, lifetime cap, the watch overflow, completions
 shown exactly once (across centers and restarts), redaction of what is shown."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from engine.processes.notify import (
     TRIPPED,
     WATCH_DISABLED,
     WATCH_MATCH,
-    Breaker,
     NotificationCenter,
+    WatchOverflow,
     WatchPolicy,
 )
 
@@ -107,11 +107,11 @@ def test_dropped_matches_do_not_count_toward_the_lifetime_cap():
     assert p.hits == 7 and not p.disabled
 
 
-# -- the global breaker ------------------------------------------------------------------
+# -- the watch overflow ------------------------------------------------------------------
 
 
-def test_breaker_trips_after_15_in_10s_then_releases_with_the_count():
-    b = Breaker()
+def test_watch_overflow_trips_after_15_in_10s_then_releases_with_the_count():
+    b = WatchOverflow()
     delivered, events = 0, []
     for i in range(18):
         ok, ev = b.allow(100.0 + i * 0.1)
@@ -128,8 +128,8 @@ def test_breaker_trips_after_15_in_10s_then_releases_with_the_count():
     assert ok and ev == []
 
 
-def test_breaker_does_not_trip_when_spread_out():
-    b = Breaker()
+def test_watch_overflow_does_not_trip_when_spread_out():
+    b = WatchOverflow()
     assert all(b.allow(i * 1.0)[0] for i in range(40))
 
 
@@ -179,7 +179,7 @@ def test_completion_is_shown_once_across_two_centers_and_a_restart(reg, home, se
     assert [e.kind for e in first] == [COMPLETION]
     assert second == []
     ev = first[0]
-    assert ev.session_id == s.id and ev.exit_code == 2 and ev.severity == "error"
+    assert ev.session_id == s.id and ev.exit_code == 2 and not ev.ok
     assert "sk-abcdefghijkl" not in ev.detail and "token" in ev.detail
     assert ev.duration is not None and ev.duration >= 0
 
@@ -225,7 +225,7 @@ def test_lifetime_cap_falls_back_to_notify_on_complete(reg, tmp_path):
     assert [e.lines for e in got if e.kind == WATCH_MATCH][-1] == ("HIT 8",)
 
 
-def test_breaker_across_18_sessions(reg):
+def test_watch_overflow_across_18_sessions(reg):
     sessions = [reg.spawn("echo BOOM; sleep 30", watch=["BOOM"]) for _ in range(18)]
     for s in sessions:
         deadline = time.monotonic() + 10

@@ -15,16 +15,16 @@ from engine.processes.supervisor import spawn_environment
 
 def test_s1_home_only_env_gets_scratch_and_is_rederived_for_another_home(tmp_path):
     a, b = tmp_path / "A", tmp_path / "B"
-    env = spawn_environment(home_root=a, scratch_dir=a / "cache" / "scratch", process_id="p1",
+    env = spawn_environment(home_root=a, scratch_dir=a / "cache" / "scratch", session_id="p1",
                             base={"HERMES_HOME": str(a)})
     want = str(a / "cache" / "scratch")
     assert env["TMPDIR"] == env["TMP"] == env["TEMP"] == env["HERMES_SCRATCH_DIR"] == want
-    again = spawn_environment(home_root=b, scratch_dir=b / "cache" / "scratch", process_id="p2", base=env)
+    again = spawn_environment(home_root=b, scratch_dir=b / "cache" / "scratch", session_id="p2", base=env)
     assert again["TMPDIR"] == again["HERMES_SCRATCH_DIR"] == str(b / "cache" / "scratch")
 
 
 def test_s2_user_tmpdir_is_left_alone(tmp_path):
-    env = spawn_environment(home_root=tmp_path, scratch_dir=tmp_path / "cache" / "scratch", process_id="p",
+    env = spawn_environment(home_root=tmp_path, scratch_dir=tmp_path / "cache" / "scratch", session_id="p",
                             base={"TMPDIR": "/var/folders/zz"})
     assert env["TMPDIR"] == "/var/folders/zz"
     assert "HERMES_SCRATCH_DIR" not in env and "TMP" not in env

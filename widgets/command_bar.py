@@ -12,8 +12,11 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Input
 
+from engine.text import one_line
+
 HISTORY_LIMIT = 200
 IDLE_TITLE = ""  # idle, the placeholder says it all
+RUNNING_TITLE_CHARS = 40  # of the running command, in the title
 
 
 class CommandBar(Input):
@@ -91,9 +94,7 @@ class CommandBar(Input):
             self.border_title = Text(detail or IDLE_TITLE)
             self.placeholder = "Type a command and press Enter to run it in the foreground"
             return
-        shown = " ".join(command.split())
-        if len(shown) > 40:
-            shown = shown[:39] + "…"
+        shown = one_line(command, RUNNING_TITLE_CHARS)
         # Text, not a str: a str title is parsed as markup, and the command is outside text.
         self.border_title = Text(f"running: {shown} · {background_key} moves it to the background")
         self.placeholder = "Enter a new command to redirect (the running one moves to the background)"

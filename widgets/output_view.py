@@ -70,12 +70,6 @@ class OutputView(Vertical):
         """The search box closed (Enter or Escape): the owner puts focus back where the
         user came from (the processes pane: its list), so the arrow keys move the list."""
 
-    class Searched(Message):
-        def __init__(self, term: str, matches: int) -> None:
-            super().__init__()
-            self.term = term
-            self.matches = matches
-
     def __init__(self, *, max_lines: int = 10_000, tail_chars: int = 256 * 1024, redact: bool = True,
                  **kwargs) -> None:
         super().__init__(**kwargs)
@@ -324,7 +318,6 @@ class OutputView(Vertical):
         if self._matches:
             self.next_match()
         self._refresh_title()
-        self.post_message(self.Searched(term, len(self._matches)))
         return len(self._matches)
 
     def next_match(self, step: int = 1) -> int | None:

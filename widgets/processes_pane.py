@@ -416,7 +416,7 @@ class ProcessesPane(Pane):
             if event.kind == COMPLETION and event.detail:
                 last = event.detail.rstrip().splitlines()[-3:]
                 body += "\n" + "\n".join(line[:100] for line in last)
-            self.app.notify(body, title=title, severity=event.severity, markup=False)
+            self.app.notify(body, title=title, severity="information" if event.ok else "error" if event.kind == COMPLETION else "warning", markup=False)
 
     # -- foreground runs ------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 The public surface other parts code against::
 
     from engine.processes import ProcessRegistry, ProcessSession, ProcessLookupFailed
+    from engine.processes import SessionStatus, KillOutcome  # the states, as StrEnums
 """
 
 from engine.processes.registry import KillReport, ProcessRegistry, SpawnFailed
@@ -11,8 +12,10 @@ from engine.processes.session import (
     KILLED,
     LOST,
     RUNNING,
+    KillOutcome,
     ProcessLookupFailed,
     ProcessSession,
+    SessionStatus,
 )
 
 __all__ = [
@@ -20,9 +23,11 @@ __all__ = [
     "KILLED",
     "LOST",
     "RUNNING",
+    "KillOutcome",
     "KillReport",
     "ProcessLookupFailed",
     "ProcessRegistry",
     "ProcessSession",
+    "SessionStatus",
     "SpawnFailed",
 ]

@@ -89,17 +89,17 @@ class FinishedIndex:
             self._records = self._read()
             self._loaded = len(self._records)
         valid: dict[str, ProcessSession] = {}
-        for sid in names:
-            held = self._records.get(sid)
+        for session_id in names:
+            held = self._records.get(session_id)
             if held is None:
                 continue
-            d = self.root / sid
+            d = self.root / session_id
             try:
                 if stat_key(d) != held[0]:
                     raise ValueError("stale")
-                valid[sid] = _session_of(d, held[1])
+                valid[session_id] = _session_of(d, held[1])
             except (KeyError, TypeError, ValueError):
-                del self._records[sid]  # rebuilt from its folder by the caller
+                del self._records[session_id]  # rebuilt from its folder by the caller
         return valid
 
     def _read(self) -> dict[str, tuple[StatKey, dict[str, Any]]]:
@@ -112,30 +112,30 @@ class FinishedIndex:
         if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("sessions"), dict):
             return {}
         records = {}
-        for sid, item in data["sessions"].items():
+        for session_id, item in data["sessions"].items():
             if (isinstance(item, dict) and isinstance(item.get("key"), list) and isinstance(item.get("session"), dict)
                     and all(isinstance(k, int) for k in item["key"])):
-                records[sid] = (tuple(item["key"]), item["session"])
+                records[session_id] = (tuple(item["key"]), item["session"])
         return records
 
     def outdated(self, keyed: dict[str, tuple[StatKey, ProcessSession]], names: list[str]) -> bool:
         """Would :meth:`save` change the file: new sessions to add, or entries that went
         stale or whose folder is gone?"""
-        if any(self._records.get(sid, (None,))[0] != key for sid, (key, _s) in keyed.items()):
+        if any(self._records.get(session_id, (None,))[0] != key for session_id, (key, _s) in keyed.items()):
             return True
         present = set(names)
-        return len(self._records) != (self._loaded or 0) or any(sid not in present for sid in self._records)
+        return len(self._records) != (self._loaded or 0) or any(session_id not in present for session_id in self._records)
 
     def save(self, keyed: dict[str, tuple[StatKey, ProcessSession]], names: list[str]) -> bool:
-        """Write the entries that still held at :meth:`load` plus ``keyed`` (sid -> key
+        """Write the entries that still held at :meth:`load` plus ``keyed`` (session_id -> key
         taken before reading, session), for the folders in ``names``, when that differs
         from the file. Any error leaves things as they were (the index is a shortcut)."""
         if not self.outdated(keyed, names):
             return False
         present = set(names)
-        records = {sid: rec for sid, rec in self._records.items() if sid in present}
-        records.update((sid, (key, _session_record(s))) for sid, (key, s) in keyed.items())
-        body = {"version": VERSION, "sessions": {sid: {"key": list(k), "session": r} for sid, (k, r) in records.items()}}
+        records = {session_id: rec for session_id, rec in self._records.items() if session_id in present}
+        records.update((session_id, (key, _session_record(s))) for session_id, (key, s) in keyed.items())
+        body = {"version": VERSION, "sessions": {session_id: {"key": list(k), "session": r} for session_id, (k, r) in records.items()}}
         tmp = self.root / f".{INDEX_FILE}.{os.getpid()}.tmp"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)

@@ -6,14 +6,13 @@ next read, so a character split across two writes is never mangled and no byte i
 read from the file twice. A file that shrank (truncated or replaced) restarts at
 offset 0 and says so, so a view can clear itself instead of showing stale text.
 
-:meth:`OutputFollower.read_bytes` returns raw bytes cut at a character boundary
-(no decoding: a consumer that shows only a tail decodes only the tail);
-:meth:`OutputFollower.read` returns the decoded text.
+:meth:`OutputFollower.read` returns a :class:`Chunk`: raw bytes cut at a character
+boundary, decoded only when its ``text`` is asked for. Every reading method returns
+that one type.
 """
 
 from __future__ import annotations
 
-import codecs
 import os
 from collections import deque
 from dataclasses import dataclass
@@ -25,28 +24,18 @@ READ_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
-class ByteChunk:
+class Chunk:
+    """What one read of a follower gave: raw bytes cut at a character boundary, decoded
+    only when ``text`` is asked for (a view that shows a tail decodes just the tail)."""
+
     data: bytes
     reset: bool  # the file shrank or was replaced: everything shown so far is stale
     offset: int  # file offset after this read (held-back bytes included)
+    skipped: int = 0  # bytes read but dropped before ``data`` (see read_newest)
 
-
-@dataclass(frozen=True)
-class OutputChunk:
-    text: str
-    reset: bool
-    offset: int
-
-
-@dataclass(frozen=True)
-class NewestText:
-    """The decoded newest part of what was new, and how many bytes before it were read
-    but not decoded (``skipped``)."""
-
-    text: str
-    reset: bool
-    skipped: int
-    offset: int
+    @property
+    def text(self) -> str:
+        return self.data.decode("utf-8", errors="replace")
 
 
 def incomplete_tail(data: bytes | bytearray | memoryview) -> int:
@@ -106,16 +95,16 @@ class OutputFollower:
         """The offset up to which every byte has been handed out."""
         return self.offset - len(self._pending)
 
-    def read_bytes(self) -> ByteChunk:
+    def read(self) -> Chunk:
         """New bytes (at most ``max_bytes_per_read``), ending on a character boundary.
-        Empty data means there is nothing new right now."""
+        Empty data means there is nothing new right now (or no file yet)."""
         reset = False
         try:
             fd = self._open()
             st = os.stat(self.path)
         except FileNotFoundError:
             self.close()
-            return ByteChunk(b"", False, self.offset)
+            return Chunk(b"", False, self.offset)
         if st.st_ino != self._ino:  # replaced: follow the new file from its start
             self.close()
             fd = self._open()
@@ -127,7 +116,7 @@ class OutputFollower:
             reset = True
         want = min(size - self.offset, self.max_bytes_per_read)
         if want <= 0:
-            return ByteChunk(b"", reset, self.offset)
+            return Chunk(b"", reset, self.offset)
         data = os.pread(fd, want, self.offset)
         self.offset += len(data)
         self.bytes_read += len(data)
@@ -139,14 +128,12 @@ class OutputFollower:
             data = data[:-held]
         else:
             self._pending = b""
-        return ByteChunk(data, reset, self.offset)
+        return Chunk(data, reset, self.offset)
 
-    def read(self) -> OutputChunk:
-        """New text ('' when nothing is new, or no file yet); see :meth:`read_bytes`."""
-        chunk = self.read_bytes()
-        return OutputChunk(chunk.data.decode("utf-8", errors="replace"), chunk.reset, chunk.offset)
+    # The name the output view still calls; the same read.
+    read_bytes = read
 
-    def read_newest(self, keep: int) -> NewestText:
+    def read_newest(self, keep: int) -> Chunk:
         """Everything new, of which only about the newest ``keep`` bytes are decoded.
 
         A view that draws the end of a fast stream reads every byte (the offset moves on)
@@ -157,7 +144,7 @@ class OutputFollower:
         kept = skipped = 0
         reset = False
         while True:
-            chunk = self.read_bytes()
+            chunk = self.read()
             if chunk.reset:
                 pieces.clear()
                 kept = skipped = 0
@@ -170,22 +157,20 @@ class OutputFollower:
                 dropped = pieces.popleft()
                 kept -= len(dropped)
                 skipped += len(dropped)
-        decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        text = "".join(decoder.decode(piece) for piece in pieces)
-        return NewestText(text, reset, skipped, self.offset)
+        return Chunk(b"".join(pieces), reset, self.offset, skipped)
 
-    def read_all_text(self) -> OutputChunk:
+    def read_all(self) -> Chunk:
         """Everything new, however much: repeated reads joined (resets are reported)."""
-        parts: list[str] = []
+        parts: list[bytes] = []
         reset = False
         while True:
             chunk = self.read()
             if chunk.reset:
                 parts.clear()
                 reset = True
-            if not chunk.text:
-                return OutputChunk("".join(parts), reset, self.offset)
-            parts.append(chunk.text)
+            if not chunk.data:
+                return Chunk(b"".join(parts), reset, self.offset)
+            parts.append(chunk.data)
 
     def flush(self) -> str:
         """At the very end: a dangling partial character becomes U+FFFD."""
@@ -193,50 +178,39 @@ class OutputFollower:
         return held.decode("utf-8", errors="replace")
 
 
-def read_tail(path: Path | str, max_bytes: int) -> tuple[str, int]:
-    """The decoded last ``max_bytes`` of a file and its total size (for poll/log/notify)."""
-    try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            start = max(0, size - max_bytes)
-            fh.seek(start)
-            data = fh.read(size - start)
-    except FileNotFoundError:
-        return "", 0
-    if start > 0:
-        data = data[_continuation_bytes(data) :]
-    return data.decode("utf-8", errors="replace"), size
-
-
-# The most ``read_last_lines`` reads: a line longer than this (a log without newlines)
+# The most :func:`read_tail` reads: a line longer than this (a log without newlines)
 # is shown by its last part only, so a tail costs bounded time and memory.
 TAIL_MAX_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
-class LastLines:
-    """The tail of a log: raw bytes, the file's size, and how many bytes of the first
-    line shown were left out because the window ended inside it (0: lines are whole)."""
+class Tail:
+    """The end of a file: raw bytes starting on a character boundary, the file's size,
+    and how many bytes before them were left out although they belong to the first
+    line shown (0: that line is whole, or the whole file is shown)."""
 
     data: bytes
     total: int
     cut: int = 0
 
+    @property
+    def text(self) -> str:
+        return self.data.decode("utf-8", errors="replace")
 
-def read_last_lines(
-    path: Path | str, n: int, block: int = 64 * 1024, max_bytes: int = TAIL_MAX_BYTES
-) -> LastLines:
-    """The last ``n`` lines of a file, reading backwards in blocks, so the tail of a huge
-    log costs only the tail; never more than ``max_bytes`` (then ``cut`` says how much
-    of the earliest line is missing, and the data starts on a character boundary)."""
+
+def read_tail(path: Path | str, max_bytes: int = TAIL_MAX_BYTES, lines: int | None = None,
+              block: int = 64 * 1024) -> Tail:
+    """The end of a file, reading backwards in blocks, so the tail of a huge log costs
+    only the tail: the last ``lines`` lines (every line when None), never more than the
+    last ``max_bytes`` bytes. A missing file is an empty tail."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
-        return LastLines(b"", 0)
+        return Tail(b"", 0)
     try:
         size = os.fstat(fd).st_size
-        if n <= 0 or size == 0:
-            return LastLines(b"", size)
+        if (lines is not None and lines <= 0) or size == 0:
+            return Tail(b"", size)
         floor = max(0, size - max(1, max_bytes))
         pos = size
         blocks: list[bytes] = []
@@ -248,22 +222,29 @@ def read_last_lines(
             blocks.append(chunk)
             # A final newline ends the last line; n lines need n newlines before the tail.
             newlines += chunk.count(b"\n", 0, len(chunk) - 1 if pos + step == size else len(chunk))
-            if newlines >= n:
+            if lines is not None and newlines >= lines:
                 break
         data = b"".join(reversed(blocks))
     finally:
         os.close(fd)
+    if lines is not None:
+        start = _start_of_last_lines(data, lines)
+        if start is not None:
+            return Tail(data[start:], size)
+    if pos == 0:
+        return Tail(data, size)  # the whole file (or fewer lines than asked for)
+    skip = _continuation_bytes(data)
+    return Tail(data[skip:], size, pos + skip)
+
+
+def _start_of_last_lines(data: bytes, n: int) -> int | None:
+    """Where the last ``n`` lines of ``data`` start, or None when it holds fewer."""
     cut = len(data) - 1  # skip the final newline (if any) when counting back
     for _ in range(n):
         cut = data.rfind(b"\n", 0, cut)
         if cut < 0:
-            break
-    else:
-        return LastLines(data[cut + 1 :], size)
-    if pos == 0:
-        return LastLines(data, size)  # fewer than n lines in the whole file
-    skip = _continuation_bytes(data)
-    return LastLines(data[skip:], size, pos + skip)
+            return None
+    return cut + 1
 
 
 def _continuation_bytes(data: bytes) -> int:

@@ -57,7 +57,7 @@ class ForegroundRun:
                     moved = self.registry.move_to_background(self.session.id)
                     return ForegroundOutcome(moved, True, self.follower.delivered_offset)
                 chunk = self.follower.read()
-                if chunk.text:
+                if chunk.data:
                     write(chunk.text)
                     delay = POLL_MIN
                 ended = self._ended()
@@ -65,7 +65,7 @@ class ForegroundRun:
                     # The wrapper wrote its record after the command's last byte: drain.
                     while True:
                         rest = self.follower.read()
-                        if not rest.text:
+                        if not rest.data:
                             break
                         write(rest.text)
                     tail = self.follower.flush()
@@ -74,7 +74,7 @@ class ForegroundRun:
                     return ForegroundOutcome(ended, False, self.follower.offset)
                 if deadline is not None and time.monotonic() >= deadline:
                     return ForegroundOutcome(self.registry.get(self.session.id), False, self.follower.offset)
-                if not chunk.text:
+                if not chunk.data:
                     time.sleep(delay)
                     delay = min(delay * 1.5, POLL_MAX)
         finally:

@@ -24,7 +24,7 @@ from engine.hermes.processes import (
     read_processes,
     verified_fingerprint,
 )
-from engine.processes.session import LOST, RUNNING, ProcessSession, SessionSource
+from engine.processes.session import LOST, RUNNING, KillOutcome, ProcessSession, SessionSource
 
 OWNER = "hermes-agent"
 NO_OUTPUT = Path(os.devnull)  # followed, it reads as empty; never written
@@ -44,7 +44,7 @@ class SignalTarget:
     KillReport outcome, ``detail`` its one-line reason)."""
 
     fingerprint: str | None
-    refusal: str = ""
+    refusal: KillOutcome | None = None
     detail: str = ""
 
 
@@ -91,20 +91,20 @@ def signal_target(home_root: Path, session_id: str) -> SignalTarget:
     try:
         entries = read_processes(home_root)
     except ProcessesFileUnreadable as exc:
-        return SignalTarget(None, "unverified", f"{exc}: not signalled")
+        return SignalTarget(None, KillOutcome.UNVERIFIED, f"{exc}: not signalled")
     proc = next((p for p in entries if p.session_id == session_id), None)
     if proc is None:
-        return SignalTarget(None, "gone", "no longer in hermes-agent's processes.json: not signalled")
+        return SignalTarget(None, KillOutcome.GONE, "no longer in hermes-agent's processes.json: not signalled")
     if proc.pid_scope != "host" or proc.pid <= 0:
-        return SignalTarget(None, "unverified", f"pid scope {proc.pid_scope!r} is not this host's: not signalled")
+        return SignalTarget(None, KillOutcome.UNVERIFIED, f"pid scope {proc.pid_scope!r} is not this host's: not signalled")
     if proc.host_start_time is None:
-        return SignalTarget(None, "unverified", f"hermes-agent recorded no start time, so pid {proc.pid} "
+        return SignalTarget(None, KillOutcome.UNVERIFIED, f"hermes-agent recorded no start time, so pid {proc.pid} "
                             "cannot be verified: not signalled")
     fp = live_fingerprint(proc)
     if fp is not None:
         return SignalTarget(fp)
     stat = identity.read_stat(proc.pid)
     if stat is None or stat.is_zombie:
-        return SignalTarget(None, "gone", "the process had already exited")
-    return SignalTarget(None, "pid_recycled", f"pid {proc.pid} now belongs to another process "
+        return SignalTarget(None, KillOutcome.GONE, "the process had already exited")
+    return SignalTarget(None, KillOutcome.PID_RECYCLED, f"pid {proc.pid} now belongs to another process "
                         "(its start time differs from hermes-agent's record): not signalled")

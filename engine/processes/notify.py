@@ -8,7 +8,7 @@ that applies them to the sessions of a home:
   (the next delivered match reports how many); three consecutive windows with drops,
   or the 8th delivered match, disable watching with one ``watch_disabled`` event and
   fall back to notify-on-complete.
-- :class:`Breaker` (across all sessions): more than 15 matches in 10 s trips it (one
+- :class:`WatchOverflow` (across all sessions): more than 15 matches in 10 s trips it (one
   ``watch_overflow_tripped`` event), then 30 s of silence, then one
   ``watch_overflow_released`` event with the number dropped.
 - :class:`NotificationCenter`: follows watched sessions' output by byte offset and
@@ -18,16 +18,18 @@ that applies them to the sessions of a home:
 
 from __future__ import annotations
 
+import enum
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.fsutil import atomic_write_json, human_duration, read_json
+from engine.fsutil import atomic_write_json, read_json
 from engine.processes import session as sess
 from engine.processes.follower import OutputFollower, read_tail
 from engine.processes.redact import maybe_redact, strip_ansi
+from engine.text import human_duration, one_line
 
 if TYPE_CHECKING:
     from engine.processes.registry import ProcessRegistry
@@ -44,18 +46,40 @@ BREAKER_MAX = 15
 BREAKER_WINDOW = 10.0
 BREAKER_SILENCE = 30.0
 
-COMPLETION = "completion"
-WATCH_MATCH = "watch_match"
-WATCH_DISABLED = "watch_disabled"
-TRIPPED = "watch_overflow_tripped"
-RELEASED = "watch_overflow_released"
+
+
+class EventKind(enum.StrEnum):
+    """What a :class:`ProcessEvent` tells."""
+
+    COMPLETION = "completion"
+    WATCH_MATCH = "watch_match"
+    WATCH_DISABLED = "watch_disabled"
+    TRIPPED = "watch_overflow_tripped"
+    RELEASED = "watch_overflow_released"
+
+
+COMPLETION = EventKind.COMPLETION
+WATCH_MATCH = EventKind.WATCH_MATCH
+WATCH_DISABLED = EventKind.WATCH_DISABLED
+TRIPPED = EventKind.TRIPPED
+RELEASED = EventKind.RELEASED
+
+
+class WatchVerdict(enum.StrEnum):
+    """What :meth:`WatchPolicy.offer` decides for a batch of matching lines."""
+
+    DELIVER = "deliver"
+    DROP = "drop"  # inside the cooldown: counted, not shown
+    DISABLE = "disable"  # a cap was reached: watching stops, completion is notified instead
 
 
 @dataclass(frozen=True)
 class ProcessEvent:
-    """One notification. ``text`` is the one-line summary; ``detail`` the (redacted) body."""
+    """One notification. ``text`` is the one-line summary; ``detail`` the (redacted) body.
+    ``ok`` says whether it reports something going as hoped (a clean exit, a match);
+    how loudly to show it is the viewer's choice."""
 
-    kind: str
+    kind: EventKind
     at: float
     session_id: str | None = None
     command: str = ""
@@ -63,19 +87,17 @@ class ProcessEvent:
     detail: str = ""
     exit_code: int | None = None
     signal: str | None = None
-    status: str | None = None
+    status: sess.SessionStatus | None = None
     duration: float | None = None
     pattern: str | None = None
     lines: tuple[str, ...] = ()
     suppressed: int = 0
 
     @property
-    def severity(self) -> str:
-        if self.kind == COMPLETION:
-            return "information" if self.status == sess.EXITED and self.exit_code == 0 else "error"
-        if self.kind in (WATCH_DISABLED, TRIPPED):
-            return "warning"
-        return "information"
+    def ok(self) -> bool:
+        if self.kind is COMPLETION:
+            return self.status is sess.EXITED and self.exit_code == 0
+        return self.kind not in (WATCH_DISABLED, TRIPPED)
 
 
 # --------------------------------------------------------------------------------------
@@ -100,9 +122,9 @@ class WatchPolicy:
                 return p
         return None
 
-    def offer(self, pattern: str, lines: list[str], now: float) -> tuple[str, ...]:
-        """A batch of matching lines arrived. Returns the verdicts: 'deliver', 'drop',
-        'disable' (in order; a delivered 8th match is followed by 'disable')."""
+    def offer(self, pattern: str, lines: list[str], now: float) -> tuple[WatchVerdict, ...]:
+        """A batch of matching lines arrived. Returns the verdicts in order (a delivered
+        8th match is followed by ``DISABLE``)."""
         if self.disabled:
             return ()
         if now < self.cooldown_until:
@@ -115,8 +137,8 @@ class WatchPolicy:
                     self.disabled_reason = (
                         f"{STRIKE_LIMIT} cooldown windows in a row had dropped matches"
                     )
-                    return ("drop", "disable")
-            return ("drop",)
+                    return (WatchVerdict.DROP, WatchVerdict.DISABLE)
+            return (WatchVerdict.DROP,)
         if self.cooldown_until and not self.window_has_drops:
             self.consecutive_strikes = 0  # a window with no drops resets the strikes
         self.hits += 1
@@ -125,8 +147,8 @@ class WatchPolicy:
         if self.hits >= LIFETIME_MAX_HITS:
             self.disabled = True
             self.disabled_reason = f"lifetime cap of {LIFETIME_MAX_HITS} delivered matches reached"
-            return ("deliver", "disable")
-        return ("deliver",)
+            return (WatchVerdict.DELIVER, WatchVerdict.DISABLE)
+        return (WatchVerdict.DELIVER,)
 
     def take_suppressed(self) -> int:
         n, self.suppressed = self.suppressed, 0
@@ -159,12 +181,12 @@ class WatchPolicy:
 
 
 # --------------------------------------------------------------------------------------
-# Global breaker
+# Across all sessions: the watch overflow
 # --------------------------------------------------------------------------------------
 
 
 @dataclass
-class Breaker:
+class WatchOverflow:
     max_matches: int = BREAKER_MAX
     window: float = BREAKER_WINDOW
     silence: float = BREAKER_SILENCE
@@ -209,7 +231,7 @@ class Breaker:
 
 
 def completion_event(s: ProcessSession, redact: bool, now: float | None = None) -> ProcessEvent:
-    tail, _size = read_tail(s.output_path, COMPLETION_TAIL_CHARS * 4)
+    tail = read_tail(s.output_path, COMPLETION_TAIL_CHARS * 4).text
     tail = maybe_redact(strip_ansi(tail), redact)[-COMPLETION_TAIL_CHARS:]
     command = maybe_redact(s.command, redact)
     duration = s.runtime()
@@ -218,7 +240,7 @@ def completion_event(s: ProcessSession, redact: bool, now: float | None = None) 
         time.time() if now is None else now,
         session_id=s.id,
         command=command,
-        text=f"{s.id} {s.exit_text()} after {human_duration(duration)}: {_short(command)}",
+        text=f"{s.id} {s.exit_text()} after {human_duration(duration)}: {one_line(command, SUMMARY_CHARS)}",
         detail=tail,
         exit_code=s.exit_code,
         signal=s.signal,
@@ -227,9 +249,7 @@ def completion_event(s: ProcessSession, redact: bool, now: float | None = None) 
     )
 
 
-def _short(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+SUMMARY_CHARS = 60
 
 
 def _cap_lines(lines: list[str]) -> tuple[str, ...]:
@@ -274,7 +294,7 @@ class NotificationCenter:
         self.registry = registry
         self.redact = redact
         self.clock = clock
-        self.breaker = Breaker()
+        self.overflow = WatchOverflow()
         self._watched: dict[str, _Watched] = {}
         self._seen_finished: set[str] = set()
 
@@ -286,7 +306,7 @@ class NotificationCenter:
         now = self.clock()
         if sessions is None:
             sessions = self.registry.list(include_finished=True)
-        events: list[ProcessEvent] = list(self.breaker.tick(now))
+        events: list[ProcessEvent] = list(self.overflow.tick(now))
         for s in sessions:
             # Output of a session that had already ended when we first saw it is not
             # scanned (its matches are history); one we were watching gets a last drain.
@@ -318,10 +338,10 @@ class NotificationCenter:
             offset = state.get("offset") if isinstance(state.get("offset"), int) else 0
             w = _Watched(s.id, s.command, OutputFollower(s.output_path, offset), policy, saved_at=now)
             self._watched[s.id] = w
-        chunk = w.follower.read_all_text()
+        chunk = w.follower.read_all()
         if chunk.reset:
             w.partial = ""
-        if not chunk.text:
+        if not chunk.data:
             self._save(w, now)
             return []
         w.dirty = True
@@ -342,13 +362,13 @@ class NotificationCenter:
                 by_pattern.setdefault(p, []).append(strip_ansi(line.rstrip("\r")))
         for pattern, matched in by_pattern.items():
             for verdict in w.policy.offer(pattern, matched, now):
-                if verdict == "deliver":
+                if verdict is WatchVerdict.DELIVER:
                     suppressed = w.policy.take_suppressed()
-                    allowed, extra = self.breaker.allow(now)
+                    allowed, extra = self.overflow.allow(now)
                     events.extend(extra)
                     if allowed:
                         events.append(self._match_event(w, pattern, matched, suppressed, now))
-                elif verdict == "disable":
+                elif verdict is WatchVerdict.DISABLE:
                     events.append(self._disabled_event(w, now))
         self._save(w, now, force=bool(events))
         return events
@@ -360,7 +380,7 @@ class NotificationCenter:
         return ProcessEvent(
             WATCH_MATCH, now, session_id=w.session_id, command=command, pattern=pattern,
             lines=shown, suppressed=suppressed,
-            text=f"{w.session_id} matched {pattern!r}{more}: {_short(shown[0] if shown else '')}",
+            text=f"{w.session_id} matched {pattern!r}{more}: {one_line(shown[0] if shown else '', SUMMARY_CHARS)}",
             detail="\n".join(shown),
         )
 

@@ -29,11 +29,14 @@ from engine.processes.hermes_sessions import HermesListing, list_hermes_sessions
 from engine.processes.session import (
     ID_HEX_LEN,
     ID_PREFIX,
+    KILL_SUCCEEDED,
+    KillOutcome,
     ProcessLookupFailed,
     ProcessSession,
     SessionCorrupt,
     SessionNotStarted,
     SessionSource,
+    SessionStatus,
 )
 from engine.processes.supervisor import GO, command_argv, spawn_environment, wrapper_argv
 
@@ -51,21 +54,20 @@ class SpawnFailed(Exception):
 
 @dataclass(frozen=True)
 class KillReport:
-    """What a kill did. ``outcome``: killed | already_finished | pid_recycled | unverified |
-    gone | error | survivors. ``signals`` are (pid, signal name) in the order sent."""
+    """What a kill did. ``signals`` are (pid, signal name) in the order sent."""
 
     id: str
     pid: int
     command: str
-    status: str  # the session's status after the attempt
-    outcome: str
+    status: SessionStatus  # the session's status after the attempt
+    outcome: KillOutcome
     detail: str = ""
     signals: tuple[tuple[int, str], ...] = ()
     survivors: tuple[int, ...] = ()
 
     @property
     def ok(self) -> bool:
-        return self.outcome in ("killed", "already_finished", "gone")
+        return self.outcome in KILL_SUCCEEDED
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -155,9 +157,9 @@ class ProcessRegistry:
         workdir = workdir.resolve()
         watch = tuple(w for w in watch if w)
         scratch = self._scratch_dir()
-        sid, d = self._new_session_dir()
+        session_id, d = self._new_session_dir()
         meta = {
-            "id": sid,
+            "id": session_id,
             "command": display,
             "argv": recorded_argv,
             "cwd": str(workdir),
@@ -167,7 +169,7 @@ class ProcessRegistry:
             "background": bool(background),
             "spawner_pid": os.getpid(),
         }
-        environ = spawn_environment(home_root=self.home.root, scratch_dir=scratch, process_id=sid, extra=env)
+        environ = spawn_environment(home_root=self.home.root, scratch_dir=scratch, session_id=session_id, extra=env)
         try:
             # Recorded before anything runs: a folder left by a spawn that stops here is
             # recognisably one whose command never started.
@@ -186,7 +188,7 @@ class ProcessRegistry:
                               f"({exc.strerror or exc}): the command was not started") from None
         self._open_gate(popen)
         with self._lock:
-            self._state.children[sid] = popen
+            self._state.children[session_id] = popen
         self._maybe_retention()
         return sess.session_from_meta(d, meta)
 
@@ -197,11 +199,11 @@ class ProcessRegistry:
             self.home.ensure_dir(self.root)
             self._root_ready = True
         while True:
-            sid = new_session_id()
-            d = self.session_dir(sid)
+            session_id = new_session_id()
+            d = self.session_dir(session_id)
             try:
                 d.mkdir(mode=0o700)
-                return sid, d
+                return session_id, d
             except FileExistsError:
                 continue
             except FileNotFoundError:
@@ -314,7 +316,7 @@ class ProcessRegistry:
         """Our session by id or prefix; else hermes-agent's (processes.json) by the same
         rules. A prefix matching sessions of both is ambiguous."""
         try:
-            sid = self.resolve_id(id_or_prefix)
+            session_id = self.resolve_id(id_or_prefix)
         except ProcessLookupFailed as exc:
             if exc.candidates:
                 raise
@@ -325,11 +327,11 @@ class ProcessRegistry:
                     raise ProcessLookupFailed(f"{exc.message}; {problem} were not searched") from None
                 raise
             return found
-        if sid != (id_or_prefix or "").strip():
+        if session_id != (id_or_prefix or "").strip():
             self._hermes_match(id_or_prefix, ours_matched=True)  # raises when a hermes one matches too
         self.reap()
         try:
-            return self._load(sid)
+            return self._load(session_id)
         except (SessionCorrupt, SessionNotStarted) as exc:
             raise ProcessLookupFailed(str(exc)) from None
 
@@ -344,7 +346,7 @@ class ProcessRegistry:
         hermes = self.hermes_sessions()
         theirs = [s for s in hermes.sessions if include_finished or s.running]
         merged = sorted(own + theirs, key=lambda s: (s.started_at, s.id))
-        return Listing(tuple(merged), tuple(bad[sid] for sid in sorted(bad)), hermes.problem)
+        return Listing(tuple(merged), tuple(bad[session_id] for session_id in sorted(bad)), hermes.problem)
 
     def _hermes_match(self, id_or_prefix: str, ours_matched: bool) -> ProcessSession | None:
         """The hermes-agent session named by an exact id or a unique prefix (the same
@@ -365,28 +367,28 @@ class ProcessRegistry:
                                       + (" and one of ours" if ours_matched else ""))
         return matches[0] if matches else None
 
-    def _load(self, sid: str) -> ProcessSession:
+    def _load(self, session_id: str) -> ProcessSession:
         with self._lock:
-            done = self._state.finished.get(sid)
+            done = self._state.finished.get(session_id)
         if done is not None:
             return done
-        d = self.session_dir(sid)
+        d = self.session_dir(session_id)
         try:
             mtime = (d / sess.META_FILE).stat().st_mtime_ns
         except FileNotFoundError:
-            raise SessionNotStarted(f"{sid}: no metadata: its command was never started") from None
+            raise SessionNotStarted(f"{session_id}: no metadata: its command was never started") from None
         with self._lock:
-            cached = self._state.bases.get(sid)
+            cached = self._state.bases.get(session_id)
         if cached is None or cached.meta_mtime_ns != mtime:
             cached = _Cached(mtime, sess.session_from_meta(d, sess.read_meta(d)))
             with self._lock:
-                self._state.bases[sid] = cached
+                self._state.bases[session_id] = cached
         current = sess.derive(cached.base, self._leader_alive)
         if current.finished and sess.is_settled(current):
             with self._lock:
-                self._state.finished[sid] = current
-                self._state.bases.pop(sid, None)
-                fd = self._state.pidfds.pop(sid, None)
+                self._state.finished[session_id] = current
+                self._state.bases.pop(session_id, None)
+                fd = self._state.pidfds.pop(session_id, None)
                 if fd is not None:
                     os.close(fd)
         return current
@@ -408,7 +410,7 @@ class ProcessRegistry:
                 os.close(fd)
                 if exited:
                     return False
-        if not (_HAVE_PIDFD and identity.is_verifiable(s.fingerprint)):
+        if not (identity.HAVE_PIDFD and identity.is_verifiable(s.fingerprint)):
             return sess.leader_alive(s)
         try:
             fd = os.pidfd_open(s.pid)
@@ -438,7 +440,7 @@ class ProcessRegistry:
     def problems(self) -> list[SessionCorrupt]:
         """One :class:`SessionCorrupt` (a one-line message) per unreadable session."""
         bad = self._scan(include_finished=False)[1]
-        return [bad[sid] for sid in sorted(bad)]
+        return [bad[session_id] for session_id in sorted(bad)]
 
     def _scan(self, include_finished: bool) -> tuple[list[ProcessSession], dict[str, SessionCorrupt]]:
         self.reap()
@@ -451,25 +453,25 @@ class ProcessRegistry:
         indexed = index.load([n for n in names if n not in known]) if names else {}
         with self._lock:
             gone = set(self._state.finished) - set(names)
-            for sid in gone:
-                self._state.finished.pop(sid, None)
-            for sid, s in indexed.items():
-                self._state.finished.setdefault(sid, s)
+            for session_id in gone:
+                self._state.finished.pop(session_id, None)
+            for session_id, s in indexed.items():
+                self._state.finished.setdefault(session_id, s)
         fresh: dict[str, tuple[StatKey, ProcessSession]] = {}
-        for sid in names:
+        for session_id in names:
             # The key is taken before the files are read (see FinishedIndex); only for sessions not known yet.
-            key = None if sid in indexed or sid in known else stat_key(self.session_dir(sid))
+            key = None if session_id in indexed or session_id in known else stat_key(self.session_dir(session_id))
             try:
-                s = self._load(sid)
+                s = self._load(session_id)
             except SessionNotStarted:
                 continue  # no command of it ever ran: nothing to list or to spare
             except (SessionCorrupt, OSError) as exc:
-                if self.session_dir(sid).is_dir():  # not just removed by retention meanwhile
-                    bad[sid] = exc if isinstance(exc, SessionCorrupt) else SessionCorrupt(
-                        f"{sid}: unreadable metadata ({exc.strerror or exc})")
+                if self.session_dir(session_id).is_dir():  # not just removed by retention meanwhile
+                    bad[session_id] = exc if isinstance(exc, SessionCorrupt) else SessionCorrupt(
+                        f"{session_id}: unreadable metadata ({exc.strerror or exc})")
                 continue
-            if key is not None and indexable(s) and stat_key(self.session_dir(sid)) == key:
-                fresh[sid] = (key, s)
+            if key is not None and indexable(s) and stat_key(self.session_dir(session_id)) == key:
+                fresh[session_id] = (key, s)
             if include_finished or s.running:
                 found.append(s)
         if index.outdated(fresh, names) and self._may_write_index():
@@ -496,13 +498,13 @@ class ProcessRegistry:
         :class:`SessionCorrupt`: its process could be anywhere, so the caller fails
         closed everywhere. A folder whose command never started counts for nothing."""
         sessions, bad = self._scan(include_finished=False)
-        anywhere = sorted(sid for sid, exc in bad.items() if not exc.cwd)
+        anywhere = sorted(session_id for session_id, exc in bad.items() if not exc.cwd)
         if anywhere:
             raise SessionCorrupt(f"unreadable process session(s) whose cwd is unknown: {', '.join(anywhere[:5])}")
         live = [(s.pid, s.fingerprint, s.id) for s in sessions if identity.is_alive(s.pid, s.fingerprint)]
-        for sid in sorted(bad):
-            label = f"{sid} (unreadable metadata, working under {bad[sid].cwd})"
-            live.extend((pid, fp, label) for pid, fp in _processes_under(bad[sid].cwd))
+        for session_id in sorted(bad):
+            label = f"{session_id} (unreadable metadata, working under {bad[session_id].cwd})"
+            live.extend((pid, fp, label) for pid, fp in _processes_under(bad[session_id].cwd))
         return live
 
     # -- waiting ------------------------------------------------------------------------
@@ -511,10 +513,10 @@ class ProcessRegistry:
         """Collect exited children we spawned, so none lingers as a zombie."""
         with self._lock:
             children = list(self._state.children.items())
-        for sid, popen in children:
+        for session_id, popen in children:
             if popen.poll() is not None:
                 with self._lock:
-                    self._state.children.pop(sid, None)
+                    self._state.children.pop(session_id, None)
 
     def popen_of(self, session_id: str) -> subprocess.Popen | None:
         with self._lock:
@@ -522,18 +524,18 @@ class ProcessRegistry:
 
     def wait(self, id_or_prefix: str, timeout: float | None = None) -> ProcessSession:
         """The session once it has ended, or as it is when ``timeout`` runs out."""
-        sid = self.resolve_id(id_or_prefix)
+        session_id = self.resolve_id(id_or_prefix)
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
-        popen = self.popen_of(sid)
+        popen = self.popen_of(session_id)
         if popen is not None:
             try:
                 popen.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                return self.get(sid)
+                return self.get(session_id)
             self.reap()
         delay = 0.01
         while True:
-            current = self.get(sid)
+            current = self.get(session_id)
             if current.finished:
                 return current
             if deadline is not None and time.monotonic() >= deadline:
@@ -550,19 +552,19 @@ class ProcessRegistry:
         Only metadata changes; the process is never signalled and its output file is
         untouched, so a follower continues from the very same byte offset.
         """
-        sid = self.resolve_id(id_or_prefix)
-        d = self.session_dir(sid)
+        session_id = self.resolve_id(id_or_prefix)
+        d = self.session_dir(session_id)
         with self._lock:
             meta = read_json(d / sess.META_FILE)
             meta["background"] = True
             meta["notify"] = True
             meta["yielded_at"] = time.time()
             atomic_write_json(d / sess.META_FILE, meta)
-            self._state.bases.pop(sid, None)
-            done = self._state.finished.pop(sid, None)
+            self._state.bases.pop(session_id, None)
+            done = self._state.finished.pop(session_id, None)
         if done is not None:
             return replace(done, background=True, notify=True)
-        return self.get(sid)
+        return self.get(session_id)
 
     def kill(self, id_or_prefix: str, grace: float | None = None) -> KillReport:
         """Verified terminate of the session's process group (TERM, grace, KILL).
@@ -574,22 +576,22 @@ class ProcessRegistry:
         if s.source is SessionSource.HERMES:
             return self._kill_hermes(s, grace)
         base = dict(id=s.id, pid=s.pid, command=s.command)
-        if s.status == sess.LOST and _pid_reused(s):
-            return KillReport(**base, status=s.status, outcome="pid_recycled",
+        if s.status is sess.LOST and _pid_reused(s):
+            return KillReport(**base, status=s.status, outcome=KillOutcome.PID_RECYCLED,
                               detail=f"pid {s.pid} now belongs to another process: not signalled")
-        if s.status == sess.LOST:
+        if s.status is sess.LOST:
             verified, unverified = _orphaned_group(s)
             if verified:
                 return self._kill_orphans(s, verified, unverified, grace)
             if unverified:
-                return KillReport(**base, status=s.status, outcome="unverified",
+                return KillReport(**base, status=s.status, outcome=KillOutcome.UNVERIFIED,
                                   detail=f"its wrapper is gone and {len(unverified)} process(es) left in its group "
                                   "could not be verified as its own: not signalled")
         if s.finished:
-            return KillReport(**base, status=s.status, outcome="already_finished",
+            return KillReport(**base, status=s.status, outcome=KillOutcome.ALREADY_FINISHED,
                               detail=f"already {s.exit_text()}")
         if not identity.is_verifiable(s.fingerprint):
-            return KillReport(**base, status=s.status, outcome="unverified",
+            return KillReport(**base, status=s.status, outcome=KillOutcome.UNVERIFIED,
                               detail="no fingerprint was taken at spawn, so its pid is never signalled")
         grace = self.settings.processes.kill_grace_seconds if grace is None else max(0.0, float(grace))
         kill_file = s.dir / sess.KILLED_FILE
@@ -617,19 +619,19 @@ class ProcessRegistry:
         after = self.get(s.id)
         if report.outcome is identity.SignalOutcome.SENT:
             if survivors:
-                outcome, detail = "survivors", f"{len(survivors)} process(es) still alive after SIGKILL"
-            elif after.status == sess.KILLED:
-                outcome, detail = "killed", ""
+                outcome, detail = KillOutcome.SURVIVORS, f"{len(survivors)} process(es) still alive after SIGKILL"
+            elif after.status is sess.KILLED:
+                outcome, detail = KillOutcome.KILLED, ""
             else:
-                outcome, detail = "gone", f"it ended on its own ({after.exit_text()})"
+                outcome, detail = KillOutcome.GONE, f"it ended on its own ({after.exit_text()})"
         elif report.outcome is identity.SignalOutcome.PID_RECYCLED:
-            outcome, detail = "pid_recycled", f"pid {s.pid} now belongs to another process: not signalled"
+            outcome, detail = KillOutcome.PID_RECYCLED, f"pid {s.pid} now belongs to another process: not signalled"
         elif report.outcome is identity.SignalOutcome.GONE:
-            outcome, detail = "gone", "the process had already exited"
+            outcome, detail = KillOutcome.GONE, "the process had already exited"
         elif report.outcome is identity.SignalOutcome.UNVERIFIED:
-            outcome, detail = "unverified", report.detail or "identity not verified: not signalled"
+            outcome, detail = KillOutcome.UNVERIFIED, report.detail or "identity not verified: not signalled"
         else:
-            outcome, detail = "error", report.detail or "the kernel refused the signal"
+            outcome, detail = KillOutcome.ERROR, report.detail or "the kernel refused the signal"
         return KillReport(**base, status=after.status, outcome=outcome, detail=detail,
                           signals=signals, survivors=survivors)
 
@@ -640,21 +642,22 @@ class ProcessRegistry:
         base = dict(id=s.id, pid=s.pid, command=s.command)
         target = signal_target(self.home.root, s.id)
         if target.fingerprint is None:
-            return KillReport(**base, status=sess.LOST if target.refusal == "gone" else s.status,
+            return KillReport(**base, status=sess.LOST if target.refusal is KillOutcome.GONE else s.status,
                               outcome=target.refusal, detail=target.detail)
         grace = self.settings.processes.kill_grace_seconds if grace is None else max(0.0, float(grace))
         report = identity.terminate(s.pid, target.fingerprint, grace)
         signals, survivors = tuple(report.signals), tuple(report.survivors)
         if report.outcome is identity.SignalOutcome.SENT:
-            outcome = "survivors" if survivors else "killed"
+            outcome = KillOutcome.SURVIVORS if survivors else KillOutcome.KILLED
             detail = f"{len(survivors)} process(es) still alive after SIGKILL" if survivors else ""
         elif report.outcome is identity.SignalOutcome.GONE:
-            outcome, detail = "gone", "the process had already exited"
+            outcome, detail = KillOutcome.GONE, "the process had already exited"
         elif report.outcome is identity.SignalOutcome.PID_RECYCLED:
-            outcome, detail = "pid_recycled", f"pid {s.pid} now belongs to another process: not signalled"
+            outcome, detail = KillOutcome.PID_RECYCLED, f"pid {s.pid} now belongs to another process: not signalled"
         else:
-            outcome, detail = report.outcome.value, report.detail or "not signalled"
-        status = {"survivors": sess.RUNNING, "killed": sess.KILLED, "gone": sess.LOST}.get(outcome, s.status)
+            outcome, detail = KillOutcome(report.outcome.value), report.detail or "not signalled"
+        status = {KillOutcome.SURVIVORS: sess.RUNNING, KillOutcome.KILLED: sess.KILLED,
+                  KillOutcome.GONE: sess.LOST}.get(outcome, s.status)
         return KillReport(**base, status=status, outcome=outcome, detail=detail, signals=signals,
                           survivors=survivors)
 
@@ -669,14 +672,14 @@ class ProcessRegistry:
         for pid, fp in sorted(members.items()):
             if identity.send_signal(pid, fp, signal_mod.SIGTERM).sent:
                 signals.append((pid, "SIGTERM"))
-        living = _wait_gone(members, time.monotonic() + grace)
+        living = identity.wait_gone(members, time.monotonic() + grace)
         for pid, fp in sorted(living.items()):
             if identity.send_signal(pid, fp, signal_mod.SIGKILL).sent:
                 signals.append((pid, "SIGKILL"))
-        survivors = tuple(sorted(_wait_gone(living, time.monotonic() + 1.0)))
+        survivors = tuple(sorted(identity.wait_gone(living, time.monotonic() + 1.0)))
         if not signals:
             _unlink(kill_file)
-            return KillReport(id=s.id, pid=s.pid, command=s.command, status=s.status, outcome="gone",
+            return KillReport(id=s.id, pid=s.pid, command=s.command, status=s.status, outcome=KillOutcome.GONE,
                               detail="its wrapper is gone and its group ended before any signal")
         last = "SIGKILL" if any(sig == "SIGKILL" for _p, sig in signals) else "SIGTERM"
         atomic_write_json(kill_file, {
@@ -690,7 +693,7 @@ class ProcessRegistry:
                   "group, each verified by its own fingerprint")
         if unverified:
             detail += f"; {len(unverified)} unverified one(s) not signalled: {', '.join(map(str, unverified))}"
-        outcome = "survivors" if survivors else "killed"
+        outcome = KillOutcome.SURVIVORS if survivors else KillOutcome.KILLED
         return KillReport(id=s.id, pid=s.pid, command=s.command, status=after.status, outcome=outcome,
                           detail=detail, signals=tuple(signals), survivors=survivors)
 
@@ -700,8 +703,8 @@ class ProcessRegistry:
         Nothing of them ever ran (the wrapper waits for the record), so nothing is lost."""
         now = time.time() if now is None else now
         removed = []
-        for sid in self._names():
-            d = self.session_dir(sid)
+        for session_id in self._names():
+            d = self.session_dir(session_id)
             try:
                 sess.read_meta(d)
                 continue
@@ -715,7 +718,7 @@ class ProcessRegistry:
                 continue
             if age >= ABANDONED_START_SECONDS:
                 _remove_tree(d)
-                removed.append(sid)
+                removed.append(session_id)
         return removed
 
     def remove(self, session_id: str) -> bool:
@@ -728,9 +731,6 @@ class ProcessRegistry:
             self._state.finished.pop(session_id, None)
             self._state.bases.pop(session_id, None)
         return True
-
-
-_HAVE_PIDFD = identity.pidfd_available()
 
 
 def _pidfd_exited(fd: int) -> bool | None:
@@ -793,15 +793,6 @@ def _environ(pid: int) -> list[bytes]:
             return fh.read().split(b"\0")
     except OSError:
         return []
-
-
-def _wait_gone(members: dict[int, str], deadline: float) -> dict[int, str]:
-    """Wait until none of ``members`` (pid -> fingerprint) is alive, or the deadline."""
-    while True:
-        living = {pid: fp for pid, fp in members.items() if identity.is_alive(pid, fp)}
-        if not living or time.monotonic() >= deadline:
-            return living
-        time.sleep(0.02)
 
 
 def _processes_under(cwd: str) -> list[tuple[int, str]]:

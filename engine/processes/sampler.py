@@ -101,7 +101,7 @@ class SessionSampler:
         for pid in list(self._procs):
             if pid not in live:
                 del self._procs[pid]  # a pid that left a session is never reused from cache
-        for sid in list(self._members):
-            if sid not in usage:
-                del self._members[sid]
+        for session_id in list(self._members):
+            if session_id not in usage:
+                del self._members[session_id]
         return usage

@@ -31,11 +31,38 @@ from typing import Any
 from engine import identity
 from engine.fsutil import read_json
 
-RUNNING = "running"
-EXITED = "exited"
-KILLED = "killed"
-LOST = "lost"
-STATUSES = (RUNNING, EXITED, KILLED, LOST)
+
+class SessionStatus(enum.StrEnum):
+    """What a session is now, derived from disk (the values are those of ``--json``)."""
+
+    RUNNING = "running"
+    EXITED = "exited"
+    KILLED = "killed"
+    LOST = "lost"
+
+
+RUNNING = SessionStatus.RUNNING
+EXITED = SessionStatus.EXITED
+KILLED = SessionStatus.KILLED
+LOST = SessionStatus.LOST
+STATUSES = tuple(SessionStatus)
+
+
+class KillOutcome(enum.StrEnum):
+    """What a kill came to (the values are those of ``kill --json``)."""
+
+    KILLED = "killed"
+    ALREADY_FINISHED = "already_finished"
+    PID_RECYCLED = "pid_recycled"  # the pid names another process now: not signalled
+    UNVERIFIED = "unverified"  # no fingerprint to verify it by: not signalled
+    GONE = "gone"  # it ended before (or without) our signal
+    ERROR = "error"  # the kernel refused the signal
+    SURVIVORS = "survivors"  # signalled, but some of its processes outlived SIGKILL
+
+
+# Outcomes after which nothing of the session runs any more.
+KILL_SUCCEEDED = frozenset({KillOutcome.KILLED, KillOutcome.ALREADY_FINISHED, KillOutcome.GONE})
+
 
 META_FILE = "meta.json"
 OUTPUT_FILE = "output.log"
@@ -111,7 +138,7 @@ class ProcessSession:
     cwd: str
     owner: str
     started_at: float
-    status: str
+    status: SessionStatus
     exit_code: int | None
     signal: str | None
     ended_at: float | None
@@ -130,11 +157,11 @@ class ProcessSession:
 
     @property
     def running(self) -> bool:
-        return self.status == RUNNING
+        return self.status is RUNNING
 
     @property
     def finished(self) -> bool:
-        return self.status != RUNNING
+        return self.status is not RUNNING
 
     @property
     def short_id(self) -> str:
@@ -146,13 +173,13 @@ class ProcessSession:
 
     def exit_text(self) -> str:
         """'exit 0', 'SIGKILL', 'exit 143 (SIGTERM)', 'lost', 'running'."""
-        if self.status == RUNNING:
+        if self.status is RUNNING:
             return "running"
-        if self.status == LOST and self.source is SessionSource.HERMES:
+        if self.status is LOST and self.source is SessionSource.HERMES:
             return "not running (hermes keeps no exit record)"
-        if self.status == LOST:
+        if self.status is LOST:
             return "lost (no exit record)"
-        if self.status == KILLED:
+        if self.status is KILLED:
             return f"killed ({self.signal})" if self.signal else "killed"
         if self.signal:
             return f"exit {self.exit_code} ({self.signal})"
@@ -330,12 +357,10 @@ def session_from_meta(session_dir: Path, meta: dict[str, Any]) -> ProcessSession
 
 
 def leader_alive(session: ProcessSession) -> bool:
-    if identity.is_verifiable(session.fingerprint):
-        return identity.is_alive(session.pid, session.fingerprint)
-    # No fingerprint could be taken at spawn: we can only say the pid exists. Such a
-    # session is never signalled; it is reported running while the pid is there.
-    stat = identity.read_stat(session.pid)
-    return stat is not None and not stat.is_zombie
+    """The session's leader still runs. Without a fingerprint taken at spawn we can only
+    say the pid exists: such a session is reported running while it does, and never
+    signalled."""
+    return identity.liveness(session.pid, session.fingerprint) in identity.RUNS
 
 
 def derive(base: ProcessSession, alive: Callable[[ProcessSession], bool] = leader_alive) -> ProcessSession:
@@ -384,7 +409,6 @@ def is_settled(s: ProcessSession, now: float | None = None) -> bool:
     return (time.time() if now is None else now) - end > SETTLE_SECONDS
 
 
-
 def claim_notification(session_dir: Path) -> bool:
     """Atomically claim the right to show this session's completion (True once, ever)."""
     try:
@@ -396,7 +420,3 @@ def claim_notification(session_dir: Path) -> bool:
     os.write(fd, f"{time.time():.3f}\n".encode())
     os.close(fd)
     return True
-
-
-def notification_claimed(session_dir: Path) -> bool:
-    return (session_dir / NOTIFIED_FILE).exists()

@@ -63,7 +63,7 @@ def spawn_environment(
     *,
     home_root: Path,
     scratch_dir: Path | None,
-    process_id: str,
+    session_id: str,
     base: Mapping[str, str] | None = None,
     extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
@@ -83,7 +83,7 @@ def spawn_environment(
     env["GIT_PAGER"] = "cat"
     env["PYTHONUNBUFFERED"] = "1"
     env["HERMES_HOME"] = str(home_root)
-    env["HERMES_PROCESS_ID"] = process_id
+    env["HERMES_PROCESS_ID"] = session_id
     if extra:
         env.update({str(k): str(v) for k, v in extra.items()})
     return env

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.scratch.escape import escape_text
+from engine.text import escape_text
 
 __all__ = ["AuditLog", "AuditWriteError", "escape_text", "open_audit"]
 

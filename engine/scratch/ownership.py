@@ -23,10 +23,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from engine import identity
-from engine.scratch.escape import escape_text
 from engine.scratch.procscan import ProcSnapshot, ScratchProcess, is_under
 from engine.scratch.registered import RegistryUnreadable
 from engine.scratch.target import PruneOptions, PruneTarget
+from engine.text import escape_text
 
 
 class Role(enum.StrEnum):

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 from engine.fsutil import human_bytes, human_duration, tree_size
 from engine.scratch.entries import Survey, survey_scratch
-from engine.scratch.escape import escape_text
 from engine.scratch.ownership import victims
 from engine.scratch.target import PruneOptions, PruneTarget
+from engine.text import escape_text
 
 
 @dataclass(frozen=True)

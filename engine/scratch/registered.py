@@ -23,10 +23,8 @@ class RegistryUnreadable(Exception):
 
 
 def _our_sessions(home: HomeLayout, settings: Settings) -> list[tuple[int, str, str]]:
-    try:
-        from engine.processes import ProcessRegistry
-    except ImportError:
-        return []  # this build has no process registry: nothing is registered
+    from engine.processes import ProcessRegistry
+
     return [(int(pid), str(fp), str(label))
             for pid, fp, label in ProcessRegistry(home, settings).live_processes()]
 

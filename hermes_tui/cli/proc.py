@@ -260,8 +260,9 @@ def _exit_code_of(s) -> int:
 
 
 def cmd_ps(ctx: Context) -> int:
-    from engine.fsutil import human_duration
     from engine.processes.redact import maybe_redact
+    from engine.processes.session import SessionStatus
+    from engine.text import human_duration
 
     reg = _registry(ctx)
     listing = reg.list_with_hermes(include_finished=ctx.args.all)
@@ -281,7 +282,7 @@ def cmd_ps(ctx: Context) -> int:
     rows = [("ID", "STATUS", "PID", "RUNTIME", "EXIT", "OWNER", "COMMAND")]
     for s in sessions:
         exit_text = "" if s.running else (s.signal or "") if s.exit_code is None else str(s.exit_code)
-        if s.status == "lost":
+        if s.status is SessionStatus.LOST:
             exit_text = "?"
         rows.append((s.id, s.status, str(s.pid), human_duration(s.runtime(now)), exit_text, s.owner,
                      maybe_redact(" ".join(s.command.split()), redact)[:80]))
@@ -309,8 +310,8 @@ def _preview(s, redact: bool, chars: int = POLL_PREVIEW_CHARS) -> tuple[str, int
     from engine.processes.follower import read_tail
     from engine.processes.redact import maybe_redact, strip_ansi
 
-    text, size = read_tail(s.output_path, chars * 4)
-    return maybe_redact(strip_ansi(text), redact)[-chars:], size
+    tail = read_tail(s.output_path, chars * 4)
+    return maybe_redact(strip_ansi(tail.text), redact)[-chars:], tail.total
 
 
 def _mark_seen(s) -> None:
@@ -330,7 +331,7 @@ def cmd_poll(ctx: Context) -> int:
         data.update(output_preview=preview, total_bytes=size)
         print_json(data)
         return EXIT_OK
-    from engine.fsutil import human_bytes, human_duration
+    from engine.text import human_bytes, human_duration
 
     print(f"{s.id}  {s.exit_text()}  pid {s.pid}  {human_duration(s.runtime())}  "
           f"{human_bytes(size)} of output  owner {s.owner}")
@@ -344,7 +345,7 @@ def cmd_poll(ctx: Context) -> int:
 
 
 def cmd_log(ctx: Context) -> int:
-    from engine.processes.follower import LastLines, read_last_lines
+    from engine.processes.follower import Tail, read_tail
     from engine.processes.redact import maybe_redact
 
     s = _own_session(ctx)
@@ -353,11 +354,11 @@ def cmd_log(ctx: Context) -> int:
         if tail is None:
             with open(s.output_path, "rb") as fh:
                 data = fh.read()
-            shown = LastLines(data, len(data))
+            shown = Tail(data, len(data))
         else:
-            shown = read_last_lines(s.output_path, tail)  # only the tail is read, and at most 1 MiB
+            shown = read_tail(s.output_path, lines=tail)  # only the tail is read, and at most 1 MiB
     except FileNotFoundError:
-        shown = LastLines(b"", 0)
+        shown = Tail(b"", 0)
     except OSError as exc:
         raise CliError(f"cannot read {s.output_path}: {exc.strerror or exc}") from None
     if shown.cut and not ctx.json:
@@ -367,7 +368,7 @@ def cmd_log(ctx: Context) -> int:
         sys.stdout.buffer.write(shown.data)
         sys.stdout.flush()
         return EXIT_OK
-    text = maybe_redact(shown.data.decode("utf-8", errors="replace"),
+    text = maybe_redact(shown.text,
                         ctx.settings.processes.redact and not ctx.args.raw)
     if ctx.json:
         print_json({"id": s.id, "output": text, "total_bytes": shown.total, "cut_bytes": shown.cut})

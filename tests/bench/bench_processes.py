@@ -59,7 +59,7 @@ def write_output(reg: ProcessRegistry, size: int) -> Path:
 def follow_bytes(path: Path, size: int) -> float:
     def go() -> None:
         with OutputFollower(path) as f:
-            while f.read_bytes().data:
+            while f.read().data:
                 pass
             assert f.bytes_read == size
 

@@ -1,0 +1,62 @@
+"""Plain-text phrasing shared by the CLI and the widgets: sizes, durations, shortened
+lines and names made safe to show. No Textual and no Rich here: the CLI prints these
+strings as they are, and a widget wraps them in ``rich.text.Text`` itself."""
+
+from __future__ import annotations
+
+ELLIPSIS = "\u2026"
+
+
+def human_bytes(n: int | float | None) -> str:
+    """'512 B', '1.5 KiB', '3.2 GiB'; '?' for an unknown size."""
+    if n is None:
+        return "?"
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def human_duration(seconds: float | None) -> str:
+    """Compact age: '42s', '5m 3s', '3h 4m', '3d 4h'; '?' for an unknown one."""
+    if seconds is None:
+        return "?"
+    s = int(max(0, seconds))
+    if s < 60:
+        return f"{s}s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{m}m {s}s" if s else f"{m}m"
+    h, m = divmod(m, 60)
+    if h < 24:
+        return f"{h}h {m}m" if m else f"{h}h"
+    d, h = divmod(h, 24)
+    return f"{d}d {h}h" if h else f"{d}d"
+
+
+def ellipsize(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, the last one an ellipsis when
+    anything was left out."""
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + ELLIPSIS
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` with every run of whitespace (newlines too) as one space, then
+    :func:`ellipsize`d: a command or output line as a one-line summary shows it."""
+    return ellipsize(" ".join(text.split()), limit)
+
+
+def escape_text(text: str) -> str:
+    """``text`` with control characters, lone surrogates and other unprintable
+    characters written as Python escapes (``\\n``, ``\\x1b``, ``\\udcff``), so it can
+    neither split a log record nor drive a terminal. Printable text is unchanged."""
+    text = str(text)
+    if text.isprintable():
+        try:
+            text.encode("utf-8")
+            return text
+        except UnicodeEncodeError:
+            pass
+    return repr(text)[1:-1]

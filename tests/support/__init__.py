@@ -1,0 +1,7 @@
+"""Helpers shared by the test modules: waiting for a condition (never for a fixed
+time) and running the real CLI in a subprocess."""
+
+from tests.support.cli import run_cli
+from tests.support.waiting import DEFAULT_TIMEOUT, wait_until, wait_until_pilot, wait_workers
+
+__all__ = ["DEFAULT_TIMEOUT", "run_cli", "wait_until", "wait_until_pilot", "wait_workers"]

@@ -1,0 +1,54 @@
+"""Waiting for a condition with a generous timeout, instead of sleeping and hoping.
+
+The timeout only bounds a test that would otherwise hang: a condition that holds is
+seen within one step, so a generous timeout costs nothing on a fast machine and keeps
+a loaded one (many workers on two cores) from failing a correct test.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+DEFAULT_TIMEOUT = 60.0
+STEP_SECONDS = 0.02
+
+
+def _check(predicate: Callable[[], T], deadline: float, timeout: float, what: str) -> T | None:
+    """The predicate's value when truthy; None to keep waiting; fails past the deadline."""
+    value = predicate()
+    if value:
+        return value
+    if time.monotonic() >= deadline:
+        raise AssertionError(f"{what} not reached in {timeout:g}s")
+    return None
+
+
+def wait_until(predicate: Callable[[], T], timeout: float = DEFAULT_TIMEOUT, what: str = "condition") -> T:
+    """The first truthy value of ``predicate()``; fails the test, naming ``what``, when
+    none comes within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not (value := _check(predicate, deadline, timeout, what)):
+        time.sleep(STEP_SECONDS)
+    return value
+
+
+async def wait_until_pilot(pilot, predicate: Callable[[], T], timeout: float = DEFAULT_TIMEOUT,
+                           what: str = "condition") -> T:
+    """:func:`wait_until` for a Pilot test: the app keeps running between the checks."""
+    deadline = time.monotonic() + timeout
+    while not (value := _check(predicate, deadline, timeout, what)):
+        await pilot.pause(0.05)
+    return value
+
+
+async def wait_workers(app, groups: Iterable[str]) -> None:
+    """Wait until every worker of the app in one of ``groups`` has finished (workers
+    that loop for the app's whole life, like an output follower, are left alone)."""
+    wanted = set(groups)
+    workers = [w for w in app.workers if w.group in wanted]
+    if workers:  # Textual reads an empty list as "every worker", looping ones included
+        await app.workers.wait_for_complete(workers)
