@@ -8,10 +8,11 @@
 
 from __future__ import annotations
 
-from test_processes_app import FAST, PaneOnly, cleanup, make_app, submit, wait_until  # noqa: F401
+from test_processes_app import FAST, PaneOnly, cleanup, make_app, submit  # noqa: F401
 
 from engine.config import Settings
 from engine.processes import ProcessRegistry
+from tests.support import wait_until_pilot
 from widgets.command_bar import CommandBar
 from widgets.processes_pane import ProcessesPane
 
@@ -24,7 +25,7 @@ async def test_a_foreground_run_that_ends_stays_in_view(home, cleanup):  # noqa:
     app = make_app(home)
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
-        await wait_until(pilot, lambda: other.id in pane._rows)
+        await wait_until_pilot(pilot, lambda: other.id in pane._rows)
         await submit(pilot, app, "echo the-foreground-run; exit 3")
 
 
@@ -32,9 +33,9 @@ async def test_a_foreground_run_that_ends_stays_in_view(home, cleanup):  # noqa:
             return next((s for s in pane.sessions.values()
                          if "the-foreground-run" in s.command and s.id in pane._rows), None)
 
-        await wait_until(pilot, lambda: pane.foreground is None and ended() is not None)
+        await wait_until_pilot(pilot, lambda: pane.foreground is None and ended() is not None)
         fg = ended()
-        await wait_until(pilot, lambda: pane.selected is not None and pane.selected.id == fg.id)
+        await wait_until_pilot(pilot, lambda: pane.selected is not None and pane.selected.id == fg.id)
         await pilot.pause(0.5)  # a few more refreshes: nothing takes the view away
         assert pane.output.session_id == fg.id
         assert pane.selected.id == fg.id
@@ -54,7 +55,7 @@ def finished(home, *commands: str) -> list:
 async def listed(pilot, app, sessions) -> ProcessesPane:
     """The pane once every session is a row, with the focus on its table."""
     pane: ProcessesPane = app.pane("processes")
-    await wait_until(pilot, lambda: {s.id for s in sessions} <= set(pane._rows))
+    await wait_until_pilot(pilot, lambda: {s.id for s in sessions} <= set(pane._rows))
     pane.table.focus()
     await pilot.pause()
     return pane
@@ -69,10 +70,10 @@ async def test_follow_is_remembered_per_session(home, cleanup):  # noqa: F811
         await pilot.press("f")
         assert not pane.output.follow
         await pilot.press("down")
-        await wait_until(pilot, lambda: pane.output.session_id not in (None, top))
+        await wait_until_pilot(pilot, lambda: pane.output.session_id not in (None, top))
         assert pane.output.follow  # the other session was never unfollowed
         await pilot.press("up")
-        await wait_until(pilot, lambda: pane.output.session_id == top)
+        await wait_until_pilot(pilot, lambda: pane.output.session_id == top)
         assert not pane.output.follow  # and this one is still as the user left it
         assert "follow off" in pane.output.title_text().plain
 
@@ -85,15 +86,15 @@ async def test_after_a_search_the_arrows_move_the_list_and_enter_lands_on_the_fi
         pane = await listed(pilot, app, [many, other])
         if pane.selected.id != many.id:
             await pilot.press("down")
-        await wait_until(pilot, lambda: pane.output.session_id == many.id and len(pane.output.lines) == 600)
+        await wait_until_pilot(pilot, lambda: pane.output.session_id == many.id and len(pane.output.lines) == 600)
         await pilot.pause(0.3)
         log = pane.output.log
-        await wait_until(pilot, lambda: log.scroll_y > 500)  # following: at the bottom
+        await wait_until_pilot(pilot, lambda: log.scroll_y > 500)  # following: at the bottom
         await pilot.press("slash")
         await pilot.pause()
         await pilot.press(*"needle", "enter")
         # The first Enter shows the first match (line 301, index 300), not the bottom.
-        await wait_until(pilot, lambda: log.scroll_y == 298)
+        await wait_until_pilot(pilot, lambda: log.scroll_y == 298)
         await pilot.pause(0.3)
         assert log.scroll_y == 298
         # Focus is back on the list: the arrow keys move the cursor, not the output.
@@ -106,4 +107,4 @@ async def test_after_a_search_the_arrows_move_the_list_and_enter_lands_on_the_fi
         await pilot.pause()
         assert app.focused is not pane.table
         await pilot.press("escape")
-        await wait_until(pilot, lambda: app.focused is pane.table)
+        await wait_until_pilot(pilot, lambda: app.focused is pane.table)
