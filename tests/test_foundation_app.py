@@ -14,6 +14,7 @@ from engine.config import Settings
 from engine.home import HomeLayout
 from hermes_tui.app import HermesApp
 from hermes_tui.keymap import known_binding_ids
+from tests.support import wait_until_pilot
 from widgets.help_screen import HelpScreen
 from widgets.pane import Pane
 
@@ -163,10 +164,22 @@ async def test_header_names_the_home(home):
         assert "~/.hermes" in header and "hermes-tui" in header
 
 
+async def _settled(pilot) -> None:
+    """Every pane has looked at the empty home once (the board found there is none,
+    the processes and scratch panes read their folders): what the picture shows no
+    longer depends on how fast those threads ran."""
+    app = pilot.app
+    board = app.pane("board")
+    await wait_until_pilot(pilot, lambda: board.service is None and board.db_path is not None, what="no board yet")
+    await wait_until_pilot(pilot, lambda: app.pane("processes").refresh_count >= 1, what="processes read")
+    await wait_until_pilot(pilot, lambda: app.pane("scratch").last_survey is not None, what="scratch surveyed")
+    await pilot.pause(0.3)
+
+
 @pytest.mark.parametrize("size", [WIDE, NARROW], ids=["160x48", "80x24"])
 def test_shell_snapshot(snap_compare, tmp_path, size):
     home = HomeLayout(tmp_path / "home").ensure()
-    assert snap_compare(make_app(home), terminal_size=size)
+    assert snap_compare(make_app(home), terminal_size=size, run_before=_settled)
 
 
 async def test_escape_leaves_the_command_bar_for_the_pane_it_came_from(home):

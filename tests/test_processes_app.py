@@ -295,7 +295,14 @@ def test_pane_snapshot(snap_compare, tmp_path):
     write_session(home, "proc_2c3d4e5f6071", "sh -c 'curl -H \"Authorization: Bearer abcdef0123456789\" x'",
                   t0 + 20, 1, 137, "curl: (6) could not resolve host\n", owner="kanban:t_42")
     (home.processes_dir / "proc_2c3d4e5f6071" / "killed.json").write_text('{"signal": "SIGKILL", "at": 0}')
-    assert snap_compare(PaneOnly(home), terminal_size=(110, 24))
+
+    async def loaded(pilot) -> None:  # the rows and the selected session's output, however slow the threads
+        pane = pilot.app.pane("processes")
+        await wait_until_pilot(pilot, lambda: len(pane._rows) == 3 and pane.output.session_id is not None)
+        await wait_until_pilot(pilot, lambda: pane.refresh_count >= 1 and len(pane.output.log.lines) > 0)
+        await pilot.pause(0.3)
+
+    assert snap_compare(PaneOnly(home), terminal_size=(110, 24), run_before=loaded)
 
 
 def test_output_view_memory_is_bounded_by_lines_and_size():
