@@ -300,6 +300,9 @@ def test_pane_snapshot(snap_compare, tmp_path):
         pane = pilot.app.pane("processes")
         await wait_until_pilot(pilot, lambda: len(pane._rows) == 3 and pane.output.session_id is not None)
         await wait_until_pilot(pilot, lambda: pane.refresh_count >= 1 and len(pane.output.log.lines) > 0)
+        detail = pane.query_one("#proc-detail")
+        # The selected row in full takes two lines at this width: wait for the layout that gives them.
+        await wait_until_pilot(pilot, lambda: detail.size.height == 2, what="the detail line laid out")
         await pilot.pause(0.3)
 
     assert snap_compare(PaneOnly(home), terminal_size=(110, 24), run_before=loaded)

@@ -239,12 +239,29 @@ class DetailLine(Static):
     def __init__(self, **kwargs) -> None:
         super().__init__("", markup=False, **kwargs)
         self._shown_text = ""
+        self._text = Text()
 
     def show(self, text: Text | str) -> None:
         plain = text.plain if isinstance(text, Text) else text
         if plain != self._shown_text:
             self._shown_text = plain
+            self._text = text if isinstance(text, Text) else Text(text)
             self.update(text)
+            self._fit_height()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit_height()
+
+    def _fit_height(self) -> None:
+        """As many lines as the text wraps to at the width it has now (the stylesheet's
+        max-height still caps it). Set explicitly: an automatic height was seen to stay
+        at the one line of an earlier, shorter text, cutting the text it exists to show."""
+        width = self.content_size.width
+        if width <= 0 or not self.is_attached:
+            return
+        lines = len(self._text.wrap(self.app.console, width)) if self._shown_text else 1
+        if self.styles.height is None or self.styles.height.value != lines:
+            self.styles.height = max(1, lines)
 
     @property
     def shown_text(self) -> str:
