@@ -219,3 +219,31 @@ async def test_zoom_restyles_no_pane_and_agrees_with_the_narrow_layout(home):
         await pilot.press("z")
         await _until(pilot, lambda: len(shown()) == 4, "all four panes back")
         assert shown() == ["board", "processes", "scratch", "prune-log"]
+
+
+async def test_a_card_s_new_prompt_while_its_column_is_hidden_does_not_crash():
+    """A hidden column (another pane zoomed, a tab not shown) has no width: a prompt
+    change there takes Textual's own path. Before: ValueError from the wrap at width 0
+    (seen when the screenshot script zoomed a pane while the board refreshed)."""
+    from rich.text import Text
+    from textual.app import App
+    from textual.widgets.option_list import Option
+
+    from widgets.partial_repaint import PromptList
+
+    class Hidden(App):
+        def compose(self):
+            yield PromptList(Option(Text("t_1\ntitle\nunassigned · 1s"), id="t_1"), id="cards")
+
+    app = Hidden()
+    async with app.run_test(size=(60, 20)) as pilot:
+        cards = app.query_one("#cards", PromptList)
+        await pilot.pause()
+        cards.display = False  # as a column of a pane that is not shown
+        await pilot.pause()
+        assert cards.scrollable_content_region.width <= 0
+        cards.replace_option_prompt("t_1", Text("t_1\ntitle\nunassigned · 2s"))
+        await pilot.pause()
+        cards.display = True
+        await pilot.pause()
+        assert any("· 2s" in cards.render_line(y).text for y in range(cards.size.height))

@@ -52,13 +52,19 @@ class PromptList(OptionList):
         option = self.get_option_at_index(index)
         height = self._line_cache.heights.get(index)
         option._set_prompt(prompt)  # also drops the option's own visual
-        if height is None or self._height_of(option) != height:
+        if height is None or self._width_for_options() <= 0 or self._height_of(option) != height:
             self._clear_caches()  # the lines move: Textual's own full rebuild
             return self
         for key in [k for k in self._option_render_cache.keys() if k[0] is option]:  # noqa: SIM118 (no __iter__)
             self._option_render_cache.discard(key)
         self.refresh()  # the other options' lines come from their caches
         return self
+
+    def _width_for_options(self) -> int:
+        """The width options are laid out in: 0 or less while the list is hidden (a
+        zoomed pane, a tab not shown), when only Textual's own rebuild is safe."""
+        padding = self.get_component_styles("option-list--option").padding
+        return self.scrollable_content_region.width - self._get_left_gutter_width() - padding.width
 
     def _height_of(self, option) -> int:
         """Lines the option takes, computed as OptionList lays its lines out."""
