@@ -80,14 +80,8 @@ def board_location(home: HomeLayout, settings: Settings, override: str | os.Path
         if given:
             return DatabaseUrl.parse(str(given)) if looks_like_url(str(given)) else \
                 board_path(home, settings, given, env)
-    if env.get(DATABASE_URL_VARIABLE):
-        return DatabaseUrl.parse(env[DATABASE_URL_VARIABLE])
-    configured = settings.kanban.database
-    if isinstance(configured, DatabaseUrl):
-        return configured
-    if configured is not None:
-        return configured if configured.is_absolute() else home.root / configured
-    return board_path(home, settings, None, env)
+    named = _named_server_or_database(home, settings, env)
+    return named if named is not None else board_path(home, settings, None, env)
 
 
 def board_location_at_a_glance(home: HomeLayout, settings: Settings,
@@ -98,11 +92,16 @@ def board_location_at_a_glance(home: HomeLayout, settings: Settings,
     given = env.get("HERMES_KANBAN_DB")
     if given:
         return DatabaseUrl.parse(given) if looks_like_url(given) else chosen_board_path(home, settings, None, env)
+    named = _named_server_or_database(home, settings, env)
+    return named if named is not None else board_path_at_a_glance(home, settings)
+
+
+def _named_server_or_database(home: HomeLayout, settings: Settings, env: Mapping[str, str]) -> Path | DatabaseUrl | None:
+    """``$HERMES_KANBAN_DATABASE_URL``, else config ``kanban.database`` (a URL, or a file
+    relative to the home), else None."""
     if env.get(DATABASE_URL_VARIABLE):
         return DatabaseUrl.parse(env[DATABASE_URL_VARIABLE])
     configured = settings.kanban.database
-    if isinstance(configured, DatabaseUrl):
+    if configured is None or isinstance(configured, DatabaseUrl):
         return configured
-    if configured is not None:
-        return configured if configured.is_absolute() else home.root / configured
-    return board_path_at_a_glance(home, settings)
+    return configured if configured.is_absolute() else home.root / configured
