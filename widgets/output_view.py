@@ -200,27 +200,13 @@ class OutputView(Vertical):
             follower.close()
 
     def _read_newest(self, follower: OutputFollower, generation: int) -> tuple[list[bytes], bool, int]:
-        """Everything new, keeping only about the newest DRAW_BYTES_PER_FLUSH of it.
-
-        Returns (kept chunks, whether the file was reset, bytes skipped). Every byte is
-        read once; what is skipped is only not drawn.
-        """
-        pieces: list[bytes] = []
-        total = skipped = 0
-        reset = False
-        while True:
-            chunk = follower.read_bytes()
-            if chunk.reset:
-                pieces, total, skipped, reset = [], 0, 0, True
-                self._post(self._reset, generation)
-            if not chunk.data:
-                return pieces, reset, skipped
-            pieces.append(chunk.data)
-            total += len(chunk.data)
-            while len(pieces) > 1 and total - len(pieces[0]) >= DRAW_BYTES_PER_FLUSH:
-                first = pieces.pop(0)
-                total -= len(first)
-                skipped += len(first)
+        """Everything new, keeping only about the newest DRAW_BYTES_PER_FLUSH of it
+        (the follower's ``read_newest``): (kept bytes, whether the file was reset, bytes
+        skipped). Every byte is read once; what is skipped is only not drawn."""
+        chunk = follower.read_newest(DRAW_BYTES_PER_FLUSH)
+        if chunk.reset:
+            self._post(self._reset, generation)
+        return ([chunk.data] if chunk.data else []), chunk.reset, chunk.skipped
 
     def _post(self, callback, *args) -> bool:
         """Run ``callback`` on the UI thread; False once the app has stopped."""
