@@ -366,19 +366,18 @@ def append_log_line(dest: Path, line: str, limit: int = LOG_ROTATE_BYTES) -> Non
 
 
 def read_tail(path: Path, nbytes: int) -> bytes:
-    """The last ``nbytes`` of a file, without its partial first line; b"" on any error."""
+    """The last ``nbytes`` of a file, without its partial first line; b"" on any error
+    (the processes' tail reader, which reads only the tail of a huge log)."""
+    from engine.processes.follower import read_tail as tail_of
+
     try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            start = max(0, size - nbytes)
-            fh.seek(start)
-            data = fh.read(nbytes)
+        tail = tail_of(path, nbytes)
     except OSError:
         return b""
-    if start > 0:
-        cut = data.find(b"\n")
-        data = data[cut + 1 :] if cut >= 0 else b""
-    return data
+    if not tail.cut:
+        return tail.data
+    cut = tail.data.find(b"\n")
+    return tail.data[cut + 1 :] if cut >= 0 else b""
 
 
 def last_words(log_path: Path) -> str:
