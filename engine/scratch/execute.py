@@ -46,7 +46,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engine import identity
-from engine.scratch.activity import Activity, scan_activity, scan_many, walk_start_moment
+from engine.scratch.activity import Activity, TouchState, scan_activity, scan_many, walk_start_moment
 from engine.scratch.audit import AuditLog, AuditWriteError, escape_text, open_audit
 from engine.scratch.delete import DeleteStop, WatchedDelete, delete_tree, delete_unless_written
 from engine.scratch.keep import check_failed, static_keep_reason
@@ -245,6 +245,7 @@ class _Run:
     options: PruneOptions
     audit: AuditLog
     progress: Progress | None
+    just_planned: bool = False
     removed: list[RemovedEntry] = field(default_factory=list)
     quarantined: list[QuarantineMove] = field(default_factory=list)
     kept: list[KeptRecord] = field(default_factory=list)
@@ -278,18 +279,24 @@ def execute_plan(
     plan: PrunePlan,
     options: PruneOptions,
     progress: Progress | None = None,
+    *,
+    just_planned: bool = False,
 ) -> PruneResult:
     """Carry out ``plan``. Raises PruneBusy when another pass holds the lock (after
     logging it), AuditWriteError when a record could not be written (the action it
     described was not taken, and nothing after it). Any other unexpected error is
-    logged as the pass's one failing line."""
+    logged as the pass's one failing line.
+
+    ``just_planned``: the caller made ``plan`` right before this call and showed it to
+    nobody (the automatic pass, ``prune --yes``), so no prompt lies between its walk
+    and now; see ``_recheck`` for what that saves."""
     lock = PassLock(target)
     with open_audit(target.log_file, target.home.ensure_dir) as audit:
         if not lock.acquire():
             audit.skipped_busy()
             raise PruneBusy("another prune of this home is running; try again when it ends")
         try:
-            return _execute(_Run(target, plan, options, audit, progress))
+            return _execute(_Run(target, plan, options, audit, progress, just_planned))
         except AuditWriteError:
             raise
         except Exception as exc:
@@ -330,7 +337,7 @@ def _execute(run: _Run) -> PruneResult:
     total = len(candidates) + len(plan.expiring)
     if run.progress and candidates:
         run.progress(0, total, 0, candidates[0].path)
-    moment, idle = _recheck(run, candidates)
+    moment, idle = _recheck(run, candidates, {j.entry for j, _why in targets if j.area == "scratch"})
     _signal(run, _still_targets(targets, {c.name for c, _act in idle}))
     freed = _prune_candidates(run, idle, moment, total)
     for j, exp in enumerate(plan.expiring):
@@ -503,18 +510,36 @@ class _Moved:
     size: int
 
 
-def _recheck(run: _Run, candidates: list[Candidate]) -> tuple[float, list[tuple[Candidate, Activity]]]:
+def _recheck(run: _Run, candidates: list[Candidate], with_signals: set[str]
+             ) -> tuple[float, list[tuple[Candidate, Activity]]]:
     """The activity re-check walk of every candidate, then its keep rules once more,
     all before any signal: an entry found active, unreadable, gone or kept here is
     dropped and none of its processes is signalled. Returns the moment the walks
     started (T: every later check looks for an mtime at or after it) and the entries
     still idle with their walks. The walks run together (split across processes
-    like the survey)."""
-    moment = walk_start_moment()
-    rechecks = scan_many([c.path for c in candidates], run.plan.cutoff)
+    like the survey).
+
+    A plan made just before (``run.just_planned``) was walked a moment ago, with no
+    prompt between: then only the entries with a process to signal (``with_signals``,
+    entry names) are walked again, and T is the moment the plan's walks began. The
+    others keep the plan's walk as their check: anything written to them since T,
+    even in a directory that walk had passed, is found by the verify walk of the
+    moved tree before anything of it is deleted or recorded, as a write during a
+    re-check walk is."""
+    if run.just_planned:
+        moment = run.plan.walked_at
+        walked = [c for c in candidates if c.name in with_signals]
+    else:
+        moment = walk_start_moment()
+        walked = candidates
+    rechecks = dict(zip([c.path for c in walked], scan_many([c.path for c in walked], run.plan.cutoff),
+                        strict=True))
     idle = []
-    for cand, act in zip(candidates, rechecks, strict=True):
-        if _still_idle(run, cand.path, act) and not _keep_by_rule(run, cand.path):
+    for cand in candidates:
+        act = rechecks.get(cand.path)
+        if act is None:  # not walked again: the plan's walk found it idle
+            idle.append((cand, Activity(TouchState.IDLE, size_bytes=cand.size_bytes, git_files=cand.git_files)))
+        elif _still_idle(run, cand.path, act) and not _keep_by_rule(run, cand.path):
             idle.append((cand, act))
     return moment, idle
 
@@ -598,6 +623,9 @@ def _move_aside(run: _Run, cand: Candidate, moment: float) -> str | None:
             dest = os.path.join(os.path.dirname(path), TRASH_PREFIX + fit_name(cand.name, len(TRASH_PREFIX)))
         rename_noreplace(path, dest)
     except Exception as exc:
+        if isinstance(exc, FileNotFoundError) and _gone(path):  # gone since its last check
+            run.audit.vanished(path)
+            return None
         why = getattr(exc, "strerror", None) or str(exc)
         if getattr(exc, "errno", None) == errno.EXDEV:
             why += (" (the quarantine folder is on another filesystem than the scratch folder; "
@@ -767,7 +795,7 @@ def prune_pass(
     from engine.scratch.plan import plan_prune
 
     plan = plan_prune(target, options)
-    return execute_plan(target, plan, options, progress)
+    return execute_plan(target, plan, options, progress, just_planned=True)
 
 
 def restore(target: PruneTarget, wanted: str) -> RestoredRecord:
