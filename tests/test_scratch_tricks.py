@@ -205,7 +205,7 @@ def test_a_pass_that_plans_and_acts_at_once_walks_an_entry_with_nobody_inside_on
     monkeypatch.setattr(execute_mod, "scan_many", scan)
     result = prune_pass(t, options())
     assert result.removed_count == 1 and not e.exists()
-    assert walked == [os.path.join(t.scratch_dir, TRASH_PREFIX + "e")]  # the verify walk only
+    assert str(e) not in walked  # no re-check walk (its moved tree's verify walk is scan_ahead's)
 
 
 @pytest.mark.parametrize("quarantine_hours", [0.0, 12.0])
@@ -287,22 +287,58 @@ def test_a_write_during_the_recheck_walk_is_rescued(home, monkeypatch, quarantin
 def _rewrite_after_a_walk(monkeypatch, entry: Path, rel: str, *, moved: bool, flow: str = FLOWS[0]) -> list[bool]:
     """Rewrite an existing file of ``entry`` in place (its directory's mtime does not
     move) right after a walk of it: its last check walk (``moved=False``, see FLOWS), or
-    the verify walk of the tree moved to the pruner's trash name (``moved=True``)."""
-    module = _last_check_walk(flow)[0] if not moved else execute_mod
-    real = module.scan_many
+    the verify walk of the tree moved to the pruner's trash name (``moved=True``; with
+    delete, each tree's verify walk comes from ``scan_ahead`` right before its delete)."""
     walked = os.path.join(os.path.dirname(entry), TRASH_PREFIX + entry.name) if moved else str(entry)
     done: list[bool] = []
+
+    def rewrite() -> None:
+        done.append(True)
+        with open(os.path.join(walked, rel), "r+") as fh:
+            fh.write("rewritten")
+
+    if moved:
+        real_ahead = execute_mod.scan_ahead
+
+        def ahead(paths, cutoff, *a, **kw):
+            for path, act in zip(paths, real_ahead(paths, cutoff, *a, **kw), strict=True):
+                if os.fspath(path) == walked and not done:
+                    rewrite()
+                yield act
+
+        monkeypatch.setattr(execute_mod, "scan_ahead", ahead)
+        return done
+    module = _last_check_walk(flow)[0]
+    real = module.scan_many
 
     def scan(paths, cutoff, *a, **kw):
         acts = real(paths, cutoff, *a, **kw)
         if walked in map(os.fspath, paths) and not done:
-            done.append(True)
-            with open(os.path.join(walked, rel), "r+") as fh:
-                fh.write("rewritten")
+            rewrite()
         return acts
 
     monkeypatch.setattr(module, "scan_many", scan)
     return done
+
+
+def test_verify_walks_made_ahead_while_earlier_trees_are_deleted_still_find_a_write(home, monkeypatch):
+    """With delete, the trees after the first are verified by a child while this
+    process deletes the earlier ones; a file rewritten after the plan in a later tree
+    is found by its verify walk: that tree goes back whole, the others go."""
+    from engine.scratch import activity
+
+    t = target_of(home)
+    entries = [make_entry(t.scratch_dir, f"e{i}", {"a/old.txt": "old", "a/b/work.txt": "work"}) for i in range(5)]
+    late = entries[3]
+    hooked = _rewrite_after_a_walk(monkeypatch, late, "a/b/work.txt", moved=False, flow=FLOWS[1])
+    monkeypatch.setattr(activity, "SOLO_SECONDS", 0.0)  # the child walks ahead from the second tree on
+    monkeypatch.setattr(activity.os, "sched_getaffinity", lambda _pid: {0, 1})
+    result = prune_pass(t, options())
+    assert hooked
+    assert (late / "a/b/work.txt").read_text() == "rewritten" and (late / "a/old.txt").read_text() == "old"
+    assert [e.exists() for e in entries] == [False, False, False, True, False]
+    assert result.removed_count == 4 and "had already been deleted" not in log_text(home)
+    assert f"rescued {str(late)!r}" in log_text(home)
 
 
 @pytest.mark.parametrize("flow", FLOWS)

@@ -43,10 +43,18 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, field
 
 from engine import identity
-from engine.scratch.activity import Activity, TouchState, scan_activity, scan_many, walk_start_moment
+from engine.scratch.activity import (
+    Activity,
+    TouchState,
+    scan_activity,
+    scan_ahead,
+    scan_many,
+    walk_start_moment,
+)
 from engine.scratch.audit import AuditLog, AuditWriteError, escape_text, open_audit
 from engine.scratch.delete import DeleteStop, WatchedDelete, delete_tree, delete_unless_written
 from engine.scratch.keep import check_failed, static_keep_reason
@@ -581,18 +589,24 @@ def _prune_candidates(run: _Run, idle: list[tuple[Candidate, Activity]], moment:
         freed = 0
         # The whole moved tree is verified before anything of it goes, in both modes:
         # nothing written before the entry left its place is deleted because of a
-        # write the delete walk would only meet later.
-        verdicts = scan_many([m.owned for m in moved], moment, count_top=False)  # a move rewrites ".."
+        # write the delete walk would only meet later. A move rewrites "..": the top's
+        # own mtime does not count. With quarantine the walks run together (split
+        # across processes); with delete each tree's walk ends before its delete
+        # starts, and the trees after it are walked meanwhile (scan_ahead).
+        owned = [m.owned for m in moved]
         quarantine = run.options.quarantine_hours > 0
-        for m, verdict in zip(moved, verdicts, strict=True):
-            if run.progress:
-                run.progress(done, total, freed, m.cand.path)
-            if _verified_untouched(run, m.cand.path, m.owned, verdict):
-                if quarantine:
-                    freed += _record_quarantine(run, m.cand.path, m.owned, m.size)
-                else:  # the delete walk checks every inode again before it goes
-                    freed += _delete_moved(run, m, moment)
-            done += 1
+        verdicts = ((v for v in scan_many(owned, moment, count_top=False)) if quarantine
+                    else scan_ahead(owned, moment, count_top=False))
+        with closing(verdicts):
+            for m, verdict in zip(moved, verdicts, strict=True):
+                if run.progress:
+                    run.progress(done, total, freed, m.cand.path)
+                if _verified_untouched(run, m.cand.path, m.owned, verdict):
+                    if quarantine:
+                        freed += _record_quarantine(run, m.cand.path, m.owned, m.size)
+                    else:  # the delete walk checks every inode again before it goes
+                        freed += _delete_moved(run, m, moment)
+                done += 1
         return freed
     except BaseException:
         for m in moved[done:]:  # nothing stays moved without its record
