@@ -252,13 +252,12 @@ def scan_many(paths: list[str], cutoff: float, workers: int | None = None, *, co
 def _scan_split(paths: list[str], cutoff: float, workers: int | None, count_top: bool, full: bool
                 ) -> list[Activity]:
     """The entries dealt round-robin to forked children plus this process."""
-    import pickle
-
     if not paths:
         return []
     n = _worker_count(workers, len(paths))
     if n <= 1:
         return _scan_chunk(paths, cutoff, count_top, full)
+    import pickle  # here: a listing that forks nothing does not pay for it
     shares = [list(range(i, len(paths), n)) for i in range(n)]
     children: list[tuple[int, int, list[int]]] = []  # (pid, read fd, indexes)
     for share in shares[1:]:

@@ -42,7 +42,7 @@ def _survey(ctx: Context):
 
 def run_list(ctx: Context) -> int:
     from engine.fsutil import human_bytes, human_duration
-    from engine.scratch.plan import show_name as _show_name
+    from engine.text import escape_text as _show_name  # what plan.show_name is, without importing the plan
 
     survey, options = _survey(ctx)
     quarantine = [
@@ -89,9 +89,9 @@ def run_list(ctx: Context) -> int:
 
 def run_restore(ctx: Context) -> int:
     from engine.scratch.execute import restore
-    from engine.scratch.plan import show_name as _show_name
     from engine.scratch.quarantine import RestoreError
     from engine.scratch.target import PruneTarget
+    from engine.text import escape_text as _show_name  # what plan.show_name is, without importing the plan
 
     try:
         rec = restore(PruneTarget.of(ctx.home), ctx.args.name)
