@@ -11,7 +11,9 @@ nothing unrecorded is ever done, see audit.AuditWriteError).
 3. The activity re-check walk of every remaining candidate (its start is the
    moment T), then the keep rules once more. An entry found written to, unreadable,
    gone or kept is dropped here, before any signal: no process of an entry that
-   stays is ever signalled.
+   stays is ever signalled. A pass that carries out the plan it has just made
+   (``just_planned``) re-walks only the entries it signals in; for the others the
+   plan's walk is this check and T is the moment it began (see ``_recheck``).
 4. Only now the planned processes of the entries still going (and orphans whose
    entry no longer exists, checked again) get TERM, then KILL after the grace
    period.
@@ -21,8 +23,9 @@ nothing unrecorded is ever done, see audit.AuditWriteError).
 6. The moved tree is checked for any mtime at or after T (a write that landed
    while the re-check walked, or while the processes were signalled); one found
    puts the entry back and records it ``rescued``. A verify walk of the whole moved
-   tree does it in both modes, before anything of it goes. With quarantine the move
-   is then recorded (``quarantined``). With delete a ``removing`` record is written
+   tree does it in both modes, before anything of it goes (with delete, the trees
+   after the one being deleted are verified meanwhile, activity.scan_ahead). With
+   quarantine the move is then recorded (``quarantined``). With delete a ``removing`` record is written
    and the delete walk checks once more (delete.py: ``delete_unless_written`` checks
    every inode before its directory's files go, stops at a write that landed after
    the verify walk passed and the tree goes back, partial, saying how many older
@@ -574,11 +577,11 @@ def _prune_candidates(run: _Run, idle: list[tuple[Candidate, Activity]], moment:
 
     The keep rules are checked once more right before each move (a marker made
     while the processes were signalled keeps the entry). Every moved tree is then
-    checked for an mtime at or after the moment the re-checks started, so a write
-    that lands anywhere after that moment is found whatever runs in between: with
-    verify walks that run together before anything is deleted, and with delete by
-    the delete walk once more (``delete_unless_written``). If a record cannot be written, every moved
-    entry not yet recorded is put back first."""
+    checked for an mtime at or after T (``moment``), so a write that lands anywhere
+    after it is found whatever runs in between: by the verify walk of the whole moved
+    tree before anything of it goes, and with delete by the delete walk once more
+    (``delete_unless_written``). If a record cannot be written, every moved entry not
+    yet recorded is put back first."""
     moved: list[_Moved] = []
     done = 0  # moved entries already finished (recorded, put back, or deleted)
     try:
