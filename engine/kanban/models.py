@@ -3,6 +3,7 @@ the dispatcher and the pane. Rows are turned into these once, in the store."""
 
 from __future__ import annotations
 
+import enum
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -20,18 +21,23 @@ from engine.kanban.statuses import (  # noqa: F401 - re-exported
     TODO,
 )
 
-# Run outcomes (task_runs.outcome); an open run has outcome NULL.
-OUTCOME_COMPLETED = "completed"
-OUTCOME_BLOCKED = "blocked"
-OUTCOME_REVIEW = "review"
-OUTCOME_CRASHED = "crashed"
-OUTCOME_PROTOCOL_VIOLATION = "protocol_violation"
-OUTCOME_RATE_LIMITED = "rate_limited"
-OUTCOME_TIMED_OUT = "timed_out"
-OUTCOME_RECLAIMED = "reclaimed"
-OUTCOME_SPAWN_FAILED = "spawn_failed"
-OUTCOME_ARCHIVED = "archived"
-OUTCOME_HOST_LOST = "host_lost"  # its host's lease expired (shared board): reclaimed, no signal
+
+class RunOutcome(enum.StrEnum):
+    """How a run ended (``task_runs.outcome``; an open run has none). The values are
+    what the board stores and ``--json`` prints. hermes-agent's board may hold others:
+    a run read from it keeps its outcome as the text it found."""
+
+    COMPLETED = "completed"
+    BLOCKED = "blocked"
+    REVIEW = "review"
+    CRASHED = "crashed"
+    PROTOCOL_VIOLATION = "protocol_violation"
+    RATE_LIMITED = "rate_limited"
+    TIMED_OUT = "timed_out"
+    RECLAIMED = "reclaimed"
+    SPAWN_FAILED = "spawn_failed"
+    ARCHIVED = "archived"
+    HOST_LOST = "host_lost"  # its host's lease expired (shared board): reclaimed, no signal
 
 
 @dataclass(frozen=True)
