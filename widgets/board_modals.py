@@ -8,7 +8,6 @@ board service). Outside text (titles, bodies, names, errors) is plain text, neve
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
 
 from rich.text import Text
@@ -20,7 +19,7 @@ from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Label, Static
 
-from engine.fsutil import human_duration
+from engine.kanban.describe import Part, describe_task
 from engine.kanban.models import NewTask, TaskDetails
 from engine.kanban.service import BoardService
 from engine.kanban.store import StoreError
@@ -158,66 +157,20 @@ class AssignScreen(ModalScreen[str | None]):
         self.dismiss(event.value.strip())
 
 
-def _when(ts: float | None) -> str:
-    return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+# How the details dialog styles each part of the card's description.
+PART_STYLES = {Part.TITLE: "bold", Part.LABEL: "dim", Part.NAME: "bold", Part.ERROR: "red", Part.EMPTY: "dim",
+               Part.GOOD: "green", Part.BAD: "yellow", Part.NOTE: "dim"}
 
 
-def render_details(details: TaskDetails, log_tail: str, now: float) -> Text:
-    """The details view as one Rich Text (also what the tests read)."""
-    t = details.task
+def render_details(details: TaskDetails, log_tail: Sequence[str], now: float,
+                   event_limit: int | None = None) -> Text:
+    """The card's description (:func:`describe_task`, what ``kanban show`` prints) with
+    the tail of its worker log, styled, as one Rich Text (also what the tests read)."""
     out = Text()
-    out.append(f"{t.id}  ", style="bold")
-    out.append(t.title + "\n", style="bold")
-    rows = [
-        ("status", t.status),
-        ("assignee", t.assignee or "-"),
-        ("priority", str(t.priority)),
-        ("age", human_duration(now - t.created_at)),
-        ("failures", f"{t.consecutive_failures}" + (f" of {t.max_retries}" if t.max_retries else "")),
-    ]
-    if t.worker_pid:
-        rows.append(("worker", f"pid {t.worker_pid}  claim {t.claim_lock}"))
-    if t.max_runtime_seconds:
-        rows.append(("max runtime", f"{t.max_runtime_seconds:g}s"))
-    if details.parents:
-        rows.append(("parents", ", ".join(details.parents)))
-    if details.children:
-        rows.append(("children", ", ".join(details.children)))
-    if t.result:
-        rows.append(("result", t.result))
-    for key, value in rows:
-        out.append(f"  {key:<12}", style="dim")
-        out.append(value + "\n")
-    if t.last_failure_error:
-        out.append("\nLast failure\n", style="bold")
-        out.append("  " + t.last_failure_error + "\n", style="red")
-    out.append("\nBody\n", style="bold")
-    out.append(("  " + t.body.replace("\n", "\n  ") if t.body else "  (empty)") + "\n")
-    out.append(f"\nRuns ({len(details.runs)})\n", style="bold")
-    if not details.runs:
-        out.append("  none yet\n", style="dim")
-    for r in details.runs:
-        out.append(f"  #{r.id:<4} {r.profile or '-':<10} {_when(r.started_at)}  ")
-        out.append(r.outcome or "open", style="green" if r.outcome in (None, "completed") else "yellow")
-        if r.worker_pid:
-            out.append(f"  pid {r.worker_pid}")
-        if r.error or r.summary:
-            out.append(f"  {r.error or r.summary}", style="dim")
+    for line in describe_task(details, now, event_limit=event_limit, log_tail=log_tail):
+        for text, part in line:
+            out.append(text, style=PART_STYLES.get(part, ""))
         out.append("\n")
-    if details.comments:
-        out.append(f"\nComments ({len(details.comments)})\n", style="bold")
-        for c in details.comments:
-            out.append(f"  {_when(c.created_at)}  ", style="dim")
-            out.append(c.author, style="bold")
-            out.append(f"  {c.body}\n")
-    out.append(f"\nLast events ({len(details.events)})\n", style="bold")
-    for e in details.events:
-        payload = " ".join(f"{k}={v}" for k, v in sorted(e.payload.items()) if v not in (None, "", [], {}))
-        out.append(f"  {_when(e.created_at)}  ", style="dim")
-        out.append(e.kind, style="bold")
-        out.append(f"  {payload}\n" if payload else "\n")
-    out.append("\nWorker log (tail)\n", style="bold")
-    out.append((log_tail.rstrip("\n") or "  (no output yet)") + "\n", style="" if log_tail else "dim")
     return out
 
 
@@ -267,7 +220,7 @@ class CardDetailsScreen(ModalScreen[str | None]):
             return
         raw = await asyncio.to_thread(read_tail, self._log_path, LOG_TAIL_BYTES)
         lines = raw.decode("utf-8", errors="replace").splitlines()[-LOG_TAIL_LINES:]
-        text = render_details(details, "\n".join("  " + line for line in lines), self._clock())
+        text = render_details(details, lines, self._clock(), EVENTS_SHOWN)
         if text.plain != self._shown:
             self._shown = text.plain
             body.update(text)
