@@ -14,8 +14,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
+from textual.containers import Horizontal, VerticalScroll
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Label, Static
 
@@ -24,6 +23,7 @@ from engine.kanban.models import NewTask, TaskDetails
 from engine.kanban.service import BoardService
 from engine.kanban.store import StoreError
 from engine.kanban.workers import read_tail
+from widgets.dialog import Dialog
 
 LOG_TAIL_BYTES = 6000
 LOG_TAIL_LINES = 30
@@ -31,7 +31,7 @@ EVENTS_SHOWN = 20
 DETAILS_REFRESH_SECONDS = 2.0
 
 
-class NewCardScreen(ModalScreen[NewTask | None]):
+class NewCardScreen(Dialog[NewTask | None]):
     """A form for a new card. Dismisses with the NewTask, or None when cancelled."""
 
     BINDINGS = [
@@ -40,51 +40,41 @@ class NewCardScreen(ModalScreen[NewTask | None]):
     ]
 
     DEFAULT_CSS = """
-    NewCardScreen { align: center middle; }
-    NewCardScreen > Vertical {
-        width: 80%; max-width: 90; height: auto; max-height: 95%;
-        border: thick $accent 60%; background: $surface; padding: 1 2;
-    }
-    NewCardScreen .title { text-style: bold; margin-bottom: 1; }
+    NewCardScreen > Vertical { max-width: 90; max-height: 95%; }
+    NewCardScreen .title { margin-bottom: 1; }
     NewCardScreen Label { color: $text-muted; margin-top: 1; }
     NewCardScreen .error { color: $error; height: auto; }
-    NewCardScreen .buttons { height: auto; align-horizontal: right; margin-top: 1; }
-    NewCardScreen Button { margin-left: 2; }
     """
+    FIRST_FOCUS = "#title"
 
     def __init__(self, profiles: Sequence[str], default_assignee: str | None = None) -> None:
         super().__init__()
         self._profiles = list(profiles)
         self._default = default_assignee or ""
 
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static("New card", classes="title")
-            yield Label("Title")
-            yield Input(placeholder="what needs doing", id="title")
-            yield Label("Body (reaches the worker as HERMES_KANBAN_BODY)")
-            yield Input(placeholder="details, links, acceptance", id="body")
-            hint = f" ({', '.join(self._profiles)})" if self._profiles else " (no profiles configured)"
-            yield Label(Text("Assignee: a worker profile" + hint))
-            yield Input(value=self._default, placeholder="profile name, or empty", id="assignee",
-                        suggester=SuggestFromList(self._profiles, case_sensitive=True))
-            yield Label("Priority (higher first)")
-            yield Input(value="0", id="priority", type="integer")
-            yield Label("Parents: card ids it waits for, comma-separated")
-            yield Input(placeholder="t_1a2b3c4d, t_5e6f7a8b", id="parents")
-            yield Static("", classes="error", id="form-error")
-            with Horizontal(classes="buttons"):
-                yield Button("Cancel", id="cancel")
-                yield Button("Create", id="create", variant="primary")
+    def dialog_title(self) -> str:
+        return "New card"
 
-    def on_mount(self) -> None:
-        self.query_one("#title", Input).focus()
+    def compose_body(self) -> ComposeResult:
+        yield Label("Title")
+        yield Input(placeholder="what needs doing", id="title")
+        yield Label("Body (reaches the worker as HERMES_KANBAN_BODY)")
+        yield Input(placeholder="details, links, acceptance", id="body")
+        hint = f" ({', '.join(self._profiles)})" if self._profiles else " (no profiles configured)"
+        yield Label(Text("Assignee: a worker profile" + hint))
+        yield Input(value=self._default, placeholder="profile name, or empty", id="assignee",
+                    suggester=SuggestFromList(self._profiles, case_sensitive=True))
+        yield Label("Priority (higher first)")
+        yield Input(value="0", id="priority", type="integer")
+        yield Label("Parents: card ids it waits for, comma-separated")
+        yield Input(placeholder="t_1a2b3c4d, t_5e6f7a8b", id="parents")
+        yield Static("", classes="error", id="form-error")
+        with Horizontal(classes="buttons"):
+            yield Button("Cancel", id="cancel")
+            yield Button("Create", id="create", variant="primary")
 
     def _value(self, field_id: str) -> str:
         return self.query_one(f"#{field_id}", Input).value.strip()
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
     def action_create(self) -> None:
         title = self._value("title")
@@ -115,20 +105,16 @@ class NewCardScreen(ModalScreen[NewTask | None]):
             self.dismiss(None)
 
 
-class AssignScreen(ModalScreen[str | None]):
+class AssignScreen(Dialog[str | None]):
     """Ask for a card's new assignee. Dismisses with the name ("" = nobody), or None."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="board.assign.cancel")]
 
     DEFAULT_CSS = """
-    AssignScreen { align: center middle; }
-    AssignScreen > Vertical {
-        width: 70%; max-width: 80; height: auto;
-        border: thick $accent 60%; background: $surface; padding: 1 2;
-    }
-    AssignScreen .title { text-style: bold; }
-    AssignScreen .hint { color: $text-muted; margin-top: 1; }
+    AssignScreen > Vertical { width: 70%; max-width: 80; }
+    AssignScreen .hint { margin-top: 1; }
     """
+    FIRST_FOCUS = "Input"
 
     def __init__(self, task_id: str, current: str | None, profiles: Sequence[str]) -> None:
         super().__init__()
@@ -136,20 +122,15 @@ class AssignScreen(ModalScreen[str | None]):
         self._current = current or ""
         self._profiles = list(profiles)
 
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static(Text(f"Assign {self.task_id}"), classes="title")
-            yield Input(value=self._current, placeholder="profile name (empty: nobody)", id="assignee",
-                        suggester=SuggestFromList(self._profiles, case_sensitive=True))
-            known = ", ".join(self._profiles) or "none configured"
-            yield Static(Text(f"Profiles: {known}. A different profile starts with 0 failures. "
-                              "Enter assigns, Escape cancels."), classes="hint")
+    def dialog_title(self) -> str:
+        return f"Assign {self.task_id}"
 
-    def on_mount(self) -> None:
-        self.query_one(Input).focus()
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
+    def compose_body(self) -> ComposeResult:
+        yield Input(value=self._current, placeholder="profile name (empty: nobody)", id="assignee",
+                    suggester=SuggestFromList(self._profiles, case_sensitive=True))
+        known = ", ".join(self._profiles) or "none configured"
+        yield Static(Text(f"Profiles: {known}. A different profile starts with 0 failures. "
+                          "Enter assigns, Escape cancels."), classes="hint")
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
@@ -174,7 +155,7 @@ def render_details(details: TaskDetails, log_tail: Sequence[str], now: float,
     return out
 
 
-class CardDetailsScreen(ModalScreen[str | None]):
+class CardDetailsScreen(Dialog[str | None]):
     """A card's body, runs, last events, last failure and the tail of its worker log.
     Dismisses with ``"output"`` when the user asks for the worker's output."""
 
@@ -184,12 +165,8 @@ class CardDetailsScreen(ModalScreen[str | None]):
     ]
 
     DEFAULT_CSS = """
-    CardDetailsScreen { align: center middle; }
-    CardDetailsScreen > Vertical {
-        width: 90%; max-width: 120; height: 90%;
-        border: thick $accent 60%; background: $surface; padding: 0 1;
-    }
-    CardDetailsScreen .hint { color: $text-muted; height: 1; }
+    CardDetailsScreen > Vertical { width: 90%; max-width: 120; height: 90%; padding: 0 1; }
+    CardDetailsScreen .hint { height: 1; }
     """
 
     def __init__(self, service: BoardService, task_id: str, log_path, clock) -> None:
@@ -200,11 +177,10 @@ class CardDetailsScreen(ModalScreen[str | None]):
         self._clock = clock
         self._shown = ""
 
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            with VerticalScroll():
-                yield Static(Text(f"Loading {self.task_id}…"), id="details-body")
-            yield Static("escape close · o worker output in the processes pane", classes="hint")
+    def compose_body(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(Text(f"Loading {self.task_id}…"), id="details-body")
+        yield Static("escape close · o worker output in the processes pane", classes="hint")
 
     def on_mount(self) -> None:
         self.load()
