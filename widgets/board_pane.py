@@ -33,10 +33,10 @@ from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from engine.config import Settings
-from engine.fsutil import human_duration
 from engine.home import HomeLayout
 from engine.kanban.statuses import ARCHIVED, BLOCKED, RUNNING, STATUSES
 from engine.kanban.wording import held_back_words, skip_reason
+from engine.text import human_duration
 from widgets.fit_table import DetailLine
 from widgets.pane import EmptyState, Pane
 from widgets.partial_repaint import PromptList

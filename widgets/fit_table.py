@@ -27,8 +27,6 @@ from textual.widgets import Static
 
 from widgets.partial_repaint import CellTable
 
-ELLIPSIS = "…"
-
 
 @dataclass(frozen=True)
 class Col:

@@ -25,12 +25,12 @@ from textual.css.query import NoMatches
 from textual.widgets import DataTable, RichLog
 
 from engine.config import Settings
-from engine.fsutil import human_bytes, human_duration
 from engine.home import HomeError, HomeLayout
 from engine.processes import LOST, ProcessLookupFailed, ProcessRegistry, ProcessSession, SpawnFailed
 from engine.processes.notify import COMPLETION, NotificationCenter, ProcessEvent
 from engine.processes.redact import escape_controls, maybe_redact
 from engine.processes.session import SessionSource
+from engine.text import human_bytes, human_duration
 from widgets.confirm import ConfirmModal
 from widgets.fit_table import Col, DetailLine, FitTable
 from widgets.output_view import OutputView

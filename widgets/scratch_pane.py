@@ -20,8 +20,8 @@ from textual.message import Message
 from textual.widgets import DataTable, ProgressBar, Static
 
 from engine.config import Settings
-from engine.fsutil import human_bytes, human_duration
 from engine.home import HomeLayout
+from engine.text import human_bytes, human_duration
 from widgets.fit_table import Col, DetailLine, FitTable
 from widgets.pane import EmptyState, Pane
 
@@ -52,7 +52,7 @@ class SortCell(Text):
 
 
 def _row_cells(row) -> dict[str, SortCell]:
-    from engine.scratch.plan import show_name
+    from engine.text import show_name
 
     kind, item = row
     if kind == "q":
@@ -225,7 +225,7 @@ class ScratchPane(Pane):
         self._show_detail()
 
     def _show_detail(self) -> None:
-        from engine.scratch.plan import show_name
+        from engine.text import show_name
 
         detail = self.query_one("#scratch-detail", DetailLine)
         row = self._items.get(self.table.selected_key or "")
@@ -330,7 +330,7 @@ class ScratchPane(Pane):
         self.post_message(self.PruneFinished(result))
 
     def on_scratch_pane_prune_progress(self, message: PruneProgress) -> None:
-        from engine.scratch.plan import show_name
+        from engine.text import show_name
 
         bar = self.query_one("#scratch-progress", ProgressBar)
         label = self.query_one("#scratch-progress-label", Static)
@@ -368,8 +368,8 @@ class ScratchPane(Pane):
     @work(thread=True, exclusive=True, group="scratch-restore")
     def _restore(self, file_name: str) -> None:
         from engine.scratch.execute import restore
-        from engine.scratch.plan import show_name
         from engine.scratch.target import PruneTarget
+        from engine.text import show_name
 
         try:
             rec = restore(PruneTarget.of(self.home), file_name)

@@ -217,9 +217,25 @@ class DispatchResult:
     warnings: tuple[str, ...] = field(default=())
 
     @property
+    def held_back_counts(self) -> dict[str, int]:
+        """How many ready cards the tick held back, by reason code (``skipped_locked`` when
+        another dispatcher had the board), sorted by code; empty when something spawned.
+        The words for them are engine.kanban.wording's."""
+        if self.spawned:
+            return {}
+        counts: dict[str, int] = {}
+        for skip in self.skipped:
+            counts[skip.reason] = counts.get(skip.reason, 0) + 1
+        if self.skipped_locked:
+            counts["skipped_locked"] = counts.get("skipped_locked", 0) + 1
+        return dict(sorted(counts.items()))
+
+    @property
     def held_back(self) -> str:
-        """``Last tick held back: key=N, ...`` when nothing spawned for a reason, else ""."""
-        return describe_held_back(self)
+        """The counts as codes, ``Last tick held back: key=N, ...`` (the ``--json`` field),
+        or "" when there are none."""
+        counts = self.held_back_counts
+        return "Last tick held back: " + ", ".join(f"{k}={n}" for k, n in counts.items()) if counts else ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -243,17 +259,3 @@ class DispatchResult:
             "warnings": list(self.warnings),
         }
 
-
-def describe_held_back(result: DispatchResult) -> str:
-    """Why nothing spawned, as one sorted ``key=N`` line (empty when something spawned
-    or nothing was waiting)."""
-    if result.spawned:
-        return ""
-    counts: dict[str, int] = {}
-    for skip in result.skipped:
-        counts[skip.reason] = counts.get(skip.reason, 0) + 1
-    if result.skipped_locked:
-        counts["skipped_locked"] = counts.get("skipped_locked", 0) + 1
-    if not counts:
-        return ""
-    return "Last tick held back: " + ", ".join(f"{k}={counts[k]}" for k in sorted(counts))

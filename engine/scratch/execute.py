@@ -139,7 +139,7 @@ class PruneResult:
     def summary(self, restore_hint: str = "") -> str:
         """One line for a person: what went, what was signalled, rescued, restored or failed.
         The CLI prints it and the scratch pane toasts it (``restore_hint``: how to undo)."""
-        from engine.fsutil import human_bytes
+        from engine.text import human_bytes
 
         n = self.removed_count
         parts = [f"{n} entr{'y' if n == 1 else 'ies'} pruned, {human_bytes(self.bytes_freed)} freed"]

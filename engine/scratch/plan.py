@@ -9,11 +9,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from engine.fsutil import human_bytes, human_duration, tree_size
+from engine.fsutil import tree_size
 from engine.scratch.entries import Survey, survey_scratch
 from engine.scratch.ownership import victims
 from engine.scratch.target import PruneOptions, PruneTarget
-from engine.text import escape_text
+from engine.text import human_bytes, human_duration, show_name
 
 
 @dataclass(frozen=True)
@@ -121,12 +121,6 @@ def plan_from_survey(survey: Survey, options: PruneOptions) -> PrunePlan:
 def plan_prune(target: PruneTarget, options: PruneOptions, *, now: float | None = None) -> PrunePlan:
     """Survey the scratch folder and say what a pass would do. Changes nothing."""
     return plan_from_survey(survey_scratch(target, options, now=time.time() if now is None else now), options)
-
-
-def show_name(name: str) -> str:
-    """A name, path or reason as a terminal may show it: control characters and bytes
-    that are not UTF-8 escaped (the same escapes as the audit log), never raw."""
-    return escape_text(name)
 
 
 def describe_plan(plan: PrunePlan) -> list[str]:
