@@ -29,7 +29,7 @@ from engine.home import HomeError, HomeLayout
 from engine.processes import LOST, ProcessLookupFailed, ProcessRegistry, ProcessSession, SpawnFailed
 from engine.processes.notify import COMPLETION, NotificationCenter, ProcessEvent
 from engine.processes.redact import escape_controls, maybe_redact
-from engine.processes.session import SessionSource
+from engine.processes.session import SessionSource, SessionStatus
 from engine.text import human_bytes, human_duration
 from widgets.confirm import ConfirmModal
 from widgets.fit_table import Col, DetailLine, FitTable
@@ -52,7 +52,7 @@ COLUMNS = (
     Col("owner", "OWNER", hide_rank=4),
 )
 STATUS_COLUMN = 1
-STATUS_STYLES = {"running": "green", "killed": "yellow", "lost": "magenta"}
+STATUS_STYLES = {SessionStatus.RUNNING: "green", SessionStatus.KILLED: "yellow", SessionStatus.LOST: "magenta"}
 FOREGROUND_CHECK_SECONDS = 0.2
 NOTIFICATIONS_KEPT = 200
 BACKGROUND_BINDING_ID = "processes.background"
@@ -76,7 +76,7 @@ class Snapshot:
 
 
 def status_style(s: ProcessSession) -> str:
-    if s.status == "exited":
+    if s.status == SessionStatus.EXITED:  # == : a status read back from the finished index is plain text
         return "red" if s.exit_code else "dim"
     return STATUS_STYLES.get(s.status, "")
 
@@ -85,7 +85,7 @@ def row_cells(s: ProcessSession, usage: Usage | None, now: float, command: str) 
     """The table cells of a session, in COLUMNS order (``command`` already masked)."""
     return (
         s.short_id,
-        s.exit_text() if s.status in ("exited", "killed") else s.status,
+        s.exit_text() if s.status in (SessionStatus.EXITED, SessionStatus.KILLED) else s.status,
         str(s.pid),
         human_duration(s.runtime(now)),
         f"{usage.cpu_percent:.0f}" if usage else "",

@@ -9,6 +9,7 @@ quarantined entry.
 
 from __future__ import annotations
 
+import enum
 import threading
 import time
 
@@ -21,17 +22,25 @@ from textual.widgets import DataTable, ProgressBar, Static
 
 from engine.config import Settings
 from engine.home import HomeLayout
+from engine.scratch.entries import EntryState
 from engine.text import human_bytes, human_duration
 from widgets.fit_table import Col, DetailLine, FitTable
 from widgets.pane import EmptyState, Pane
 
 STATE_STYLES = {
-    "active": "green",
-    "idle": "bold yellow",
-    "kept": "cyan",
-    "unknown": "bold red",
-    "quarantined": "magenta",
+    EntryState.ACTIVE: "green",
+    EntryState.IDLE: "bold yellow",
+    EntryState.KEPT: "cyan",
+    EntryState.UNKNOWN: "bold red",
 }
+QUARANTINED_STYLE = "magenta"
+
+
+class RowKind(enum.Enum):
+    """What a row of the table shows: a scratch entry or a quarantined one."""
+
+    ENTRY = enum.auto()
+    QUARANTINED = enum.auto()
 
 # The entry's name and why it is kept share what the short columns leave; the process
 # list hides first (the detail line under the table names the processes in full).
@@ -55,10 +64,10 @@ def _row_cells(row) -> dict[str, SortCell]:
     from engine.text import show_name
 
     kind, item = row
-    if kind == "q":
+    if kind is RowKind.QUARANTINED:
         return {
             "name": SortCell(show_name(item.file_name), (1, item.file_name)),  # quarantine rows last
-            "state": SortCell("quarantined", "zquarantined", STATE_STYLES["quarantined"]),
+            "state": SortCell("quarantined", "zquarantined", QUARANTINED_STYLE),
             "idle": SortCell("-", -1.0),
             "size": SortCell("-", -1),
             "pids": SortCell("-", ""),
@@ -181,8 +190,8 @@ class ScratchPane(Pane):
             return
         survey = message.survey
         self.last_survey = survey
-        rows = {f"e:{e.name}": ("e", e) for e in survey.entries}
-        rows.update({f"q:{q.file_name}": ("q", q) for q in survey.quarantine})
+        rows = {f"e:{e.name}": (RowKind.ENTRY, e) for e in survey.entries}
+        rows.update({f"q:{q.file_name}": (RowKind.QUARANTINED, q) for q in survey.quarantine})
         self._items = rows
         self._apply_rows({key: _row_cells(row) for key, row in rows.items()})
         self._show_detail()
@@ -191,7 +200,7 @@ class ScratchPane(Pane):
         for e in survey.entries:
             counts[e.state] = counts.get(e.state, 0) + 1
         parts = [f"{len(survey.entries)} entries"]
-        parts += [f"{counts[s]} {s}" for s in ("idle", "kept", "unknown") if counts.get(s)]
+        parts += [f"{counts[s]} {s}" for s in (EntryState.IDLE, EntryState.KEPT, EntryState.UNKNOWN) if counts.get(s)]
         if survey.quarantine:
             parts.append(f"{len(survey.quarantine)} quarantined")
         total = sum(e.size_bytes or 0 for e in survey.entries)
@@ -233,7 +242,7 @@ class ScratchPane(Pane):
             detail.show("")
             return
         kind, item = row
-        if kind == "q":
+        if kind is RowKind.QUARANTINED:
             expires = "" if self.last_survey is None else time.strftime(
                 "%Y-%m-%d %H:%M", time.localtime(item.expires_at(self.settings.scratch.quarantine_hours)))
             detail.show(f"quarantine/{show_name(item.file_name)} · quarantined {time.strftime('%Y-%m-%d %H:%M', time.localtime(item.quarantined_at))}"
@@ -359,11 +368,11 @@ class ScratchPane(Pane):
         if table.row_count == 0:
             self.notify("nothing to restore", timeout=2)
             return
-        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value or ""
-        if not key.startswith("q:"):
+        row = self._items.get(table.selected_key or "")
+        if row is None or row[0] is not RowKind.QUARANTINED:
             self.notify("select a quarantined row (state 'quarantined') to restore it", timeout=3)
             return
-        self._restore(key[2:])
+        self._restore(row[1].file_name)
 
     @work(thread=True, exclusive=True, group="scratch-restore")
     def _restore(self, file_name: str) -> None:

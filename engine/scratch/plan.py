@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 
 from engine.fsutil import tree_size
-from engine.scratch.entries import Survey, survey_scratch
+from engine.scratch.entries import EntryState, Survey, survey_scratch
 from engine.scratch.ownership import victims
 from engine.scratch.target import PruneOptions, PruneTarget
 from engine.text import human_bytes, human_duration, show_name
@@ -28,7 +28,7 @@ class Candidate:
 class KeptEntry:
     name: str
     path: str
-    state: str
+    state: EntryState
     reason: str
 
 
@@ -81,7 +81,7 @@ class PrunePlan:
 def _kept_reason(report) -> str:
     if report.kept_reason:
         return report.kept_reason
-    if report.state == "active":
+    if report.state is EntryState.ACTIVE:
         return "active: written to within the idle window"
     return report.state
 
@@ -90,7 +90,7 @@ def plan_from_survey(survey: Survey, options: PruneOptions) -> PrunePlan:
     candidates = []
     kept = []
     for e in survey.entries:
-        if e.state == "idle":
+        if e.state is EntryState.IDLE:
             candidates.append(Candidate(e.name, e.path, e.idle_seconds, e.size_bytes or 0))
         else:
             kept.append(KeptEntry(e.name, e.path, e.state, _kept_reason(e)))
