@@ -143,7 +143,6 @@ class ProcessesPane(Pane):
         self.foreground: ProcessSession | None = None
         self.sessions: dict[str, ProcessSession] = {}
         self.notifications: list[ProcessEvent] = []
-        self._rows: dict[str, tuple[str, ...]] = {}
         self._commands: dict[str, str] = {}  # session id -> masked, shortened command
         self._sorted_once = False
         self._wanted_selection: str | None = None  # show_session() of a row not in the table yet
@@ -167,6 +166,11 @@ class ProcessesPane(Pane):
     @property
     def table(self) -> FitTable:
         return self.query_one("#proc-table", FitTable)
+
+    @property
+    def _rows(self) -> dict[str, tuple[str, ...]]:
+        """The sessions in the table, by id: their cells as plain text (the table's values)."""
+        return self.table.values
 
     @property
     def output(self) -> OutputView:
@@ -267,19 +271,11 @@ class ProcessesPane(Pane):
             if s.id != fg and (self.show_finished or s.running)
         }
         table = self.table
-        reorder = False
         with self.app.batch_update():
-            for key in [k for k in self._rows if k not in wanted]:
-                table.drop(key)
-                del self._rows[key]
-            for key, cells in wanted.items():
-                old = self._rows.get(key)
-                if old == cells:
-                    continue
-                table.put(key, self._cells(cells, snap.styles[key]))
-                reorder = reorder or old is None or (
-                    (old[STATUS_COLUMN] == "running") != (cells[STATUS_COLUMN] == "running"))
-                self._rows[key] = cells
+            changes = table.update_rows(wanted, lambda key, cells: self._cells(cells, snap.styles[key]))
+            reorder = bool(changes.added) or any(
+                (old[STATUS_COLUMN] == "running") != (wanted[key][STATUS_COLUMN] == "running")
+                for key, old in changes.changed.items())
             if reorder and len(self._rows) > 1:
                 self._sort(snap)
             else:

@@ -129,7 +129,6 @@ class ScratchPane(Pane):
         super().__init__(**kwargs)
         self.home = home
         self.settings = settings
-        self._rows: dict[str, dict[str, SortCell]] = {}
         self._items: dict[str, tuple] = {}  # row key -> ("e", EntryReport) | ("q", QuarantinedEntry)
         self._sort_index = 0  # into SORTS
         self._sort_reverse = False
@@ -210,22 +209,11 @@ class ScratchPane(Pane):
         self.set_status(" · ".join(parts))
 
     def _apply_rows(self, new: dict[str, dict[str, SortCell]]) -> None:
-        """Keyed diff: update changed cells, add new rows, remove stale ones."""
-        table = self.table
-        changed = False
+        """The table's keyed diff, by each cell's text and sort key; re-sorted on a change."""
+        seen = {key: tuple((cells[c.key].plain, cells[c.key].sort_key) for c in COLUMNS)
+                for key, cells in new.items()}
         with self.app.batch_update():
-            for key in [k for k in self._rows if k not in new]:
-                table.drop(key)
-                del self._rows[key]
-                changed = True
-            for key, cells in new.items():
-                old = self._rows.get(key)
-                if old is None or any(old[c.key].plain != cells[c.key].plain
-                                      or old[c.key].sort_key != cells[c.key].sort_key for c in COLUMNS):
-                    table.put(key, [cells[c.key] for c in COLUMNS])
-                    changed = True
-                self._rows[key] = cells
-            if changed:
+            if self.table.update_rows(seen, lambda key, _seen: [new[key][c.key] for c in COLUMNS]):
                 self._sort()
 
     # -- the selected row in full ------------------------------------------------------------
@@ -265,11 +253,11 @@ class ScratchPane(Pane):
     # -- sorting -------------------------------------------------------------------------
 
     def _sort(self) -> None:
-        column = self.SORTS[self._sort_index]
-        rows = self._rows
-        self.table.order(lambda key: (rows[key][column].sort_key, rows[key]["name"].sort_key),
-                         reverse=self._sort_reverse)
-        self.table.sync()
+        table = self.table
+        column, name = table.column_of(self.SORTS[self._sort_index]), table.column_of("name")
+        seen = table.values  # per row, per column: (text, sort key)
+        table.order(lambda key: (seen[key][column][1], seen[key][name][1]), reverse=self._sort_reverse)
+        table.sync()
 
     def action_cycle_sort(self) -> None:
         self._sort_index = (self._sort_index + 1) % len(self.SORTS)
