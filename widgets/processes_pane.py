@@ -29,7 +29,7 @@ from engine.home import HomeError, HomeLayout
 from engine.processes import LOST, ProcessLookupFailed, ProcessRegistry, ProcessSession, SpawnFailed
 from engine.processes.notify import COMPLETION, NotificationCenter, ProcessEvent
 from engine.processes.redact import escape_controls, maybe_redact
-from engine.processes.session import SessionSource, SessionStatus
+from engine.processes.session import KillOutcome, SessionSource, SessionStatus
 from engine.text import human_bytes, human_duration
 from widgets.confirm import ConfirmModal
 from widgets.fit_table import Col, DetailLine, FitTable
@@ -569,7 +569,7 @@ class ProcessesPane(Pane):
             return
         if report.ok:
             message, severity = f"{report.id} {report.status}", "information"
-            if report.detail and report.outcome == "killed":
+            if report.detail and report.outcome == KillOutcome.KILLED:
                 message += f": {report.detail}"
         else:
             message, severity = f"{report.id}: {report.outcome} ({report.detail})", "error"
