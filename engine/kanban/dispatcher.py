@@ -24,7 +24,7 @@ and writes nothing. Inside, every change is still a compare-and-set transaction,
 dispatcher that ignored the lock could not claim a card twice.
 
 Blocking work (signals with their grace period, spawning, log copies) runs in threads;
-the tick itself is a coroutine over the board's aiosqlite connection.
+the tick itself is a coroutine over the board's connection (its transactions one call each).
 """
 
 from __future__ import annotations
@@ -86,6 +86,7 @@ from engine.kanban.workers import (
 
 HEARTBEAT_STALE_SECONDS = 3600.0
 RECLAIM_DEFER_SECONDS = 120.0
+LAUNCH_THREADS = 4  # workers started side by side (threads, each launching its share in turn)
 T_COLS = ", ".join("t." + c.strip() for c in TASK_COLUMNS.split(","))
 
 # Skip reasons (the keys of the "held back" line).
@@ -577,7 +578,7 @@ class Dispatcher:
         await self._note_nonspawnable(nonspawnable, now)
         claimed = await self._claim(chosen, now, tally)
         if claimed:
-            launched = await asyncio.gather(*(self._launch(c) for c in claimed))
+            launched = await self._launch_all(claimed)
             await self._record_launches(list(zip(claimed, launched, strict=True)), tally)
 
     async def _note_nonspawnable(self, cards: list[tuple[str, str]], now: float) -> None:
@@ -628,17 +629,18 @@ class Dispatcher:
         expires = now + self.k.claim_ttl_seconds
         wanted = {task_id: (profile, title, body, newly) for task_id, profile, title, body, newly in chosen}
         default = self.k.default_assignee
-        async with self.board.transaction() as conn:
+
+        async def claim(conn) -> tuple[list[str], dict[str, int]]:
             await self._within_profile_caps(conn, wanted, tally)
             if not wanted:
-                return []
+                return [], {}
             # One compare-and-set for all: only cards still ready and unclaimed are taken
             # (another dispatcher, or a person, may have got there first).
             rows = await conn.execute_fetchall(self.board.claim_statement(len(wanted)),
                                                (RUNNING, default, lock, expires, now, *wanted, READY))
             won = [r[0] for r in rows]
             if not won:
-                return []
+                return [], {}
             runs = await conn.execute_fetchall(
                 "INSERT INTO task_runs (task_id, profile, status, claim_lock, claim_expires, started_at) VALUES "
                 + ",".join(["(?, ?, 'running', ?, ?, ?)"] * len(won)) + " RETURNING id, task_id",
@@ -655,27 +657,48 @@ class Dispatcher:
                     tally.auto_assigned.append(task_id)
                 events.append((task_id, run_of[task_id], "claimed", {"claim_lock": lock, "profile": profile}))
             await add_events(conn, events, now)
+            return won, run_of
+
+        # One transaction, one call on the board's thread (Board.atomic).
+        won, run_of = await self.board.atomic(claim)
+        if not won:
+            return []
         order = {task_id: i for i, (task_id, *_rest) in enumerate(chosen)}
         return [_Claimed(task_id, run_of[task_id], self.k.profiles[wanted[task_id][0]], wanted[task_id][1],
                          wanted[task_id][2]) for task_id in sorted(won, key=order.__getitem__)]
 
-    async def _launch(self, c: _Claimed) -> LaunchedWorker | Exception:
-        def go() -> LaunchedWorker:
-            cwd = self.home.scratch_dir / f"kanban-{c.task_id}"
-            self.home.ensure_dir(cwd)
-            self.home.ensure_dir(self.home.kanban_logs_dir)
-            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.board.now()))
-            append_log_line(self._log_of(c.task_id),
-                            f"{RUN_HEADER_PREFIX}{c.run_id} · profile {c.profile.name} · {stamp} ===")
-            env = worker_env(home=self.home.root, db=self.board.worker_location, task_id=c.task_id, run_id=c.run_id,
-                             profile=c.profile.name, title=c.title, body=c.body, extra=c.profile.env)
-            return self.spawner.launch(WorkerLaunch(c.task_id, c.run_id, c.profile.name, c.profile.command, env,
-                                                    cwd, self._log_of(c.task_id)))
+    async def _launch_all(self, claimed: list[_Claimed]) -> list[LaunchedWorker | Exception]:
+        """Start the claimed cards' workers, in claim order, side by side in at most
+        LAUNCH_THREADS threads (a spawn mostly waits for fork and exec); each thread
+        launches its share one after another: one thread hop per share, not per worker."""
+        threads = min(LAUNCH_THREADS, len(claimed))
+        shares = await asyncio.gather(*(asyncio.to_thread(self._launch_share, claimed[i::threads])
+                                        for i in range(threads)))
+        return [shares[n % threads][n // threads] for n in range(len(claimed))]
 
+    def _launch_share(self, share: list[_Claimed]) -> list[LaunchedWorker | Exception]:
         try:
-            return await asyncio.to_thread(go)
-        except Exception as exc:  # a failed spawn is recorded on the card, not raised
-            return exc
+            self.home.ensure_dir(self.home.kanban_logs_dir)
+        except Exception as exc:  # every card of the share fails to spawn, each recorded
+            return [exc] * len(share)
+        out: list[LaunchedWorker | Exception] = []
+        for c in share:
+            try:
+                out.append(self._launch(c))
+            except Exception as exc:  # a failed spawn is recorded on the card, not raised
+                out.append(exc)
+        return out
+
+    def _launch(self, c: _Claimed) -> LaunchedWorker:
+        cwd = self.home.scratch_dir / f"kanban-{c.task_id}"
+        self.home.ensure_dir(cwd)
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.board.now()))
+        append_log_line(self._log_of(c.task_id),
+                        f"{RUN_HEADER_PREFIX}{c.run_id} · profile {c.profile.name} · {stamp} ===")
+        env = worker_env(home=self.home.root, db=self.board.worker_location, task_id=c.task_id, run_id=c.run_id,
+                         profile=c.profile.name, title=c.title, body=c.body, extra=c.profile.env)
+        return self.spawner.launch(WorkerLaunch(c.task_id, c.run_id, c.profile.name, c.profile.command, env,
+                                                cwd, self._log_of(c.task_id)))
 
     async def _record_launches(self, results: list[tuple[_Claimed, LaunchedWorker | Exception]],
                                tally: _Tally) -> None:
@@ -688,7 +711,7 @@ class Dispatcher:
             else:
                 ok.append((c, launched, launched.fingerprint or identity.UNVERIFIED))
         if ok:
-            async with self.board.transaction() as conn:
+            async def record(conn) -> None:
                 await conn.executemany(
                     "UPDATE task_runs SET worker_pid = ?, worker_started_at = ?, process_id = ?, output_path = ? "
                     "WHERE id = ?", [(w.pid, fp, w.process_id, w.output_path, c.run_id) for c, w, fp in ok])
@@ -700,6 +723,8 @@ class Dispatcher:
                 await add_events(conn, [(c.task_id, c.run_id, "spawned", {
                     "pid": w.pid, "worker_started_at": fp, "process_id": w.process_id, "profile": c.profile.name})
                     for c, w, fp in ok], now)
+
+            await self.board.atomic(record)
             tally.spawned.extend(SpawnedCard(c.task_id, c.profile.name, w.pid, w.process_id) for c, w, _fp in ok)
         for c, error in failed:
             task = await self.board.get_task(c.task_id)
