@@ -117,21 +117,23 @@ async def test_a_tick_s_round_trips_do_not_grow_with_the_cards_it_claims(tmp_pat
         settings = kanban_settings({"coder": "true"}, max_in_progress=cards)
         board = await open_board(home)
         try:
-            await tr.create_tasks(board, [NewTask(f"card {i}", assignee="coder") for i in range(cards)])
+            await tr.create_tasks(board, [NewTask(f"card {i}", assignee="coder") for i in range(cards)]
+                                  + [NewTask(f"not here {i}", assignee="elsewhere") for i in range(cards)])
             hops.clear()
             launch_threads.clear()
             monkeypatch.setattr(asyncio, "to_thread", to_thread)
             result = await dispatcher(board, home, settings, NullSpawner()).tick()
             monkeypatch.setattr(asyncio, "to_thread", real_to_thread)
-            assert len(result.spawned) == cards
+            assert len(result.spawned) == cards and len(result.skipped) == cards  # each noted once
             return Counter(hops), launch_threads.count("_launch_share")
         finally:
             await board.close()
 
     few, few_threads = await tick(2)
     many, many_threads = await tick(20)
-    # The claim and the record of the launched workers are one transaction and one call
-    # each; every other round trip is a phase's read, whatever the number of cards.
-    assert few["transact"] == 2 and set(few) == {"transact", "execute_fetchall"}
+    # The claim, the record of the launched workers and the notes on the cards no profile
+    # here serves are one transaction and one call each; every other round trip is a
+    # phase's read, whatever the number of cards.
+    assert few["transact"] == 3 and set(few) == {"transact", "execute_fetchall"}
     assert many == few
     assert (few_threads, many_threads) == (2, LAUNCH_THREADS)

@@ -236,8 +236,10 @@ class Dispatcher:
 
         moved = await asyncio.to_thread(copy_all)
         if moved:
-            async with self.board.transaction() as conn:
+            async def advance(conn) -> None:
                 await conn.executemany("UPDATE task_runs SET log_offset = ? WHERE id = ?", moved)
+
+            await self.board.atomic(advance)
 
     # -- 0b. host leases (a shared board) -----------------------------------------------------
 
@@ -519,13 +521,16 @@ class Dispatcher:
         if not rows:
             return
         now = self.board.now()
-        async with self.board.transaction() as conn:
+
+        async def promote(conn) -> None:  # one call on the board's thread, however many cards
             for (task_id,) in rows:
                 cur = await conn.execute("UPDATE tasks SET status = ? WHERE id = ? AND status = ?",
                                          (READY, task_id, TODO))
                 if cur.rowcount == 1:
                     await add_event(conn, task_id, "promoted", {"reason": "parents_done"}, now)
                     tally.promoted.append(task_id)
+
+        await self.board.atomic(promote)
 
     # -- 6. spawning -------------------------------------------------------------------------------
 
@@ -585,17 +590,21 @@ class Dispatcher:
         """One ``skipped_nonspawnable`` event per card and assignee, not one per tick."""
         if not cards:
             return
-        fresh = []
-        for task_id, assignee in cards:
+        last: dict[str, tuple[str, str]] = {}  # card -> its newest event (kind, payload): one read per 500 cards
+        for i in range(0, len(cards), 500):
+            chunk = [task_id for task_id, _assignee in cards[i : i + 500]]
             rows = await self.board.fetch(
-                "SELECT kind, payload FROM task_events WHERE task_id = ? ORDER BY id DESC LIMIT 1", (task_id,))
-            if rows and rows[0][0] == "skipped_nonspawnable" and f'"{assignee}"' in rows[0][1]:
-                continue
-            fresh.append((task_id, assignee))
+                "SELECT task_id, kind, payload FROM task_events WHERE id IN (SELECT max(id) FROM task_events "
+                f"WHERE task_id IN ({','.join('?' * len(chunk))}) GROUP BY task_id)", chunk)
+            last.update({task_id: (kind, payload) for task_id, kind, payload in rows})
+        fresh = [(task_id, None, "skipped_nonspawnable", {"assignee": assignee}) for task_id, assignee in cards
+                 if not (last.get(task_id, ("", ""))[0] == "skipped_nonspawnable"
+                         and f'"{assignee}"' in last[task_id][1])]
         if fresh:
-            async with self.board.transaction() as conn:
-                for task_id, assignee in fresh:
-                    await add_event(conn, task_id, "skipped_nonspawnable", {"assignee": assignee}, now)
+            async def note(conn) -> None:
+                await add_events(conn, fresh, now)
+
+            await self.board.atomic(note)
 
     async def _within_profile_caps(self, conn, wanted: dict, tally: _Tally) -> None:
         """Inside the claim's transaction: drop from ``wanted`` what would take a capped
