@@ -135,5 +135,8 @@ async def test_a_tick_s_round_trips_do_not_grow_with_the_cards_it_claims(tmp_pat
     # here serves are one transaction and one call each; every other round trip is a
     # phase's read, whatever the number of cards.
     assert few["transact"] == 3 and set(few) == {"transact", "execute_fetchall"}
+    # Nothing was running: one read stands for the phases that look after workers, then
+    # the promotion's read, the spawn's two and the newest events of the unserved cards.
+    assert few["execute_fetchall"] == 5
     assert many == few
     assert (few_threads, many_threads) == (2, LAUNCH_THREADS)

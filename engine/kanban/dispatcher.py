@@ -193,16 +193,29 @@ class Dispatcher:
             reap = getattr(self.spawner, "reap", None)
             if reap is not None:
                 await asyncio.to_thread(reap)
-            await self._copy_output()
+            # Phases 0 and 1-4b look only at running cards and at closed runs that still
+            # keep a worker's evidence: when there are none (an idle board), one read says
+            # so instead of six.
+            live = await self._any_worker_to_look_after()
+            if live:
+                await self._copy_output()
             await self._reclaim_lost_hosts(tally)
-            await self._reap_terminal_workers(tally)
-            await self._release_stale_claims(tally)
-            await self._detect_crashed(tally)
-            await self._enforce_max_runtime(tally)
-            await self._end_leftover_groups(tally)
+            if live:
+                await self._reap_terminal_workers(tally)
+                await self._release_stale_claims(tally)
+                await self._detect_crashed(tally)
+                await self._enforce_max_runtime(tally)
+                await self._end_leftover_groups(tally)
             await self._promote(tally)
             await self._spawn(tally)
             return tally.result()
+
+    async def _any_worker_to_look_after(self) -> bool:
+        """A running card, or a closed run whose worker evidence (pid) is still recorded."""
+        rows = await self.board.fetch(
+            f"SELECT EXISTS (SELECT 1 FROM tasks WHERE status = '{RUNNING}') OR EXISTS (SELECT 1 FROM task_runs "
+            "WHERE ended_at IS NOT NULL AND worker_pid IS NOT NULL)")
+        return bool(rows[0][0])
 
     # -- 0. output ---------------------------------------------------------------------------
 
