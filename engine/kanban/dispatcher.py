@@ -88,6 +88,18 @@ HEARTBEAT_STALE_SECONDS = 3600.0
 RECLAIM_DEFER_SECONDS = 120.0
 LAUNCH_THREADS = 4  # workers started side by side (threads, each launching its share in turn)
 T_COLS = ", ".join("t." + c.strip() for c in TASK_COLUMNS.split(","))
+# Is there a worker to look after: a running card, or a closed run that keeps its pid.
+LIVE_SQL = (f"SELECT EXISTS (SELECT 1 FROM tasks WHERE status = '{RUNNING}') OR EXISTS (SELECT 1 FROM task_runs "
+            "WHERE ended_at IS NOT NULL AND worker_pid IS NOT NULL)")
+# Todo cards whose parents are all done or archived.
+PROMOTABLE_SQL = (f"SELECT t.id FROM tasks t WHERE t.status = '{TODO}' AND NOT EXISTS ("
+                  "SELECT 1 FROM task_links l JOIN tasks p ON p.id = l.parent_id "
+                  "WHERE l.child_id = t.id AND p.status NOT IN ('done', 'archived'))")
+# Ready, unclaimed cards in dispatch order, with the outcome and end of their last closed run.
+READY_SQL = ("SELECT t.id, t.assignee, t.title, t.body, r.outcome, r.ended_at FROM tasks t "
+             "LEFT JOIN task_runs r ON r.id = (SELECT max(id) FROM task_runs WHERE task_id = t.id "
+             "AND ended_at IS NOT NULL) "
+             f"WHERE t.status = '{READY}' AND t.claim_lock IS NULL ORDER BY t.priority DESC, t.created_at, t.id")
 
 # Skip reasons (the keys of the "held back" line).
 SKIPPED_UNASSIGNED = "skipped_unassigned"
@@ -193,10 +205,13 @@ class Dispatcher:
             reap = getattr(self.spawner, "reap", None)
             if reap is not None:
                 await asyncio.to_thread(reap)
-            # Phases 0 and 1-4b look only at running cards and at closed runs that still
-            # keep a worker's evidence: when there are none (an idle board), one read says
-            # so instead of six.
-            live = await self._any_worker_to_look_after()
+            # One round trip looks first: is there a running card, or a closed run that
+            # keeps a worker's pid (else phases 0 and 1-4b have nothing to look at), and
+            # which cards could be promoted or spawned (still true below when nothing
+            # before them wrote: the look stands for their reads).
+            look, promotable, ready = await self.board.fetch_many([(LIVE_SQL, ()), (PROMOTABLE_SQL, ()),
+                                                                   (READY_SQL, ())])
+            live = bool(look[0][0])
             if live:
                 await self._copy_output()
             await self._reclaim_lost_hosts(tally)
@@ -206,16 +221,9 @@ class Dispatcher:
                 await self._detect_crashed(tally)
                 await self._enforce_max_runtime(tally)
                 await self._end_leftover_groups(tally)
-            await self._promote(tally)
-            await self._spawn(tally)
+            promoted = await self._promote(tally, None if live else promotable)
+            await self._spawn(tally, None if live or promoted else ready)
             return tally.result()
-
-    async def _any_worker_to_look_after(self) -> bool:
-        """A running card, or a closed run whose worker evidence (pid) is still recorded."""
-        rows = await self.board.fetch(
-            f"SELECT EXISTS (SELECT 1 FROM tasks WHERE status = '{RUNNING}') OR EXISTS (SELECT 1 FROM task_runs "
-            "WHERE ended_at IS NOT NULL AND worker_pid IS NOT NULL)")
-        return bool(rows[0][0])
 
     # -- 0. output ---------------------------------------------------------------------------
 
@@ -526,13 +534,13 @@ class Dispatcher:
 
     # -- 5. promotion ------------------------------------------------------------------------------
 
-    async def _promote(self, tally: _Tally) -> None:
-        rows = await self.board.fetch(
-            f"SELECT t.id FROM tasks t WHERE t.status = '{TODO}' AND NOT EXISTS ("
-            "SELECT 1 FROM task_links l JOIN tasks p ON p.id = l.parent_id "
-            "WHERE l.child_id = t.id AND p.status NOT IN ('done', 'archived'))")
+    async def _promote(self, tally: _Tally, rows: list | None = None) -> bool:
+        """Todo cards whose parents are all finished become ready (``rows``: read already).
+        True when any was promoted."""
+        if rows is None:
+            rows = await self.board.fetch(PROMOTABLE_SQL)
         if not rows:
-            return
+            return False
         now = self.board.now()
 
         async def promote(conn) -> None:  # one call on the board's thread, however many cards
@@ -544,26 +552,26 @@ class Dispatcher:
                     tally.promoted.append(task_id)
 
         await self.board.atomic(promote)
+        return bool(tally.promoted)
 
     # -- 6. spawning -------------------------------------------------------------------------------
 
-    async def _spawn(self, tally: _Tally) -> None:
+    async def _spawn(self, tally: _Tally, ready: list | None = None) -> None:
+        """Claim and start ready cards. ``ready``: read already, at a look that found no
+        card running (so none counts against a cap)."""
         now = self.board.now()
         allowed = allowed_profiles(self.settings)
         default = self.k.default_assignee if self.k.default_assignee in allowed else None
         host = hostname() + ":"
-        # kanban.max_in_progress counts this host's running cards; a profile's own cap
-        # counts the profile's running cards on every host of the board.
-        running = await self.board.fetch(
-            "SELECT assignee, count(*), sum(CASE WHEN substr(claim_lock, 1, ?) = ? THEN 1 ELSE 0 END) "
-            f"FROM tasks WHERE status = '{RUNNING}' GROUP BY assignee", (len(host), host))
+        running: list = []
+        if ready is None:
+            # kanban.max_in_progress counts this host's running cards; a profile's own cap
+            # counts the profile's running cards on every host of the board.
+            running, ready = await self.board.fetch_many([(
+                "SELECT assignee, count(*), sum(CASE WHEN substr(claim_lock, 1, ?) = ? THEN 1 ELSE 0 END) "
+                f"FROM tasks WHERE status = '{RUNNING}' GROUP BY assignee", (len(host), host)), (READY_SQL, ())])
         per_profile = {r[0]: int(r[1]) for r in running}
         budget = self.k.max_in_progress - sum(int(r[2] or 0) for r in running)
-        ready = await self.board.fetch(
-            "SELECT t.id, t.assignee, t.title, t.body, r.outcome, r.ended_at FROM tasks t "
-            "LEFT JOIN task_runs r ON r.id = (SELECT max(id) FROM task_runs WHERE task_id = t.id "
-            "AND ended_at IS NOT NULL) "
-            f"WHERE t.status = '{READY}' AND t.claim_lock IS NULL ORDER BY t.priority DESC, t.created_at, t.id")
         chosen: list[tuple[str, str, str, str, bool]] = []  # id, profile, title, body, newly assigned
         nonspawnable: list[tuple[str, str]] = []
         for task_id, assignee, title, body, last_outcome, last_ended in ready:

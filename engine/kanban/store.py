@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from engine.kanban.models import Event, Run, Task, TaskDetails, load_payload
-from engine.kanban.sqlite_conn import SqliteConnection
+from engine.kanban.sqlite_conn import SqliteConnection, fetch_each
 
 APPLICATION_ID = 0x484B4E42  # "HKNB": hermes kanban board
 BUSY_TIMEOUT_SECONDS = 30.0
@@ -474,6 +474,11 @@ class Board:
     async def fetch(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         async with self._tx_lock.held():
             return list(await self.conn.execute_fetchall(sql, tuple(params)))
+
+    async def fetch_many(self, queries: Sequence[tuple[str, Iterable[Any]]]) -> list[list[tuple]]:
+        """The rows of several reads, in order, in one call on the connection's thread."""
+        async with self._tx_lock.held():
+            return await self.conn.call(fetch_each, [(sql, tuple(params)) for sql, params in queries])
 
     async def resolve_id(self, id_or_prefix: str) -> str:
         """A full id, or a unique prefix of one (``t_1a2`` or ``1a2``)."""

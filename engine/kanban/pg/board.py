@@ -279,6 +279,9 @@ class PgBoard(Board):
             conn = await self._connect()
             return await conn.execute_fetchall(sql, tuple(params))
 
+    async def fetch_many(self, queries: Sequence[tuple[str, Iterable[Any]]]) -> list[list[tuple]]:
+        return [await self.fetch(sql, params) for sql, params in queries]
+
     # -- dispatching ------------------------------------------------------------------------
 
     @asynccontextmanager
