@@ -24,7 +24,10 @@ and writes nothing. Inside, every change is still a compare-and-set transaction,
 dispatcher that ignored the lock could not claim a card twice.
 
 Blocking work (signals with their grace period, spawning, log copies) runs in threads;
-the tick itself is a coroutine over the board's connection (its transactions one call each).
+the tick itself is a coroutine over the board's connection. Round trips to the board's
+thread are counted: a first look reads in one call whether any worker needs looking after
+(else phases 0 and 1-4b are skipped) and what 5 and 6 would read; each transaction is one
+call (:meth:`Board.atomic`); the workers start in at most LAUNCH_THREADS threads.
 """
 
 from __future__ import annotations
