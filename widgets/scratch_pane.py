@@ -100,27 +100,69 @@ class ScratchPane(Pane):
     """
 
     class Surveyed(Message):
+        """Posted by the survey thread to the pane itself: the ``survey`` of the scratch
+        folder and its quarantine, or ``error``, why it could not be taken. A survey
+        still waiting is moot once a newer one has been taken (each is the whole folder)."""
+
+        bubble = False
+
         def __init__(self, survey=None, error: str | None = None) -> None:
             super().__init__()
             self.survey = survey
             self.error = error
 
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, ScratchPane.Surveyed) and message.error is None
+
     class PruneProgress(Message):
+        """Posted by the prune thread after each entry: ``done`` of ``total`` entries,
+        ``freed`` bytes so far, the ``path`` just handled. Only the newest one waiting is shown."""
+
+        bubble = False
+
         def __init__(self, done: int, total: int, freed: int, path: str) -> None:
             super().__init__()
             self.done, self.total, self.freed, self.path = done, total, freed, path
 
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, ScratchPane.PruneProgress)
+
     class PruneFinished(Message):
+        """Posted by the prune thread when the pass has ended: its ``result``, or ``error``."""
+
+        bubble = False
+
         def __init__(self, result=None, error: str | None = None) -> None:
             super().__init__()
             self.result = result
+            self.error = error
+
+    class Planned(Message):
+        """Posted by the planning thread: the ``plan`` of a prune with the ``target`` and
+        ``options`` it was made for (the pane asks the user to approve it), or ``error``."""
+
+        bubble = False
+
+        def __init__(self, plan=None, target=None, options=None, error: str | None = None) -> None:
+            super().__init__()
+            self.plan, self.target, self.options = plan, target, options
+            self.error = error
+
+    class Restored(Message):
+        """Posted by the restore thread: the ``name`` an entry got back in scratch, or ``error``."""
+
+        bubble = False
+
+        def __init__(self, name: str = "", error: str | None = None) -> None:
+            super().__init__()
+            self.name = name
             self.error = error
 
     def __init__(self, *, home: HomeLayout, settings: Settings, **kwargs) -> None:
         super().__init__(**kwargs)
         self.home = home
         self.settings = settings
-        self._rows: dict[str, dict[str, SortCell]] = {}
+        self._rows: dict[str, dict[str, SortCell]] = {}  # row key ("e:" entry, "q:" quarantined) -> cells
         self._items: dict[str, tuple] = {}  # row key -> ("e", EntryReport) | ("q", QuarantinedEntry)
         self._sort_index = 0  # into SORTS
         self._sort_reverse = False
@@ -170,7 +212,7 @@ class ScratchPane(Pane):
                 if self._sizes is None:
                     self._sizes = SizeCache()
                 survey = survey_scratch(target, options, with_sizes=True, size_cache=self._sizes)
-        except Exception as exc:
+        except Exception as exc:  # a thread reports any error: the pane says it in its status
             self.post_message(self.Surveyed(error=f"{type(exc).__name__}: {exc}"))
             return
         self.post_message(self.Surveyed(survey))
@@ -218,6 +260,12 @@ class ScratchPane(Pane):
                 self._rows[key] = cells
             if changed:
                 self._sort()
+
+    @property
+    def row_keys(self) -> tuple[str, ...]:
+        """The keys of the table's rows: ``e:<entry name>`` for an entry of scratch,
+        ``q:<file name>`` for one in quarantine."""
+        return tuple(self._rows)
 
     # -- the selected row in full ------------------------------------------------------------
 
@@ -297,10 +345,16 @@ class ScratchPane(Pane):
         try:
             target, options = self._target_and_options()
             plan = plan_prune(target, options)
-        except Exception as exc:
-            self.app.call_from_thread(self.notify, f"cannot plan a prune: {exc}", severity="error")
+        except Exception as exc:  # a thread reports any error
+            self.post_message(self.Planned(error=str(exc)))
             return
-        self.app.call_from_thread(self._ask, plan, target, options)
+        self.post_message(self.Planned(plan, target, options))
+
+    def on_scratch_pane_planned(self, message: Planned) -> None:
+        if message.error is not None:
+            self.notify(f"cannot plan a prune: {message.error}", severity="error")
+            return
+        self._ask(message.plan, message.target, message.options)
 
     def _ask(self, plan, target, options) -> None:
         from widgets.prune_modal import PruneModal
@@ -324,7 +378,7 @@ class ScratchPane(Pane):
 
         try:
             result = execute_plan(target, plan, options, progress)
-        except Exception as exc:
+        except Exception as exc:  # a thread reports any error
             self.post_message(self.PruneFinished(error=str(exc)))
             return
         self.post_message(self.PruneFinished(result))
@@ -373,9 +427,15 @@ class ScratchPane(Pane):
 
         try:
             rec = restore(PruneTarget.of(self.home), file_name)
-        except Exception as exc:
-            self.app.call_from_thread(self.notify, f"cannot restore: {exc}", severity="error", timeout=6)
+        except Exception as exc:  # a thread reports any error
+            self.post_message(self.Restored(error=str(exc)))
             return
-        self.app.call_from_thread(self.notify, f"restored {show_name(rec.path)}", timeout=4)
-        self.app.call_from_thread(self.refresh_entries)
+        self.post_message(self.Restored(show_name(rec.path)))
+
+    def on_scratch_pane_restored(self, message: Restored) -> None:
+        if message.error is not None:
+            self.notify(f"cannot restore: {message.error}", severity="error", timeout=6)
+            return
+        self.notify(f"restored {message.name}", timeout=4)
+        self.refresh_entries()
 
