@@ -164,9 +164,9 @@ async def test_the_pane_lists_a_hermes_session_and_kills_it_only_after_yes(herme
         assert pane.row(HERMES_ID)[2] == str(proc.pid) and pane.row(HERMES_ID)[1] == "running"
         assert "hermes-agent" in pane.row(HERMES_ID)
         pane.table.focus()
-        pane._select(HERMES_ID)
+        pane.show_session(HERMES_ID)
         await wait_until(pilot, lambda: pane.output.session_id == HERMES_ID)
-        assert "output not available" in pane.output._state
+        assert "output not available" in pane.output.state
         assert NO_OUTPUT_NOTE in "\n".join(str(line) for line in pane.output.log.lines)
         await pilot.press("k")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal))

@@ -219,7 +219,7 @@ async def test_output_view_search_wrap_follow_copy(home, cleanup):
         await pilot.press(*"needle", "enter")
         await pilot.pause()
         assert pane.output.search_term == "needle"
-        assert pane.output._matches == [50]
+        assert pane.output.matches == (50,)
         assert not pane.output.follow  # jumping to a match stops following
         await pilot.press("f")
         assert pane.output.follow

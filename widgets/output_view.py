@@ -157,6 +157,11 @@ class OutputView(Vertical):
         self._state = state
         self._refresh_title()
 
+    @property
+    def state(self) -> str:
+        """The suffix last given by ``set_state``."""
+        return self._state
+
     def title_text(self) -> Text:
         """The title line: the state and the view's flags first (they are short and must
         never be cut), then which output this is, ending in … when the line is too short."""
@@ -343,6 +348,11 @@ class OutputView(Vertical):
             self.next_match()
         self._refresh_title()
         return len(self._matches)
+
+    @property
+    def matches(self) -> tuple[int, ...]:
+        """The indexes in ``lines`` of the lines the last search found."""
+        return tuple(self._matches)
 
     def next_match(self, step: int = 1) -> int | None:
         if not self._matches:

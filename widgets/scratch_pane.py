@@ -310,6 +310,11 @@ class ScratchPane(Pane):
                          reverse=self._sort_reverse)
         self.table.sync()
 
+    @property
+    def sort_column(self) -> str:
+        """The column the table is sorted by (one of ``SORTS``)."""
+        return self.SORTS[self._sort_index]
+
     def action_cycle_sort(self) -> None:
         self._sort_index = (self._sort_index + 1) % len(self.SORTS)
         self._sort_reverse = self.SORTS[self._sort_index] in ("idle", "size")  # biggest/oldest first
@@ -330,6 +335,11 @@ class ScratchPane(Pane):
         self.refresh_entries()
 
     # -- prune: plan, approval, execution -------------------------------------------------
+
+    @property
+    def pruning(self) -> bool:
+        """Whether an approved prune is running (its progress shown under the table)."""
+        return self._pruning
 
     def action_preview_prune(self) -> None:
         if self._pruning:
