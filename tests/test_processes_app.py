@@ -381,6 +381,27 @@ async def test_quitting_the_app_backgrounds_the_foreground_run(home, cleanup, sp
     assert spy_signals == []
 
 
+async def test_quitting_moves_the_foreground_run_off_the_ui_thread_and_before_the_app_is_gone(home, cleanup):
+    import threading
+
+    app = make_app(home)
+    moved_on: list[int] = []
+    async with app.run_test(size=WIDE) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        real = pane.registry.move_to_background
+
+        def move_to_background(session_id):
+            moved_on.append(threading.get_ident())
+            return real(session_id)
+
+        pane.registry.move_to_background = move_to_background
+        await submit(pilot, app, "sleep 30")
+        await wait_until_pilot(pilot, lambda: pane.foreground is not None)
+        sid = pane.foreground.id
+    assert moved_on and moved_on[0] != threading.get_ident()  # the UI's thread never did file work for it
+    assert ProcessRegistry(home, Settings()).get(sid).background  # done by the time the app has exited
+
+
 @asynccontextmanager
 async def pane_following(home, command: str):
     """The pane alone, once its output view follows the session ``command`` runs in."""
