@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from engine.processes import session as sess
 from engine.processes.session import ProcessSession
@@ -31,6 +30,10 @@ VERSION = 1
 MAX_BYTES = 64 * 1024 * 1024
 
 StatKey = tuple[int, ...]
+
+TYPE_CHECKING = False  # not typing's: a listing must not pay for importing it
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def stat_key(session_dir: Path) -> StatKey | None:
