@@ -120,3 +120,20 @@ def test_no_index_is_written_in_a_guest_home(home):
     before = sorted(os.listdir(home.processes_dir))
     assert len(ps_all(home)) == 2
     assert sorted(os.listdir(home.processes_dir)) == before
+
+
+def test_a_session_read_from_the_index_has_the_same_status_as_from_its_folder(home):
+    """The index stores the status as text; read back it must be the SessionStatus
+    itself (code compares with `is`): a killed session stays 'killed (SIGTERM)', not
+    'exit 143 (SIGTERM)'."""
+    reg = ProcessRegistry(home, Settings())
+    s = reg.spawn(["sleep", "30"])
+    assert reg.kill(s.id, grace=5).outcome == "killed"
+    from_folder = reg.get(s.id)
+    assert from_folder.status is sess.KILLED and from_folder.exit_text() == "killed (SIGTERM)"
+    ProcessRegistry(home, Settings()).list()  # writes the index
+    assert s.id in json.loads((home.processes_dir / INDEX_FILE).read_text())["sessions"]
+    [from_index] = ProcessRegistry(home, Settings()).list()  # reads it
+    assert from_index.status is sess.KILLED
+    assert from_index.exit_text() == "killed (SIGTERM)"
+    assert from_index == from_folder
