@@ -99,10 +99,15 @@ class SessionCorrupt(Exception):
         self.cwd = cwd
 
 
-@dataclass(frozen=True)
 class ExitRecord:
-    code: int
-    ended_at: float
+    """The wrapper's record: the exit code, and the file's mtime as the end time. (A
+    plain class: each dataclass definition costs every command start-up time.)"""
+
+    __slots__ = ("code", "ended_at")
+
+    def __init__(self, code: int, ended_at: float) -> None:
+        self.code = code
+        self.ended_at = ended_at
 
     @property
     def signal(self) -> str | None:

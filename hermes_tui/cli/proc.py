@@ -268,10 +268,6 @@ def _exit_code_of(s) -> int:
 
 
 def cmd_ps(ctx: Context) -> int:
-    from engine.processes.redact import maybe_redact
-    from engine.processes.session import SessionStatus
-    from engine.text import human_duration
-
     reg = _registry(ctx)
     listing = reg.list_with_hermes(include_finished=ctx.args.all)
     sessions = listing.sessions
@@ -286,6 +282,10 @@ def cmd_ps(ctx: Context) -> int:
     if not sessions:
         print("no process sessions" if ctx.args.all else "no running process sessions (--all shows finished ones)")
         return EXIT_OK
+    from engine.processes.redact import maybe_redact
+    from engine.processes.session import SessionStatus
+    from engine.text import human_duration
+
     redact = ctx.settings.processes.redact
     rows = [("ID", "STATUS", "PID", "RUNTIME", "EXIT", "OWNER", "COMMAND")]
     for s in sessions:
