@@ -122,12 +122,16 @@ def test_no_index_is_written_in_a_guest_home(home):
     assert sorted(os.listdir(home.processes_dir)) == before
 
 
-def test_a_session_read_from_the_index_has_the_same_status_as_from_its_folder(home):
+def test_a_session_read_from_the_index_has_the_same_status_as_from_its_folder(home, tmp_path):
     """The index stores the status as text; read back it must be the SessionStatus
     itself (code compares with `is`): a killed session stays 'killed (SIGTERM)', not
     'exit 143 (SIGTERM)'."""
+    from tests.support import wait_until
+
     reg = ProcessRegistry(home, Settings())
-    s = reg.spawn(["sleep", "30"])
+    ready = tmp_path / "ready"
+    s = reg.spawn(["sh", "-c", f"touch {ready}; exec sleep 30"])
+    wait_until(ready.exists, what="the command to run")  # a TERM before it runs would find only the wrapper
     assert reg.kill(s.id, grace=5).outcome == "killed"
     from_folder = reg.get(s.id)
     assert from_folder.status is sess.KILLED and from_folder.exit_text() == "killed (SIGTERM)"
