@@ -113,14 +113,3 @@ def cleanup(home: HomeLayout) -> None:
     from engine.processes import ProcessRegistry
 
     ProcessRegistry(home, load_config(home.config_file)).kill(session_id, grace=1.0)
-
-
-def _register() -> None:
-    from hermes_tui.demo import BUILDERS, CLEANUPS
-
-    if not any(name == "scratch" for name, _ in BUILDERS):
-        BUILDERS.append(("scratch", build))
-        CLEANUPS.append(("scratch", cleanup))
-
-
-_register()
