@@ -19,6 +19,7 @@ from engine.kanban.wording import held_back_words, skip_reason
 from engine.kanban.workers import NullSpawner, claim_lock_here
 from hermes_tui.app import HermesApp
 from tests.support.cli import run_cli
+from tests.support.notes import capture_notes
 from widgets.board_modals import CardDetailsScreen, NewCardScreen
 from widgets.board_pane import BoardPane
 from widgets.confirm import ConfirmModal
@@ -82,19 +83,6 @@ def make_app(home: HomeLayout, config: str = CONFIG, url: str | None = None) -> 
         config = config.replace("kanban:\n", f"kanban:\n  database: {url}\n", 1)
     home.config_file.write_text(config)
     return HermesApp(home, load_config(home.config_file), home_label="~/.hermes")
-
-
-def notes_of(app: HermesApp) -> list[str]:
-    """Every notification the app shows from now on, as text."""
-    notes: list[str] = []
-    real = app.notify
-
-    def notify(message, **kw):
-        notes.append(str(message))
-        return real(message, **kw)
-
-    app.notify = notify
-    return notes
 
 
 async def wait_for(pilot, predicate, timeout: float = 20.0) -> None:
@@ -201,7 +189,7 @@ async def test_enter_opens_details_with_runs_events_failure_and_log(home, board_
 async def test_move_keys_follow_the_allowed_transitions(home, board_backend):
     made = await seed(home, board_backend)
     app = make_app(home, url=board_backend)
-    notes = notes_of(app)
+    notes = capture_notes(app)
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
         await wait_for(pilot, lambda: len(pane.cards) == 7)
@@ -226,7 +214,7 @@ async def test_move_keys_follow_the_allowed_transitions(home, board_backend):
 async def test_unblock_and_archive_go_through_a_confirm_whose_default_is_no(home):
     made = await seed(home)
     app = make_app(home)
-    notes = notes_of(app)
+    notes = capture_notes(app)
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
         await wait_for(pilot, lambda: len(pane.cards) == 7)
@@ -257,7 +245,7 @@ async def test_unblock_and_archive_go_through_a_confirm_whose_default_is_no(home
 async def test_reclaim_stops_a_real_worker_after_confirming(home):
     await (await Board.open(home.kanban_db)).close()  # an empty board exists
     app = make_app(home)
-    notes = notes_of(app)
+    notes = capture_notes(app)
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
         await wait_for(pilot, lambda: pane.service is not None)
@@ -413,7 +401,7 @@ def test_board_snapshot_narrow(snap_compare, tmp_path, fixed_clock):
 async def test_assign_key_reassigns_and_resets_failures(home):
     made = await seed(home)
     app = make_app(home)
-    notes = notes_of(app)
+    notes = capture_notes(app)
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
         await wait_for(pilot, lambda: len(pane.cards) == 7)
