@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from engine.kanban.describe import describe_task, payload_text, plain_text
-from engine.kanban.wording import LOCKED, held_back_words, skip_reason
+from engine.kanban.wording import LOCKED, assign_words, change_words, held_back_words, skip_reason
 from engine.text import human_duration, local_time
 from hermes_tui.cli.common import (
     EXIT_FAILED,
@@ -258,27 +258,11 @@ def run_show(ctx: Context) -> int:
     return EXIT_OK
 
 
-_PAST = {"assign": "Assigned", "complete": "Completed", "block": "Blocked", "review": "Sent to review", "reclaim": "Reclaimed",
-         "unblock": "Unblocked", "archive": "Archived", "heartbeat": "Heartbeat recorded for"}
-
-
 def _report(ctx: Context, verb: str, result) -> int:
     if ctx.json:
         print_json(result.to_json())
-        return EXIT_OK
-    line = f"{_PAST[verb]} {result.task_id}"
-    if result.from_status != result.to_status:
-        line += f"  ({result.from_status} -> {result.to_status})"
-    stop = result.stop
-    if stop is not None and stop.pid:
-        if stop.attempted:
-            line += f"; worker pid {stop.pid} " + ("stopped" if stop.stopped else
-                                                   f"SURVIVED ({', '.join(map(str, stop.survivors))})")
-        elif stop.refused:
-            line += f"; worker pid {stop.pid} not signalled: {stop.refused}"
-        elif stop.pid_recycled:
-            line += f"; worker pid {stop.pid} now belongs to another process: not signalled"
-    print(line)
+    else:
+        print(change_words(verb, result))
     return EXIT_OK
 
 
@@ -291,7 +275,7 @@ def run_assign(ctx: Context) -> int:
     kind, result = _run(ctx, body)
     _warn_unknown_profile(ctx, profile, kind)
     if not ctx.json:
-        print(f"Assigned {result.task_id} to {profile or 'nobody'}")
+        print(assign_words(result.task_id, profile))
         return EXIT_OK
     return _report(ctx, "assign", result)
 
