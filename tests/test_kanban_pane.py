@@ -360,7 +360,7 @@ async def test_worker_output_key_routes_to_the_processes_pane(home):
         await pilot.press("o")
         await wait_for(pilot, lambda: seen)
         assert seen == ["proc_0123456789ab"]
-        await wait_for(pilot, lambda: app._active_pane == "processes")
+        await wait_for(pilot, lambda: app.active_pane_id == "processes")
 
 
 class BoardOnly(App):

@@ -34,6 +34,9 @@ class CommandBar(Input):
     ]
 
     class Submitted(Message):
+        """Posted when Enter is pressed on a command that is not blank: ``command``, trimmed.
+        The app runs it in the foreground (through the processes pane)."""
+
         def __init__(self, command: str) -> None:
             super().__init__()
             self.command = command
