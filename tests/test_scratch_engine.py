@@ -1,5 +1,5 @@
 """The scratch prune on real directories: the idle rule, re-validation, removal
-confirmation, the audit log, worktrees, quarantine (reference section 8 and the seed)."""
+confirmation, the audit log, worktrees, quarantine (docs/scratch.md)."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def test_scan_many_forks_only_for_what_is_left_after_its_solo_time(tmp_path, mon
     assert len(forked) == forks
 
 
-# -- reference section 8 ------------------------------------------------------------------
+# -- the idle rule and what keeps an entry ------------------------------------------------
 
 
 def test_s4_only_the_idle_entry_goes(home):
