@@ -96,10 +96,6 @@ class HomeLayout:
         return self.cache_dir / "scratch-quarantine"
 
     @property
-    def last_prune_stamp(self) -> Path:
-        return self.scratch_dir / ".last_prune"
-
-    @property
     def logs_dir(self) -> Path:
         return self.root / "logs"
 

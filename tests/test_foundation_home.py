@@ -107,7 +107,6 @@ def test_a_file_in_the_way_is_a_clear_error(tmp_path):
 def test_layout_paths(tmp_path):
     h = HomeLayout(tmp_path)
     assert h.scratch_dir == tmp_path / "cache" / "scratch"
-    assert h.last_prune_stamp == tmp_path / "cache" / "scratch" / ".last_prune"
     assert h.prune_log == tmp_path / "logs" / "scratch-prune.log"
     assert h.kanban_db == tmp_path / "hermes-tui" / "board.db"
     assert h.shared_kanban_db == tmp_path / "kanban.db"

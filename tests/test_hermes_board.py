@@ -18,6 +18,7 @@ import pytest
 from engine.config import load_config
 from engine.home import HomeLayout
 from tests.conftest import REPO, run_cli
+from tests.support.notes import capture_notes
 from tests.test_hermes_home import FIXTURE, tree_state
 from tests.test_kanban_pane import wait_for
 
@@ -66,7 +67,7 @@ def test_show_has_hermes_events_and_comments(hermes):
     before = tree_state(hermes.root)
     r = cli(hermes, "show", "20f9")
     assert r.returncode == 0, r.stderr
-    assert "Comments:" in r.stdout and "default: started on it" in r.stdout
+    assert "Comments (1)" in r.stdout and "default: started on it" in r.stdout
     assert "completed" in r.stdout and "status      done" in r.stdout
     data = json.loads(cli(hermes, "show", DONE_CARD, "--json").stdout)
     assert [c["body"] for c in data["comments"]] == ["started on it"]
@@ -257,18 +258,12 @@ def test_verbs_hermes_tui_cannot_route_are_refused(hermes, fake_hermes, verb):
 # --------------------------------------------------------------------------------------
 
 
-def _app(home: HomeLayout, notes: list[str]):
+def _app(home: HomeLayout):
+    """The app on ``home`` and the text of every notification it shows."""
     from hermes_tui.app import HermesApp
 
     app = HermesApp(home, load_config(home.config_file))
-    real = app.notify
-
-    def notify(message, **kw):
-        notes.append(str(message))
-        return real(message, **kw)
-
-    app.notify = notify
-    return app
+    return app, capture_notes(app)
 
 
 async def test_the_pane_shows_hermes_cards_read_only_and_changes_nothing(hermes, monkeypatch):
@@ -278,8 +273,7 @@ async def test_the_pane_shows_hermes_cards_read_only_and_changes_nothing(hermes,
     monkeypatch.setenv("PATH", NO_HERMES["PATH"])
     hermes.config_file.write_text(hermes.config_file.read_text())  # same bytes: the config is hermes's
     before = tree_state(hermes.root)
-    notes: list[str] = []
-    app = _app(hermes, notes)
+    app, notes = _app(hermes)
     async with app.run_test(size=(200, 50)) as pilot:
         pane = app.query_one(BoardPane)
         await wait_for(pilot, lambda: len(pane.cards) == 3)
@@ -317,8 +311,7 @@ async def test_pane_actions_go_through_hermes_kanban(hermes, fake_hermes, monkey
     env, record = fake_hermes
     monkeypatch.setenv("PATH", env["PATH"])
     before = hermes.shared_kanban_db.read_bytes()
-    notes: list[str] = []
-    app = _app(hermes, notes)
+    app, notes = _app(hermes)
     async with app.run_test(size=(200, 50)) as pilot:
         pane = app.query_one(BoardPane)
         await wait_for(pilot, lambda: len(pane.cards) == 3)

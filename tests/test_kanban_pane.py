@@ -4,6 +4,7 @@ and SVG snapshots of a fixed board (fixed ids, fixed times via the clock)."""
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 from kanban_support import FakeClock, open_board
@@ -17,6 +18,8 @@ from engine.kanban.store import Board
 from engine.kanban.wording import held_back_words, skip_reason
 from engine.kanban.workers import NullSpawner, claim_lock_here
 from hermes_tui.app import HermesApp
+from tests.support.cli import run_cli
+from tests.support.notes import capture_notes
 from widgets.board_modals import CardDetailsScreen, NewCardScreen
 from widgets.board_pane import BoardPane
 from widgets.confirm import ConfirmModal
@@ -170,17 +173,30 @@ async def test_enter_opens_details_with_runs_events_failure_and_log(home, board_
         await pilot.press("enter")
         body = app.screen.query_one("#details-body")
         await wait_for(pilot, lambda: "Add screenshots." in str(body.render()))
+    # One description (engine.kanban.describe.describe_task) behind both: the dialog shows
+    # what `kanban show` prints, plus the worker log's tail (the ages differ: different clocks).
+    printed = await asyncio.to_thread(run_cli, "--home", str(home.root), "kanban", "show", made["blocked"])
+    assert printed.returncode == 0, printed.stderr
+
+    def without_age(shown: str) -> str:
+        return re.sub(r"\([^()]+ ago\)", "(… ago)", shown)
+
+    dialog, log = text.split("\n\nWorker log (tail)\n")
+    assert without_age(dialog) == without_age(printed.stdout.rstrip("\n"))
+    assert log.splitlines() == ["  connecting", "  HTTP 403 from billing"]
 
 
 async def test_move_keys_follow_the_allowed_transitions(home, board_backend):
     made = await seed(home, board_backend)
     app = make_app(home, url=board_backend)
+    notes = capture_notes(app)
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
         await wait_for(pilot, lambda: len(pane.cards) == 7)
         await select(pilot, pane, made["ready"])
         await pilot.press("greater_than_sign")
         await wait_for(pilot, lambda: pane.cards[made["ready"]].task.status == "review")
+        await wait_for(pilot, lambda: f"Moved {made['ready']}  (ready -> review)" in notes)  # the CLI's words
         assert await card_status(home, made["ready"], board_backend) == "review"
         await select(pilot, pane, made["ready"])
         await pilot.press("less_than_sign")
@@ -198,6 +214,7 @@ async def test_move_keys_follow_the_allowed_transitions(home, board_backend):
 async def test_unblock_and_archive_go_through_a_confirm_whose_default_is_no(home):
     made = await seed(home)
     app = make_app(home)
+    notes = capture_notes(app)
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
         await wait_for(pilot, lambda: len(pane.cards) == 7)
@@ -212,6 +229,7 @@ async def test_unblock_and_archive_go_through_a_confirm_whose_default_is_no(home
         await pilot.press("y")
         await wait_for(pilot, lambda: pane.cards[made["blocked"]].task.status == "ready")
         assert pane.cards[made["blocked"]].task.consecutive_failures == 0
+        await wait_for(pilot, lambda: f"Unblocked {made['blocked']}  (blocked -> ready)" in notes)
 
         await select(pilot, pane, made["done"])
         await pilot.press("a")
@@ -227,6 +245,7 @@ async def test_unblock_and_archive_go_through_a_confirm_whose_default_is_no(home
 async def test_reclaim_stops_a_real_worker_after_confirming(home):
     await (await Board.open(home.kanban_db)).close()  # an empty board exists
     app = make_app(home)
+    notes = capture_notes(app)
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
         await wait_for(pilot, lambda: pane.service is not None)
@@ -244,6 +263,7 @@ async def test_reclaim_stops_a_real_worker_after_confirming(home):
             assert "identity verified" in str(app.screen.query_one(".body").render())
             await pilot.press("y")
             await wait_for(pilot, lambda: pane.cards[task.id].task.status == "ready")
+            await wait_for(pilot, lambda: f"Reclaimed {task.id}  (running -> ready); worker pid {pid} stopped" in notes)
             from engine import identity
 
             assert identity.read_stat(pid) is None or identity.read_stat(pid).is_zombie
@@ -340,7 +360,7 @@ async def test_worker_output_key_routes_to_the_processes_pane(home):
         await pilot.press("o")
         await wait_for(pilot, lambda: seen)
         assert seen == ["proc_0123456789ab"]
-        await wait_for(pilot, lambda: app._active_pane == "processes")
+        await wait_for(pilot, lambda: app.active_pane_id == "processes")
 
 
 class BoardOnly(App):
@@ -381,6 +401,7 @@ def test_board_snapshot_narrow(snap_compare, tmp_path, fixed_clock):
 async def test_assign_key_reassigns_and_resets_failures(home):
     made = await seed(home)
     app = make_app(home)
+    notes = capture_notes(app)
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
         await wait_for(pilot, lambda: len(pane.cards) == 7)
@@ -392,6 +413,7 @@ async def test_assign_key_reassigns_and_resets_failures(home):
         await pilot.press("enter")
         await wait_for(pilot, lambda: pane.cards[made["blocked"]].task.assignee == "writer")
         assert pane.cards[made["blocked"]].task.consecutive_failures == 0
+        await wait_for(pilot, lambda: f"Assigned {made['blocked']} to writer" in notes)
 
 
 async def test_a_home_without_a_board_gets_no_file_until_the_first_card(home):

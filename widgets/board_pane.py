@@ -33,10 +33,10 @@ from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from engine.config import Settings
-from engine.fsutil import human_duration
 from engine.home import HomeLayout
 from engine.kanban.statuses import ARCHIVED, BLOCKED, RUNNING, STATUSES
-from engine.kanban.wording import held_back_words, skip_reason
+from engine.kanban.wording import assign_words, change_words, held_back_words, skip_reason
+from engine.text import human_duration
 from widgets.fit_table import DetailLine
 from widgets.pane import EmptyState, Pane
 from widgets.partial_repaint import PromptList
@@ -654,14 +654,13 @@ class BoardPane(Pane):
                     f"Moving it to {target} ends its run now. The worker is not signalled: if it is still "
                     f"alive {self.settings.kanban.terminal_worker_grace_seconds:g}s after that, the dispatcher "
                     "stops it (SIGTERM, then SIGKILL).")
-            self._confirm(f"Move {task.id} to {target}?", body, f"Move to {target}",
+            self._confirm(f"Move {task.id} to {target}?", body, f"Move to {target}", "move",
                           lambda: self.service.move(task.id, target))
             return
         self._run_change(self._move(task.id, target))
 
     async def _move(self, task_id: str, target: str) -> str:
-        result = await self.service.move(task_id, target)
-        return f"{result.task_id}: {result.from_status} → {result.to_status}"
+        return change_words("move", await self.service.move(task_id, target))
 
     def action_assign(self) -> None:
         task = self._need_selected()
@@ -671,9 +670,13 @@ class BoardPane(Pane):
 
         def chosen(name: str | None) -> None:
             if name is not None:
-                self._run_change(_describe_assign(self.service.assign(task.id, name or None)))
+                self._run_change(self._assign(task.id, name or None))
 
         self.app.push_screen(AssignScreen(task.id, task.assignee, sorted(self.settings.kanban.profiles)), chosen)
+
+    async def _assign(self, task_id: str, profile: str | None) -> str:
+        result = await self.service.assign(task_id, profile)
+        return assign_words(result.task_id, profile)
 
     def action_reclaim(self) -> None:
         task = self._need_selected()
@@ -685,7 +688,7 @@ class BoardPane(Pane):
         grace = self.settings.processes.kill_grace_seconds
         body = (f"{task.id} \"{task.title}\" goes back to ready and its failure counter "
                 f"({task.consecutive_failures}) resets to 0.\n\n" + _worker_plan(task, grace))
-        self._confirm(f"Reclaim {task.id}?", body, "Reclaim",
+        self._confirm(f"Reclaim {task.id}?", body, "Reclaim", "reclaim",
                       lambda: self.service.reclaim(task.id, reason="reclaimed in the app"))
 
     def action_archive(self) -> None:
@@ -699,7 +702,7 @@ class BoardPane(Pane):
         body = f"{task.id} \"{task.title}\" moves from {task.status} to archived (hidden unless 'show archived')."
         if task.status == RUNNING:
             body += "\n\n" + _worker_plan(task, grace)
-        self._confirm(f"Archive {task.id}?", body, "Archive", lambda: self.service.archive(task.id))
+        self._confirm(f"Archive {task.id}?", body, "Archive", "archive", lambda: self.service.archive(task.id))
 
     def action_unblock(self) -> None:
         task = self._need_selected()
@@ -713,7 +716,7 @@ class BoardPane(Pane):
                 "again.")
         if task.last_failure_error:
             body += f"\n\nLast failure: {task.last_failure_error}"
-        self._confirm(f"Unblock {task.id}?", body, "Unblock", lambda: self.service.unblock(task.id))
+        self._confirm(f"Unblock {task.id}?", body, "Unblock", "unblock", lambda: self.service.unblock(task.id))
 
     def action_toggle_archived(self) -> None:
         self.show_archived = not self.show_archived
@@ -723,12 +726,17 @@ class BoardPane(Pane):
 
     # -- running changes ---------------------------------------------------------------------------
 
-    def _confirm(self, title: str, body: str, yes: str, change) -> None:
+    def _confirm(self, title: str, body: str, yes: str, verb: str, change) -> None:
+        """Ask, then run ``change()`` (a coroutine giving a TransitionResult) and say what
+        it did in the words of ``verb`` (wording.change_words)."""
         from widgets.confirm import ConfirmModal
+
+        async def described() -> str:
+            return change_words(verb, await change())
 
         def answered(yes_: bool | None) -> None:
             if yes_:
-                self._run_change(_describe(change()))
+                self._run_change(described())
 
         self.app.push_screen(ConfirmModal(title, body, yes), answered)
 
@@ -745,38 +753,22 @@ class BoardPane(Pane):
         self.refresh_board()
 
 
-async def _describe(coro) -> str:
-    result = await coro
-    line = f"{result.task_id}: {result.from_status} → {result.to_status}"
-    stop = result.stop
-    if stop is not None and stop.pid:
-        if stop.attempted:
-            line += f"; worker pid {stop.pid} " + ("stopped" if stop.stopped else "SURVIVED")
-        elif stop.refused:
-            line += f"; worker pid {stop.pid} not signalled ({stop.refused})"
-    return line
-
-
-async def _describe_assign(coro) -> str:
-    result = await coro
-    return f"{result.task_id} reassigned"
-
-
 def _worker_plan(task: Task, grace: float) -> str:
     """Exactly what will happen to the card's worker, for the confirm dialog."""
-    from engine.kanban.workers import is_host_local, worker_state
+    from engine.identity import Liveness, liveness
+    from engine.kanban.workers import is_host_local
 
     if not task.worker_pid:
         return "No worker process is recorded for it: nothing is signalled."
     if not is_host_local(task.claim_lock):
         return f"Its worker pid {task.worker_pid} runs on another host ({task.claim_lock}): nothing is signalled."
-    state = worker_state(task.worker_pid, task.worker_started_at)
-    if state == "alive":
+    state = liveness(task.worker_pid, task.worker_started_at)
+    if state is Liveness.ALIVE:
         return (f"Its worker pid {task.worker_pid} (identity verified) gets SIGTERM to its process group, then "
                 f"SIGKILL after {grace:g}s if still alive.")
-    if state == "unverified_alive":
+    if state is Liveness.UNVERIFIED_ALIVE:
         return f"Its worker pid {task.worker_pid} was never verified: it is NOT signalled."
-    if state == "recycled":
+    if state is Liveness.RECYCLED:
         return f"Pid {task.worker_pid} now belongs to another process: it is NOT signalled."
     return f"Its worker pid {task.worker_pid} has already exited: nothing is signalled."
 
@@ -799,12 +791,12 @@ def _next_allowed(status: str, step: int) -> str | None:
 def _with_liveness(tasks: list[Task]) -> list[CardView]:
     """Card views with the live marker (reads /proc: run in a thread)."""
     from engine import identity
-    from engine.kanban.workers import is_host_local, worker_state
+    from engine.kanban.workers import is_host_local
 
     views = []
     for t in tasks:
         live = None
         if t.worker_pid and is_host_local(t.claim_lock) and identity.is_verifiable(t.worker_started_at):
-            live = worker_state(t.worker_pid, t.worker_started_at) == "alive"
+            live = identity.liveness(t.worker_pid, t.worker_started_at) is identity.Liveness.ALIVE
         views.append(CardView(t, live))
     return views

@@ -9,8 +9,10 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import ModalScreen
+from textual.message import Message
 from textual.widgets import Static
+
+from widgets.dialog import Dialog
 
 
 @dataclass(frozen=True)
@@ -54,22 +56,27 @@ def help_text(rows: Sequence[HelpRow], width: int):
     return out
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(Dialog[None]):
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close", id="help.close")]
 
     DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > Vertical {
-        width: 90%;
-        max-width: 100;
-        height: 90%;
-        border: thick $accent 60%;
-        background: $surface;
-        padding: 0 2;
-    }
-    HelpScreen .title { text-style: bold; padding: 1 0; }
-    HelpScreen .hint { color: $text-muted; padding: 1 0 0 0; }
+    HelpScreen > Vertical { width: 90%; max-width: 100; height: 90%; padding: 0 2; }
+    HelpScreen .title { padding: 1 0; }
+    HelpScreen .hint { padding: 1 0 0 0; }
     """
+
+    class LaidOut(Message):
+        """Posted by the layout thread to the screen itself: ``text``, every row laid out
+        for the width the screen had. One laid out for an older width is moot."""
+
+        bubble = False
+
+        def __init__(self, text) -> None:
+            super().__init__()
+            self.text = text
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, HelpScreen.LaidOut)
 
     def __init__(self, rows: Sequence[HelpRow], title: str = "Keys") -> None:
         super().__init__()
@@ -100,17 +107,18 @@ class HelpScreen(ModalScreen[None]):
         width = max(20, scroll.scrollable_content_region.width - scroll.styles.scrollbar_size_vertical)
         self._render_rows(width)
 
+    @property
+    def rows(self) -> tuple[HelpRow, ...]:
+        """The rows the screen lists."""
+        return tuple(self._rows)
+
     @work(thread=True, exclusive=True, group="help-layout")
     def _render_rows(self, width: int) -> None:
-        text = help_text(self._rows, width)
-        try:
-            self.app.call_from_thread(self._show_rows, text)
-        except RuntimeError:
-            pass  # the app has stopped
+        self.post_message(self.LaidOut(help_text(self._rows, width)))
 
-    def _show_rows(self, text) -> None:
+    def on_help_screen_laid_out(self, message: LaidOut) -> None:
         if self.is_attached:
-            self.query_one("#help-keys", Static).update(text)
+            self.query_one("#help-keys", Static).update(message.text)
 
     async def action_dismiss(self, result=None) -> None:
         self.dismiss(None)

@@ -49,6 +49,7 @@ from engine import identity
 from engine.scratch.activity import Activity, scan_activity, scan_many, walk_start_moment
 from engine.scratch.audit import AuditLog, AuditWriteError, escape_text, open_audit
 from engine.scratch.delete import DeleteStop, WatchedDelete, delete_tree, delete_unless_written
+from engine.scratch.entries import EntryState
 from engine.scratch.keep import check_failed, static_keep_reason
 from engine.scratch.ownership import JudgedProcess, judge_snapshot, victims
 from engine.scratch.plan import Candidate, ExpiringEntry, PrunePlan
@@ -74,6 +75,16 @@ RESCUED_REASON = "touched since selection"
 
 class PruneBusy(Exception):
     """Another pass of the same home holds the prune lock."""
+
+
+class PassFailed(Exception):
+    """The pass stopped on an unexpected error (``error``, also its ``__cause__``) and
+    its one "pass failed" line is already in the audit log: the caller logs nothing
+    more. ``str()`` is the error's own text."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 @dataclass(frozen=True)
@@ -139,7 +150,7 @@ class PruneResult:
     def summary(self, restore_hint: str = "") -> str:
         """One line for a person: what went, what was signalled, rescued, restored or failed.
         The CLI prints it and the scratch pane toasts it (``restore_hint``: how to undo)."""
-        from engine.fsutil import human_bytes
+        from engine.text import human_bytes
 
         n = self.removed_count
         parts = [f"{n} entr{'y' if n == 1 else 'ies'} pruned, {human_bytes(self.bytes_freed)} freed"]
@@ -295,9 +306,10 @@ def execute_plan(
         except Exception as exc:
             try:
                 audit.pass_failed(f"{type(exc).__name__}: {exc}")
-                exc.audit_logged = True  # type: ignore[attr-defined]
             except AuditWriteError:
-                pass
+                pass  # its line could not be written: the error goes up as it is
+            else:
+                raise PassFailed(exc) from exc
             raise
         finally:
             lock.release()
@@ -306,7 +318,7 @@ def execute_plan(
 def _execute(run: _Run) -> PruneResult:
     plan = run.plan
     for k in plan.kept:
-        if k.state in ("kept", "unknown"):  # keep rules and failed scans get a line; activity does not
+        if k.state in (EntryState.KEPT, EntryState.UNKNOWN):  # keep rules and failed scans get a line; activity does not
             run.audit.kept(k.path, k.reason)
         run.kept.append(KeptRecord(k.path, k.reason))
     if plan.process_error:

@@ -328,10 +328,6 @@ class PgBoard(Board):
                                 (now, host_id))
         return [r[0] for r in rows]
 
-    async def host_leases(self) -> list[tuple[str, str, float, float]]:
-        """Every host's (id, boot id, lease expiry, last renewal): for doctor."""
-        return await self.fetch("SELECT host_id, boot_id, lease_expires, renewed_at FROM hosts ORDER BY host_id")
-
     def claim_statement(self, count: int) -> str:
         """The claim's compare-and-set, skipping cards another host is claiming right now."""
         marks = ",".join("?" * count)
