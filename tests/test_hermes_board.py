@@ -235,6 +235,16 @@ def test_dispatch_and_daemon_refuse_hermes_board(hermes, fake_hermes, verb):
     assert tree_state(hermes.root) == before and not record.exists()
 
 
+def test_create_from_stdin_is_refused_on_hermes_board(hermes, fake_hermes):
+    env, record = fake_hermes
+    before = hermes.shared_kanban_db.read_bytes()
+    r = run_cli("--home", str(hermes.root), "kanban", "create", "--stdin", input="one\ntwo\n",
+                env={**NO_HERMES, **env})
+    assert r.returncode == 1 and len(r.stderr.splitlines()) == 1, r.stderr
+    assert "create --stdin needs hermes-tui's own board" in r.stderr and r.stdout == ""
+    assert not record.exists() and hermes.shared_kanban_db.read_bytes() == before
+
+
 @pytest.mark.parametrize("verb", ["review", "heartbeat", "reclaim"])
 def test_verbs_hermes_tui_cannot_route_are_refused(hermes, fake_hermes, verb):
     env, record = fake_hermes

@@ -7,8 +7,8 @@ The pane renders and handles keys; it does not dispatch. The app's dispatch loop
 :class:`BoardPane.DispatchRequested`. The board is reached only through the process's
 shared :class:`engine.kanban.service.BoardService`.
 
-Nothing here blocks the UI: the board is read and changed through aiosqlite (its own
-thread), liveness checks run in threads, and the columns are updated by keyed diff
+Nothing here blocks the UI: the board is read and changed on its connection's own
+thread, liveness checks run in threads, and the columns are updated by keyed diff
 (only changed cards are redrawn). Every outside text (titles, paths, errors) is shown
 as plain text, never parsed as markup.
 """
@@ -41,7 +41,7 @@ from widgets.fit_table import DetailLine
 from widgets.pane import EmptyState, Pane
 from widgets.partial_repaint import PromptList
 
-# The store (aiosqlite), the transitions, the workers' checks and the dialogs are
+# The store, the transitions, the workers' checks and the dialogs are
 # imported where they are first used: a home without a board never needs them, and
 # the first frame does not wait for them.
 if TYPE_CHECKING:

@@ -56,7 +56,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         return vp
 
     c = verb("create", "create a card (ready, or todo while a parent is not done)", run_create)
-    c.add_argument("title")
+    c.add_argument("title", nargs="?", help="the card's title (not with --stdin)")
+    c.add_argument("--stdin", action="store_true",
+                   help="one card per non-empty line of stdin, all in one transaction (all or none), with "
+                        "the same options")
     c.add_argument("--body", default="", help="the card's text (reaches the worker as HERMES_KANBAN_BODY)")
     c.add_argument("--assignee", help="the worker profile (kanban.profiles) that works it")
     c.add_argument("--parent", action="append", default=[], metavar="ID", help="a card this one waits for")
@@ -207,19 +210,42 @@ def run_create(ctx: Context) -> int:
     from engine.kanban.models import NewTask
 
     a = ctx.args
+    if a.stdin == (a.title is not None):
+        raise CliError("create needs a TITLE, or --stdin to read one title per line (not both)", EXIT_USAGE)
+    titles = _stdin_titles() if a.stdin else [a.title]
+    new = [NewTask(title=title, body=a.body, assignee=a.assignee, parents=tuple(a.parent), priority=a.priority,
+                   max_retries=a.max_retries, max_runtime_seconds=a.max_runtime) for title in titles]
 
     async def body(service):
-        return service.kind, await service.create(NewTask(
-            title=a.title, body=a.body, assignee=a.assignee, parents=tuple(a.parent), priority=a.priority,
-            max_retries=a.max_retries, max_runtime_seconds=a.max_runtime))
+        if not a.stdin:
+            return service.kind, [await service.create(new[0])]
+        if service.kind != "hermes-tui":  # hermes-agent's board: one `hermes kanban create` per card
+            raise CliError("create --stdin needs hermes-tui's own board: hermes-agent's board takes one card "
+                           "per `hermes kanban create`, never several in one transaction", EXIT_FAILED)
+        return service.kind, await service.create_many(new)
 
-    kind, task = _run(ctx, body)
-    _warn_unknown_profile(ctx, task.assignee, kind)
+    kind, tasks = _run(ctx, body)
+    _warn_unknown_profile(ctx, tasks[0].assignee, kind)
     if ctx.json:
-        print_json({"id": task.id, "status": task.status})
+        print_json({"tasks": [{"id": t.id, "status": t.status} for t in tasks]} if a.stdin
+                   else {"id": tasks[0].id, "status": tasks[0].status})
     else:
-        print(f"Created {task.id}  ({task.status}, assignee={task.assignee or '-'})")
+        for task in tasks:
+            print(f"Created {task.id}  ({task.status}, assignee={task.assignee or '-'})")
     return EXIT_OK
+
+
+def _stdin_titles() -> list[str]:
+    """The titles of ``create --stdin``: every line of stdin with something on it. No
+    titles, or bytes that are not UTF-8, is a usage error (nothing is created)."""
+    try:
+        text = sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CliError(f"create --stdin: stdin is not UTF-8 text (byte {exc.start})", EXIT_USAGE) from None
+    titles = [line for line in text.splitlines() if line.strip()]
+    if not titles:
+        raise CliError("create --stdin: no titles on stdin (one card per non-empty line)", EXIT_USAGE)
+    return titles
 
 
 def run_list(ctx: Context) -> int:
