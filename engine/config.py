@@ -15,13 +15,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
 
 from engine.hermes.config_keys import HERMES_KANBAN_KEYS, HERMES_SECTIONS
 
 # PyYAML (~10 ms to import) is loaded only when there is a file to parse: a home
 # without config.yaml, and every caller that only reads the defaults, never pays for it.
+# typing is not imported at run time either (its import alone costs every CLI command
+# a few ms); the annotations are strings.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     import yaml
 
     from engine.kanban.pg.url import DatabaseUrl

@@ -96,10 +96,6 @@ class HomeLayout:
         return self.cache_dir / "scratch-quarantine"
 
     @property
-    def last_prune_stamp(self) -> Path:
-        return self.scratch_dir / ".last_prune"
-
-    @property
     def logs_dir(self) -> Path:
         return self.root / "logs"
 
@@ -155,14 +151,31 @@ class HomeLayout:
         mode = home_mode(environ)
         chain = self._chain_to_root(path)
         may_chmod = chain[-1] == self.root and not self.is_managed
+        # The leaf first: its parents almost always exist (a worker's or a session's folder),
+        # and then it is the only directory this call can make. Otherwise, root to leaf.
+        try:
+            path.mkdir(mode=mode)
+        except (FileNotFoundError, FileExistsError, NotADirectoryError):
+            pass  # the walk below says what it is, with its own errors
+        except OSError as exc:
+            raise HomeError(f"cannot create {path}: {exc.strerror or exc}") from None
+        else:
+            if may_chmod:
+                self._set_mode(path, mode)
+            return path
         for d in reversed(chain):
             if self._make_dir(d, mode) and may_chmod:
-                try:
-                    if (os.lstat(d).st_mode & 0o7777) != mode:
-                        os.chmod(d, mode)  # just made by us: not a symlink
-                except OSError as exc:
-                    raise HomeError(f"cannot set mode {mode:o} on {d}: {exc.strerror or exc}") from None
+                self._set_mode(d, mode)
         return path
+
+    @staticmethod
+    def _set_mode(d: Path, mode: int) -> None:
+        """The home's mode on a directory this call just made (so not a symlink)."""
+        try:
+            if (os.lstat(d).st_mode & 0o7777) != mode:
+                os.chmod(d, mode)
+        except OSError as exc:
+            raise HomeError(f"cannot set mode {mode:o} on {d}: {exc.strerror or exc}") from None
 
     def _chain_to_root(self, path: Path) -> list[Path]:
         """``path`` and its parents up to the home's root (or the filesystem root)."""

@@ -7,14 +7,18 @@ CLI makes), run in a worker thread when it may block.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Container
+from textual.css.query import NoMatches
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static, Tab, Tabs
 
@@ -22,11 +26,14 @@ from engine.config import Settings
 from engine.home import HomeLayout
 from hermes_tui import __version__
 from hermes_tui.dispatch_loop import DispatchLoop
-from hermes_tui.keymap import help_rows, pane_classes
+from hermes_tui.keymap import display_key, help_rows, pane_classes
 from widgets.command_bar import CommandBar
 from widgets.help_screen import HelpScreen
 from widgets.keys_footer import KeysFooter
 from widgets.pane import Pane
+
+if TYPE_CHECKING:
+    from widgets.processes_pane import ProcessesPane
 
 # Below this size one pane is shown at a time (the tabs say which).
 WIDE_MIN_WIDTH = 120
@@ -72,7 +79,7 @@ class MainScreen(Screen):
 
     def _refocus(self) -> None:
         if self.focused is None and self.is_current and self.app.is_running:
-            self.app.action_focus_pane(self.app._active_pane)
+            self.app.action_focus_pane(self.app.active_pane_id)
 
 
 class HermesApp(App[int]):
@@ -93,6 +100,16 @@ class HermesApp(App[int]):
         Binding("ctrl+b", "background", "Background", tooltip="Move the foreground command to the background",
                 id="processes.background", priority=True, show=False),
     ]
+
+    class HomeFilled(Message):
+        """Posted by the thread that fills the home (the demo's builders) to the app once
+        they have ended; ``error`` says what stopped them, if anything did."""
+
+        bubble = False
+
+        def __init__(self, error: str | None) -> None:
+            super().__init__()
+            self.error = error
 
     def __init__(
         self,
@@ -172,12 +189,10 @@ class HermesApp(App[int]):
             error = f"{type(exc).__name__}: {exc}"
         finally:
             self.home_filled.set()
-        try:
-            self.call_from_thread(self._filled, error)
-        except RuntimeError:
-            pass  # the app has already stopped
+        self.post_message(self.HomeFilled(error))  # refused once the app is closing
 
-    def _filled(self, error: str | None) -> None:
+    def on_hermes_app_home_filled(self, message: HomeFilled) -> None:
+        error = message.error
         if not self.is_running:
             return  # quitting: no dispatcher to start, no pane to ask
         self._update_header()
@@ -233,13 +248,18 @@ class HermesApp(App[int]):
                 text.append(headline)
         try:
             self.query_one("#header", Static).update(text, layout=False)  # one line, always
-        except Exception:
+        except NoMatches:  # not composed yet, or torn down
             pass
 
     # -- panes, focus, zoom -----------------------------------------------------------------
 
     def pane(self, pane_id: str) -> Pane:
         return self.query_one(f"#{pane_id}", Pane)
+
+    @property
+    def active_pane_id(self) -> str:
+        """The id of the pane the user is in (its border is highlighted)."""
+        return self._active_pane
 
     @property
     def active_pane(self) -> Pane:
@@ -305,18 +325,37 @@ class HermesApp(App[int]):
     async def action_background(self) -> None:
         await self.pane("processes").move_foreground_to_background()
 
+    def on_processes_pane_foreground_changed(self, message: ProcessesPane.ForegroundChanged) -> None:
+        """The command bar says what runs in the foreground and the key that backgrounds it."""
+        self.query_one(CommandBar).set_running(message.command, self.key_display("processes.background"),
+                                               message.detail)
+
     def on_command_bar_left(self, message: CommandBar.Left) -> None:
         self.action_focus_pane(self._active_pane)
 
     def on_board_pane_dispatch_requested(self, message) -> None:
         self.dispatch_loop.request()
 
+    def on_dispatch_loop_worker_exited(self, message: DispatchLoop.WorkerExited) -> None:
+        self.dispatch_loop.wake()
+
     def on_board_pane_open_worker_output(self, message) -> None:
         """A card's worker is a process session: its output opens in the processes pane."""
         self.action_focus_pane("processes")
         self.pane("processes").show_session(message.process_id)
 
-    # -- help and palette -----------------------------------------------------------------
+    # -- keys, help and palette -------------------------------------------------------------
+
+    @property
+    def keymap(self) -> Mapping[str, str]:
+        """The keys that ``keys:`` in config.yaml gave to binding ids (read-only)."""
+        return MappingProxyType(self._keymap)
+
+    def key_display(self, binding_id: str) -> str:
+        """The first key of one of the app's own bindings as the Footer shows it, after ``keys:``."""
+        binding = next(b for b in self.BINDINGS if isinstance(b, Binding) and b.id == binding_id)
+        key = self._keymap.get(binding_id, binding.key).split(",")[0].strip()
+        return display_key(self, key)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(help_rows(self), title=f"hermes-tui {__version__}: every key"))

@@ -1,7 +1,8 @@
 """The demo home: a fresh temporary home filled by real engine operations.
 
-Each part of the product adds its own builder (real processes, real aged
-directories, a real board); nothing here is canned text.
+Each part of the product has its own module (real processes, real aged directories,
+a real board); the lists below name their steps in the order they run. Nothing here
+is canned text.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from engine.home import HomeLayout
+from hermes_tui import demo_kanban, demo_processes, demo_scratch
 
 DEMO_CONFIG = """\
 # The demo home's config: every key not listed here has its default (docs/config.md).
@@ -19,13 +21,28 @@ ui:
   refresh_seconds: 1
 """
 
+Step = tuple[str, Callable[[HomeLayout], None]]
+
 # Config steps run first, each adding its part's section to config.yaml. They are quick
 # (no process, no board), so the app can load its settings and draw its first frame
 # before the builders fill the home.
-CONFIG_STEPS: list[tuple[str, Callable[[HomeLayout], None]]] = []
+CONFIG_STEPS: tuple[Step, ...] = (
+    ("kanban", demo_kanban.append_config),
+)
 
-# Builders run in order on the new home: (name, function(home)).
-BUILDERS: list[tuple[str, Callable[[HomeLayout], None]]] = []
+# Builders run in this order on the new home (the app runs them after its first frame).
+BUILDERS: tuple[Step, ...] = (
+    ("kanban", demo_kanban.build),
+    ("scratch", demo_scratch.build),
+    ("processes", demo_processes.build),
+)
+
+# Cleanups run when the demo app exits, in this order.
+CLEANUPS: tuple[Step, ...] = (
+    ("kanban", demo_kanban.cleanup),
+    ("scratch", demo_scratch.cleanup),
+    ("processes", demo_processes.cleanup),
+)
 
 
 def prepare_demo_home(root: Path | None = None) -> HomeLayout:
@@ -53,10 +70,6 @@ def build_demo_home(root: Path | None = None) -> HomeLayout:
     return home
 
 
-# Cleanups run when the demo app exits: (name, function(home)).
-CLEANUPS: list[tuple[str, Callable[[HomeLayout], None]]] = []
-
-
 def cleanup_demo_home(home: HomeLayout) -> None:
     """Stop what the demo started and remove its temporary home."""
     for _name, clean in CLEANUPS:
@@ -66,6 +79,3 @@ def cleanup_demo_home(home: HomeLayout) -> None:
             pass
     if home.root.name.startswith("hermes-demo-"):
         shutil.rmtree(home.root, ignore_errors=True)
-import hermes_tui.demo_kanban  # noqa: E402,F401,I001  (registers the kanban builder and cleanup)
-from hermes_tui import demo_scratch  # noqa: E402,F401  (registers the scratch builder and cleanup)
-from hermes_tui import demo_processes  # noqa: E402,F401  (registers the processes builder and cleanup)

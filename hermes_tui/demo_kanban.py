@@ -51,7 +51,7 @@ def kanban_config() -> str:
     )
 
 
-def _append_config(home: HomeLayout) -> None:
+def append_config(home: HomeLayout) -> None:
     """Add our section to the demo config without touching the other parts' sections."""
     text = home.config_file.read_text(encoding="utf-8") if home.config_file.exists() else ""
     if any(line.startswith("kanban:") for line in text.splitlines()):
@@ -103,7 +103,7 @@ async def _build(home: HomeLayout) -> None:
 
 
 def build(home: HomeLayout) -> None:
-    _append_config(home)
+    append_config(home)
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -125,15 +125,3 @@ def cleanup(home: HomeLayout) -> None:
     for session in registry.list(include_finished=False):
         if session.owner.startswith("kanban:"):
             registry.kill(session.id, grace=0.5)
-
-
-def _register() -> None:
-    from hermes_tui.demo import BUILDERS, CLEANUPS, CONFIG_STEPS
-
-    if all(name != "kanban" for name, _ in BUILDERS):
-        CONFIG_STEPS.append(("kanban", _append_config))
-        BUILDERS.append(("kanban", build))
-        CLEANUPS.append(("kanban", cleanup))
-
-
-_register()

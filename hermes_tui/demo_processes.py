@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from engine.config import load_config
 from engine.home import HomeLayout
-from hermes_tui.demo import BUILDERS, CLEANUPS
 
 OWNER = "demo"
 
@@ -60,7 +59,3 @@ def cleanup(home: HomeLayout) -> None:
     for s in reg.list(include_finished=False):
         if s.owner == OWNER:
             reg.kill(s.id, grace=0.5)
-
-
-BUILDERS.append(("processes", build))
-CLEANUPS.append(("processes", cleanup))

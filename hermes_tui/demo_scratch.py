@@ -46,7 +46,7 @@ def _entry(scratch: Path, name: str, files: dict[str, str], hours: float) -> Pat
 
 
 def build(home: HomeLayout) -> None:
-    from engine.scratch.execute import prune_pass
+    from engine.scratch.execute import PassFailed, prune_pass
     from engine.scratch.target import PruneOptions, PruneTarget
 
     settings = load_config(home.config_file)
@@ -68,7 +68,10 @@ def build(home: HomeLayout) -> None:
     busy = _entry(scratch, "lane-long-compile", {"build/main.o": "\0" * 4096}, hours=30)
     _start_registered_process(home, settings, busy)
     options = replace(PruneOptions.from_settings(home, settings), kill_grace_seconds=1.0)
-    prune_pass(target, options)
+    try:
+        prune_pass(target, options)
+    except PassFailed as exc:  # the app reports the error itself ("RuntimeError: ...")
+        raise exc.error from None
     try:
         stray.wait(timeout=5)
     except subprocess.TimeoutExpired:
@@ -113,14 +116,3 @@ def cleanup(home: HomeLayout) -> None:
     from engine.processes import ProcessRegistry
 
     ProcessRegistry(home, load_config(home.config_file)).kill(session_id, grace=1.0)
-
-
-def _register() -> None:
-    from hermes_tui.demo import BUILDERS, CLEANUPS
-
-    if not any(name == "scratch" for name, _ in BUILDERS):
-        BUILDERS.append(("scratch", build))
-        CLEANUPS.append(("scratch", cleanup))
-
-
-_register()

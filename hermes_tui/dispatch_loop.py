@@ -20,6 +20,8 @@ import asyncio
 import threading
 from typing import TYPE_CHECKING
 
+from textual.message import Message
+
 from engine.config import Settings
 from engine.home import HomeLayout
 
@@ -32,6 +34,14 @@ FIRST_TICK_SECONDS = 2.0
 
 
 class DispatchLoop:
+    class WorkerExited(Message):
+        """Posted to the app by the thread that waits for a worker this app started, once
+        it has exited (``process_id``, its session id); the app then wakes the loop."""
+
+        def __init__(self, process_id: str) -> None:
+            super().__init__()
+            self.process_id = process_id
+
     def __init__(self, app: App, home: HomeLayout, settings: Settings, spawner=None) -> None:
         self.app = app
         self.home = home
@@ -39,7 +49,6 @@ class DispatchLoop:
         self._spawner = spawner
         self._running = False
         self._again = False
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._watched: set[str] = set()
         self.ticks = 0
         self.unreachable_ticks = 0  # ticks that found the board's server away (said by the pane, not here)
@@ -61,7 +70,6 @@ class DispatchLoop:
 
     def start(self) -> None:
         """Begin the timed ticks (nothing when ``kanban.dispatch`` is off)."""
-        self._loop = asyncio.get_running_loop()
         k = self.settings.kanban
         if not k.dispatch:
             return
@@ -143,16 +151,12 @@ class DispatchLoop:
             except Exception:
                 pass
             self._watched.discard(process_id)
-            loop = self._loop
-            if loop is not None and not loop.is_closed():
-                try:
-                    loop.call_soon_threadsafe(self._wake)
-                except RuntimeError:  # the app has just quit
-                    pass
+            self.app.post_message(self.WorkerExited(process_id))  # refused once the app is closing
 
         threading.Thread(target=wait, name=f"board-exit-{process_id}", daemon=True).start()
 
-    def _wake(self) -> None:
+    def wake(self) -> None:
+        """A worker this app started has exited: tick now, to judge its run."""
         # With kanban.dispatch off the app never ticks on its own, not even on an exit.
         if self.app.is_running and self.settings.kanban.dispatch:
             self.request()

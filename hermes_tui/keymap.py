@@ -128,23 +128,25 @@ def help_rows(app) -> list:
     """Rows for the help screen and the palette, with the keys currently in effect."""
     from widgets.help_screen import HelpRow
 
-    keymap = getattr(app, "_keymap", {}) or {}
+    keymap = app.keymap
     rows: list[HelpRow] = []
     for section, namespace, cls in binding_sources():
         for b in _own_bindings(cls):
             keys = keymap.get(b.id, b.key) if b.id else b.key
-            shown = ", ".join(_display_key(app, k.strip()) for k in keys.split(","))
+            shown = ", ".join(display_key(app, k.strip()) for k in keys.split(","))
             if b.key_display and b.id not in keymap:
                 shown = b.key_display
             action = b.action if namespace not in ("modal", "command-bar") else None
             rows.append(HelpRow(section, shown, b.description or b.action, b.id or "", action, namespace))
         if namespace == "app":
-            palette = _display_key(app, getattr(app, "COMMAND_PALETTE_BINDING", "ctrl+p"))
+            palette = display_key(app, getattr(app, "COMMAND_PALETTE_BINDING", "ctrl+p"))
             rows.append(HelpRow(section, palette, "Command palette: every action by name", "", None, namespace))
     return rows
 
 
-def _display_key(app, key: str) -> str:
+def display_key(app, key: str) -> str:
+    """``key`` as the app's Footer shows it (``^b`` for ctrl+b); the key as written when
+    Textual cannot say."""
     try:
         from textual.binding import Binding
 

@@ -102,7 +102,7 @@ async def test_help_screen_lists_every_binding(home):
         await pilot.press("question_mark")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
-        shown = {row.binding_id for row in app.screen._rows}
+        shown = {row.binding_id for row in app.screen.rows}
         assert set(known_binding_ids()) <= shown
         await pilot.press("escape")
         await pilot.pause()

@@ -107,10 +107,25 @@ def test_a_file_in_the_way_is_a_clear_error(tmp_path):
 def test_layout_paths(tmp_path):
     h = HomeLayout(tmp_path)
     assert h.scratch_dir == tmp_path / "cache" / "scratch"
-    assert h.last_prune_stamp == tmp_path / "cache" / "scratch" / ".last_prune"
     assert h.prune_log == tmp_path / "logs" / "scratch-prune.log"
     assert h.kanban_db == tmp_path / "hermes-tui" / "board.db"
     assert h.shared_kanban_db == tmp_path / "kanban.db"
     assert h.hermes_kanban_logs_dir == tmp_path / "kanban" / "logs"
     assert h.processes_dir == tmp_path / "processes"
     assert h.kanban_logs_dir == tmp_path / "logs" / "kanban"
+
+
+def test_a_new_leaf_under_existing_parents_gets_the_home_mode_despite_the_umask(tmp_path, monkeypatch):
+    """ensure_dir makes the leaf first when its parents exist: that directory is still
+    chmod-ed to the home's mode (the umask cuts mkdir's), and nothing else is touched."""
+    monkeypatch.setenv("HERMES_HOME_MODE", "0770")
+    old = os.umask(0o077)
+    try:
+        h = HomeLayout(tmp_path / "h").ensure()
+        h.ensure_dir(h.scratch_dir)
+        os.chmod(h.scratch_dir, 0o1777)  # an owner's choice on an existing parent
+        leaf = h.ensure_dir(h.scratch_dir / "worker-1")
+    finally:
+        os.umask(old)
+    assert mode_of(leaf) == 0o770
+    assert mode_of(h.scratch_dir) == 0o1777

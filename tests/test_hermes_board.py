@@ -18,6 +18,7 @@ import pytest
 from engine.config import load_config
 from engine.home import HomeLayout
 from tests.conftest import REPO, run_cli
+from tests.support.notes import capture_notes
 from tests.test_hermes_home import FIXTURE, tree_state
 from tests.test_kanban_pane import wait_for
 
@@ -234,6 +235,16 @@ def test_dispatch_and_daemon_refuse_hermes_board(hermes, fake_hermes, verb):
     assert tree_state(hermes.root) == before and not record.exists()
 
 
+def test_create_from_stdin_is_refused_on_hermes_board(hermes, fake_hermes):
+    env, record = fake_hermes
+    before = hermes.shared_kanban_db.read_bytes()
+    r = run_cli("--home", str(hermes.root), "kanban", "create", "--stdin", input="one\ntwo\n",
+                env={**NO_HERMES, **env})
+    assert r.returncode == 1 and len(r.stderr.splitlines()) == 1, r.stderr
+    assert "create --stdin needs hermes-tui's own board" in r.stderr and r.stdout == ""
+    assert not record.exists() and hermes.shared_kanban_db.read_bytes() == before
+
+
 @pytest.mark.parametrize("verb", ["review", "heartbeat", "reclaim"])
 def test_verbs_hermes_tui_cannot_route_are_refused(hermes, fake_hermes, verb):
     env, record = fake_hermes
@@ -247,18 +258,12 @@ def test_verbs_hermes_tui_cannot_route_are_refused(hermes, fake_hermes, verb):
 # --------------------------------------------------------------------------------------
 
 
-def _app(home: HomeLayout, notes: list[str]):
+def _app(home: HomeLayout):
+    """The app on ``home`` and the text of every notification it shows."""
     from hermes_tui.app import HermesApp
 
     app = HermesApp(home, load_config(home.config_file))
-    real = app.notify
-
-    def notify(message, **kw):
-        notes.append(str(message))
-        return real(message, **kw)
-
-    app.notify = notify
-    return app
+    return app, capture_notes(app)
 
 
 async def test_the_pane_shows_hermes_cards_read_only_and_changes_nothing(hermes, monkeypatch):
@@ -268,8 +273,7 @@ async def test_the_pane_shows_hermes_cards_read_only_and_changes_nothing(hermes,
     monkeypatch.setenv("PATH", NO_HERMES["PATH"])
     hermes.config_file.write_text(hermes.config_file.read_text())  # same bytes: the config is hermes's
     before = tree_state(hermes.root)
-    notes: list[str] = []
-    app = _app(hermes, notes)
+    app, notes = _app(hermes)
     async with app.run_test(size=(200, 50)) as pilot:
         pane = app.query_one(BoardPane)
         await wait_for(pilot, lambda: len(pane.cards) == 3)
@@ -307,8 +311,7 @@ async def test_pane_actions_go_through_hermes_kanban(hermes, fake_hermes, monkey
     env, record = fake_hermes
     monkeypatch.setenv("PATH", env["PATH"])
     before = hermes.shared_kanban_db.read_bytes()
-    notes: list[str] = []
-    app = _app(hermes, notes)
+    app, notes = _app(hermes)
     async with app.run_test(size=(200, 50)) as pilot:
         pane = app.query_one(BoardPane)
         await wait_for(pilot, lambda: len(pane.cards) == 3)

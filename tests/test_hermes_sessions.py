@@ -160,13 +160,13 @@ async def test_the_pane_lists_a_hermes_session_and_kills_it_only_after_yes(herme
         await wait_until(pilot, lambda: bool(app.query("#pane-tabs")))
         await pilot.press("2")
         pane: ProcessesPane = app.pane("processes")
-        await wait_until(pilot, lambda: HERMES_ID in pane._rows)
-        assert pane._rows[HERMES_ID][2] == str(proc.pid) and pane._rows[HERMES_ID][1] == "running"
-        assert "hermes-agent" in pane._rows[HERMES_ID]
+        await wait_until(pilot, lambda: HERMES_ID in pane.row_ids)
+        assert pane.row(HERMES_ID)[2] == str(proc.pid) and pane.row(HERMES_ID)[1] == "running"
+        assert "hermes-agent" in pane.row(HERMES_ID)
         pane.table.focus()
-        pane._select(HERMES_ID)
+        pane.show_session(HERMES_ID)
         await wait_until(pilot, lambda: pane.output.session_id == HERMES_ID)
-        assert "output not available" in pane.output._state
+        assert "output not available" in pane.output.state
         assert NO_OUTPUT_NOTE in "\n".join(str(line) for line in pane.output.log.lines)
         await pilot.press("k")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal))
@@ -182,7 +182,7 @@ async def test_the_pane_lists_a_hermes_session_and_kills_it_only_after_yes(herme
         await pilot.pause()
         await pilot.press("y")
         await wait_until(pilot, lambda: any(HERMES_ID in t and "killed" in t for t in toasts))
-        await wait_until(pilot, lambda: HERMES_ID not in pane._rows or pane._rows[HERMES_ID][1] != "running")
+        await wait_until(pilot, lambda: HERMES_ID not in pane.row_ids or pane.row(HERMES_ID)[1] != "running")
     assert proc.wait(timeout=30) == -signal.SIGTERM
     assert (home.root / "processes.json").read_bytes() == before
     assert identity.read_stat(proc.pid) is None

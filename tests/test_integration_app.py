@@ -45,7 +45,7 @@ async def test_board_opens_a_real_workers_output_in_the_processes_pane(home):
             await select(pilot, board, task_id)
             await pilot.press("o")
             processes = app.query_one(ProcessesPane)
-            await wait_for(pilot, lambda: app._active_pane == "processes")
+            await wait_for(pilot, lambda: app.active_pane_id == "processes")
             await wait_for(pilot, lambda: processes.selected is not None and processes.selected.id == worker.id)
             await wait_for(pilot, lambda: "worker-says-hello" in processes.output.text())
             assert processes.output.session_id == worker.id

@@ -251,3 +251,59 @@ def test_an_assignee_that_is_no_profile_here_creates_the_card_and_warns(home, bo
     assert "no profile here is called 'reviewer'" in r.stderr and "coder, writer" in r.stderr
     r = kanban(home, "create", "for here", "--assignee", "coder")
     assert r.returncode == 0 and r.stderr == ""
+
+
+# --------------------------------------------------------------------------------------
+# create --stdin: many cards, one transaction
+# --------------------------------------------------------------------------------------
+
+
+def listed(home) -> list[dict]:
+    r = kanban(home, "list", "--all", "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["tasks"]
+
+
+def test_create_from_stdin_makes_one_card_per_non_empty_line(home, board_env):
+    parent = create(home, "parent")
+    r = run_cli("--home", str(home.root), "kanban", "create", "--stdin", "--assignee", "w", "--priority", "2",
+                "--parent", parent[:6], "--json", input="first\n\n  second  \n \t\nthird")
+    assert r.returncode == 0, r.stderr
+    made = json.loads(r.stdout)["tasks"]
+    assert len(made) == 3 and {c["status"] for c in made} == {"todo"}  # waiting on the open parent
+    cards = {t["id"]: t for t in listed(home)}
+    assert sorted(cards[c["id"]]["title"] for c in made) == ["first", "second", "third"]
+    assert {(cards[c["id"]]["assignee"], cards[c["id"]]["priority"]) for c in made} == {("w", 2)}
+    shown = json.loads(kanban(home, "show", made[0]["id"], "--json").stdout)
+    assert shown["parent_ids"] == [parent]
+
+    r = run_cli("--home", str(home.root), "kanban", "create", "--stdin", input="alpha\nbeta\n")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 2 and all(line.startswith("Created t_") and "(ready, assignee=-)" in line
+                                   for line in lines)
+    assert len(listed(home)) == 6
+
+
+def test_create_from_stdin_is_all_or_nothing(home, board_env):
+    create(home, "already here")
+    r = run_cli("--home", str(home.root), "kanban", "create", "--stdin", "--parent", "t_0000beef",
+                input="one\ntwo\n")
+    assert r.returncode == 1 and r.stderr == "hermes-tui: no card 't_0000beef' on this board\n"
+    assert [t["title"] for t in listed(home)] == ["already here"]
+
+
+@pytest.mark.parametrize(("args", "stdin", "words"), [
+    ((), b"", "create needs a TITLE, or --stdin"),
+    (("title", "--stdin"), b"one\n", "create needs a TITLE, or --stdin"),
+    (("--stdin",), b"\n  \n\t\n", "no titles on stdin"),
+    (("--stdin",), b"fine\n\xff\xfe\n", "stdin is not UTF-8 text"),
+], ids=["no title", "title and --stdin", "blank lines only", "not utf-8"])
+def test_create_from_stdin_usage_errors_create_nothing(home, args, stdin, words):
+    r = subprocess.run([sys.executable, "-m", "hermes_tui", "--home", str(home.root), "kanban", "create", *args],
+                       input=stdin, capture_output=True,
+                       env={k: v for k, v in os.environ.items() if k != "HERMES_HOME"})
+    assert r.returncode == 2, r.stderr
+    err = r.stderr.decode()
+    assert len(err.splitlines()) == 1 and words in err and "Traceback" not in err
+    assert not home.kanban_db.exists()

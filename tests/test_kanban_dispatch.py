@@ -514,6 +514,21 @@ async def test_parents_done_promote_the_child(world):
         await _close(board)
 
 
+async def test_a_card_promoted_by_a_tick_is_spawned_by_the_same_tick(world):
+    home, clock, make = world
+    board, disp, spawner = await make(kanban_settings({"coder": "true"}), NullSpawner())
+    try:
+        parent = await tr.create_task(board, NewTask("parent"))
+        child = await tr.create_task(board, NewTask("child", assignee="coder", parents=(parent.id,)))
+        await tr.complete(board, parent.id)
+        result = await disp.tick()  # nothing running: the tick's first look read the board before the promotion
+        assert result.promoted == (child.id,)
+        assert [s.task_id for s in result.spawned] == [child.id]
+        assert (await board.get_task(child.id)).status == "running"
+    finally:
+        await _close(board)
+
+
 async def test_a_worker_whose_fingerprint_capture_failed_is_never_signalled(world, monkeypatch):
     """The boot id cannot be read at spawn (fake boundary): the worker is stored as
     'unverified' and no tick, timeout or archive ever signals it."""

@@ -19,6 +19,7 @@ from engine.kanban.wording import held_back_words, skip_reason
 from engine.kanban.workers import NullSpawner, claim_lock_here
 from hermes_tui.app import HermesApp
 from tests.support.cli import run_cli
+from tests.support.notes import capture_notes
 from widgets.board_modals import CardDetailsScreen, NewCardScreen
 from widgets.board_pane import BoardPane
 from widgets.confirm import ConfirmModal
@@ -188,12 +189,14 @@ async def test_enter_opens_details_with_runs_events_failure_and_log(home, board_
 async def test_move_keys_follow_the_allowed_transitions(home, board_backend):
     made = await seed(home, board_backend)
     app = make_app(home, url=board_backend)
+    notes = capture_notes(app)
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
         await wait_for(pilot, lambda: len(pane.cards) == 7)
         await select(pilot, pane, made["ready"])
         await pilot.press("greater_than_sign")
         await wait_for(pilot, lambda: pane.cards[made["ready"]].task.status == "review")
+        await wait_for(pilot, lambda: f"Moved {made['ready']}  (ready -> review)" in notes)  # the CLI's words
         assert await card_status(home, made["ready"], board_backend) == "review"
         await select(pilot, pane, made["ready"])
         await pilot.press("less_than_sign")
@@ -211,6 +214,7 @@ async def test_move_keys_follow_the_allowed_transitions(home, board_backend):
 async def test_unblock_and_archive_go_through_a_confirm_whose_default_is_no(home):
     made = await seed(home)
     app = make_app(home)
+    notes = capture_notes(app)
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
         await wait_for(pilot, lambda: len(pane.cards) == 7)
@@ -225,6 +229,7 @@ async def test_unblock_and_archive_go_through_a_confirm_whose_default_is_no(home
         await pilot.press("y")
         await wait_for(pilot, lambda: pane.cards[made["blocked"]].task.status == "ready")
         assert pane.cards[made["blocked"]].task.consecutive_failures == 0
+        await wait_for(pilot, lambda: f"Unblocked {made['blocked']}  (blocked -> ready)" in notes)
 
         await select(pilot, pane, made["done"])
         await pilot.press("a")
@@ -240,6 +245,7 @@ async def test_unblock_and_archive_go_through_a_confirm_whose_default_is_no(home
 async def test_reclaim_stops_a_real_worker_after_confirming(home):
     await (await Board.open(home.kanban_db)).close()  # an empty board exists
     app = make_app(home)
+    notes = capture_notes(app)
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
         await wait_for(pilot, lambda: pane.service is not None)
@@ -257,6 +263,7 @@ async def test_reclaim_stops_a_real_worker_after_confirming(home):
             assert "identity verified" in str(app.screen.query_one(".body").render())
             await pilot.press("y")
             await wait_for(pilot, lambda: pane.cards[task.id].task.status == "ready")
+            await wait_for(pilot, lambda: f"Reclaimed {task.id}  (running -> ready); worker pid {pid} stopped" in notes)
             from engine import identity
 
             assert identity.read_stat(pid) is None or identity.read_stat(pid).is_zombie
@@ -353,7 +360,7 @@ async def test_worker_output_key_routes_to_the_processes_pane(home):
         await pilot.press("o")
         await wait_for(pilot, lambda: seen)
         assert seen == ["proc_0123456789ab"]
-        await wait_for(pilot, lambda: app._active_pane == "processes")
+        await wait_for(pilot, lambda: app.active_pane_id == "processes")
 
 
 class BoardOnly(App):
@@ -394,6 +401,7 @@ def test_board_snapshot_narrow(snap_compare, tmp_path, fixed_clock):
 async def test_assign_key_reassigns_and_resets_failures(home):
     made = await seed(home)
     app = make_app(home)
+    notes = capture_notes(app)
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
         await wait_for(pilot, lambda: len(pane.cards) == 7)
@@ -405,6 +413,7 @@ async def test_assign_key_reassigns_and_resets_failures(home):
         await pilot.press("enter")
         await wait_for(pilot, lambda: pane.cards[made["blocked"]].task.assignee == "writer")
         assert pane.cards[made["blocked"]].task.consecutive_failures == 0
+        await wait_for(pilot, lambda: f"Assigned {made['blocked']} to writer" in notes)
 
 
 async def test_a_home_without_a_board_gets_no_file_until_the_first_card(home):

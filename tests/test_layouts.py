@@ -62,7 +62,7 @@ def make_app(home: HomeLayout) -> HermesApp:
 async def _loaded(pilot) -> None:
     app = pilot.app
     board, processes = app.pane("board"), app.pane("processes")
-    await wait_for(pilot, lambda: len(board.cards) == 7 and len(processes._rows) >= 3)
+    await wait_for(pilot, lambda: len(board.cards) == 7 and len(processes.row_ids) >= 3)
     await wait_for(pilot, lambda: app.pane("scratch").last_survey is not None)
     await pilot.pause(0.3)
 

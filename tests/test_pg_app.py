@@ -15,6 +15,7 @@ from test_kanban_pane import WIDE, make_app, wait_for
 from engine.home import HomeLayout
 from engine.kanban import transitions as tr
 from engine.kanban.models import NewTask
+from tests.support.notes import capture_notes
 from widgets.board_pane import BoardPane
 
 
@@ -94,14 +95,7 @@ async def test_server_away_cli_says_so_app_retries_and_recovers_with_the_board_w
     board = await open_board(home, url=pg_url)
     first = await tr.create_task(board, NewTask("before the outage"))
     app = make_app(home, _config(url, 0.2, dispatch=True))
-    notes: list[str] = []
-    real_notify = app.notify
-
-    def notify(message, **kw):
-        notes.append(str(message))
-        return real_notify(message, **kw)
-
-    app.notify = notify
+    notes = capture_notes(app)
     try:
         async with app.run_test(size=WIDE) as pilot:
             pane = app.query_one(BoardPane)

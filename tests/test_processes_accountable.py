@@ -47,7 +47,7 @@ def test_a_session_that_cannot_be_recorded_never_runs_its_command(reg, home, tmp
         return real(d, meta, *a, **k)
 
     monkeypatch.setattr(registry_mod, "_write_meta_record", full_disk_for_the_record)
-    with pytest.raises(SpawnFailed, match="No space left on device.*was not started"):
+    with pytest.raises(SpawnFailed, match="No space left on device.*did not run"):
         reg.spawn(["touch", str(marker)])
     assert not marker.exists()  # the wrapper has exited when spawn returns: it never will
     assert os.listdir(home.processes_dir) == []

@@ -76,17 +76,17 @@ async def test_ctrl_b_yields_the_foreground_run_from_the_command_bar(home, tmp_p
         pane: ProcessesPane = app.pane("processes")
         bar = app.query_one(CommandBar)
         await submit(pilot, app, count_cmd(marker))
-        await wait_until_pilot(pilot, lambda: pane.foreground is not None)
+        # The bar is told through a message to the app: it says so within a moment.
+        await wait_until_pilot(pilot, lambda: pane.foreground is not None and "running" in bar.border_title)
         fg = pane.foreground
-        assert "running" in bar.border_title and "^b" in bar.border_title
-        assert fg.id not in pane._rows  # the foreground run is not a table row yet
+        assert "^b" in bar.border_title
+        assert fg.id not in pane.row_ids  # the foreground run is not a table row yet
         await wait_until_pilot(pilot, lambda: len(pane.output.lines) >= 200)
         assert app.focused is bar
         await pilot.press("ctrl+b")  # with the command bar focused
-        await wait_until_pilot(pilot, lambda: pane.foreground is None)
+        await wait_until_pilot(pilot, lambda: pane.foreground is None and "running" not in bar.border_title)
         assert any(f"moved to background as {fg.id}" in t for t in app.toasts)
-        assert "running" not in bar.border_title
-        await wait_until_pilot(pilot, lambda: fg.id in pane._rows)
+        await wait_until_pilot(pilot, lambda: fg.id in pane.row_ids)
         await wait_until_pilot(pilot, lambda: pane.sessions[fg.id].finished and len(pane.output.lines) >= 400)
         await wait_workers(app, ["processes-foreground"])
         seen = pane.refresh_count  # two more refreshes: a late duplicate would have arrived
@@ -112,9 +112,9 @@ async def test_submitting_while_one_runs_redirects(home, tmp_path, cleanup, spy_
         await wait_until_pilot(pilot, lambda: pane.foreground is not None and pane.foreground.id != first.id)
         second = pane.foreground
         assert any("redirect" in t and first.id in t for t in app.toasts)
-        await wait_until_pilot(pilot, lambda: first.id in pane._rows)
+        await wait_until_pilot(pilot, lambda: first.id in pane.row_ids)
         assert pane.output.session_id == second.id
-        assert "running" in app.query_one(CommandBar).border_title
+        await wait_until_pilot(pilot, lambda: "running" in app.query_one(CommandBar).border_title)
     reg = ProcessRegistry(home, Settings())
     done = reg.wait(first.id, timeout=30)
     assert done.exit_code == 0 and done.background and done.notify
@@ -130,7 +130,7 @@ async def test_remapped_background_key(home, cleanup):
         pane: ProcessesPane = app.pane("processes")
         await submit(pilot, app, "sleep 30")
         await wait_until_pilot(pilot, lambda: pane.foreground is not None)
-        assert "^g" in app.query_one(CommandBar).border_title
+        await wait_until_pilot(pilot, lambda: "^g" in app.query_one(CommandBar).border_title)
         await pilot.press("ctrl+g")
         await wait_until_pilot(pilot, lambda: pane.foreground is None)
         assert any("moved to background" in t for t in app.toasts)
@@ -150,7 +150,7 @@ async def test_kill_asks_first_with_no_as_default(home, cleanup):
     app = PaneOnly(home, FAST)
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
-        await wait_until_pilot(pilot, lambda: s.id in pane._rows)
+        await wait_until_pilot(pilot, lambda: s.id in pane.row_ids)
         pane.table.focus()
         await pilot.press("k")
         await wait_until_pilot(pilot, lambda: isinstance(app.screen, ConfirmModal))
@@ -219,7 +219,7 @@ async def test_output_view_search_wrap_follow_copy(home, cleanup):
         await pilot.press(*"needle", "enter")
         await pilot.pause()
         assert pane.output.search_term == "needle"
-        assert pane.output._matches == [50]
+        assert pane.output.matches == (50,)
         assert not pane.output.follow  # jumping to a match stops following
         await pilot.press("f")
         assert pane.output.follow
@@ -298,7 +298,7 @@ def test_pane_snapshot(snap_compare, tmp_path):
 
     async def loaded(pilot) -> None:  # the rows and the selected session's output, however slow the threads
         pane = pilot.app.pane("processes")
-        await wait_until_pilot(pilot, lambda: len(pane._rows) == 3 and pane.output.session_id is not None)
+        await wait_until_pilot(pilot, lambda: len(pane.row_ids) == 3 and pane.output.session_id is not None)
         await wait_until_pilot(pilot, lambda: pane.refresh_count >= 1 and len(pane.output.log.lines) > 0)
         detail = pane.query_one("#proc-detail")
         # The selected row in full takes two lines at this width: wait for the layout that gives them.
@@ -335,7 +335,7 @@ async def test_a_backgrounded_command_outlives_the_app_and_the_next_app_sees_its
     again = make_app(home)
     async with again.run_test(size=WIDE) as pilot:
         pane = again.pane("processes")
-        await wait_until_pilot(pilot, lambda: sid in pane._rows and pane.sessions[sid].running)
+        await wait_until_pilot(pilot, lambda: sid in pane.row_ids and pane.sessions[sid].running)
         pane.table.focus()
         await wait_until_pilot(pilot, lambda: pane.output.session_id == sid and "started" in pane.output.lines)
         gate.touch()
@@ -353,7 +353,7 @@ async def test_editor_key_explains_what_it_needs_and_all_toggle(home, monkeypatc
     app = PaneOnly(home, FAST)
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
-        await wait_until_pilot(pilot, lambda: {done.id, running.id} <= set(pane._rows))
+        await wait_until_pilot(pilot, lambda: {done.id, running.id} <= set(pane.row_ids))
         pane.table.focus()
         monkeypatch.delenv("VISUAL", raising=False)
         monkeypatch.delenv("EDITOR", raising=False)
@@ -363,9 +363,9 @@ async def test_editor_key_explains_what_it_needs_and_all_toggle(home, monkeypatc
         await pilot.press("e")  # headless: the app cannot suspend, and says so
         assert any("cannot open the editor" in t for t in app.toasts)
         await pilot.press("a")
-        await wait_until_pilot(pilot, lambda: set(pane._rows) == {running.id})
+        await wait_until_pilot(pilot, lambda: set(pane.row_ids) == {running.id})
         await pilot.press("a")
-        await wait_until_pilot(pilot, lambda: set(pane._rows) == {done.id, running.id})
+        await wait_until_pilot(pilot, lambda: set(pane.row_ids) == {done.id, running.id})
         assert pane.table.get_row_index(running.id) == 0  # running first
 
 
@@ -379,6 +379,27 @@ async def test_quitting_the_app_backgrounds_the_foreground_run(home, cleanup, sp
     s = ProcessRegistry(home, Settings()).get(sid)
     assert s.status == "running" and s.background and s.notify
     assert spy_signals == []
+
+
+async def test_quitting_moves_the_foreground_run_off_the_ui_thread_and_before_the_app_is_gone(home, cleanup):
+    import threading
+
+    app = make_app(home)
+    moved_on: list[int] = []
+    async with app.run_test(size=WIDE) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        real = pane.registry.move_to_background
+
+        def move_to_background(session_id):
+            moved_on.append(threading.get_ident())
+            return real(session_id)
+
+        pane.registry.move_to_background = move_to_background
+        await submit(pilot, app, "sleep 30")
+        await wait_until_pilot(pilot, lambda: pane.foreground is not None)
+        sid = pane.foreground.id
+    assert moved_on and moved_on[0] != threading.get_ident()  # the UI's thread never did file work for it
+    assert ProcessRegistry(home, Settings()).get(sid).background  # done by the time the app has exited
 
 
 @asynccontextmanager
@@ -451,8 +472,8 @@ async def test_a_malformed_session_does_not_stop_the_pane(home, cleanup):
     app = PaneOnly(home, FAST)
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
-        await wait_until_pilot(pilot, lambda: good.id in pane._rows)
-        assert list(pane._rows) == [good.id]
+        await wait_until_pilot(pilot, lambda: good.id in pane.row_ids)
+        assert list(pane.row_ids) == [good.id]
 
 
 async def test_the_pane_kills_what_is_left_of_a_session_whose_wrapper_was_killed(home, cleanup):
@@ -466,7 +487,7 @@ async def test_the_pane_kills_what_is_left_of_a_session_whose_wrapper_was_killed
     app = make_app(home)
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
-        await wait_until_pilot(pilot, lambda: s.id in pane._rows and "up" in pane.output.lines)
+        await wait_until_pilot(pilot, lambda: s.id in pane.row_ids and "up" in pane.output.lines)
         command = [pid for pid in identity.group_members(s.pid) if pid != s.pid]
         assert command
         os.kill(s.pid, signal.SIGKILL)

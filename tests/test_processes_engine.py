@@ -364,7 +364,10 @@ def test_concurrent_listing_never_reports_a_running_session_lost(reg):
 def test_a_listing_between_the_exit_and_the_kill_record_does_not_freeze_exited(reg, monkeypatch):
     """The pane refreshes while a kill is finishing: the wrapper has recorded 143 but the
     kill's own record is not written yet. The session must still end up 'killed'."""
-    s = reg.spawn(["sleep", "30"])
+    s = reg.spawn(["sh", "-c", "echo ready; exec sleep 30"])
+    # A TERM before the wrapper has started the command would only reach the wrapper,
+    # and the command would end by the KILL after the grace period.
+    wait_until(lambda: "ready" in s.output_path.read_text())
     real = identity.terminate
     seen: list[str] = []
 

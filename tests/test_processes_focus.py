@@ -25,13 +25,13 @@ async def test_a_foreground_run_that_ends_stays_in_view(home, cleanup):  # noqa:
     app = make_app(home)
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
-        await wait_until_pilot(pilot, lambda: other.id in pane._rows)
+        await wait_until_pilot(pilot, lambda: other.id in pane.row_ids)
         await submit(pilot, app, "echo the-foreground-run; exit 3")
 
 
         def ended():
             return next((s for s in pane.sessions.values()
-                         if "the-foreground-run" in s.command and s.id in pane._rows), None)
+                         if "the-foreground-run" in s.command and s.id in pane.row_ids), None)
 
         await wait_until_pilot(pilot, lambda: pane.foreground is None and ended() is not None)
         fg = ended()
@@ -55,7 +55,7 @@ def finished(home, *commands: str) -> list:
 async def listed(pilot, app, sessions) -> ProcessesPane:
     """The pane once every session is a row, with the focus on its table."""
     pane: ProcessesPane = app.pane("processes")
-    await wait_until_pilot(pilot, lambda: {s.id for s in sessions} <= set(pane._rows))
+    await wait_until_pilot(pilot, lambda: {s.id for s in sessions} <= set(pane.row_ids))
     pane.table.focus()
     await pilot.pause()
     return pane

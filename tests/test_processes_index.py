@@ -120,3 +120,55 @@ def test_no_index_is_written_in_a_guest_home(home):
     before = sorted(os.listdir(home.processes_dir))
     assert len(ps_all(home)) == 2
     assert sorted(os.listdir(home.processes_dir)) == before
+
+
+def test_a_session_read_from_the_index_has_the_same_status_as_from_its_folder(home, tmp_path):
+    """The index stores the status as text; read back it must be the SessionStatus
+    itself (code compares with `is`): a killed session stays 'killed (SIGTERM)', not
+    'exit 143 (SIGTERM)'."""
+    from tests.support import wait_until
+
+    reg = ProcessRegistry(home, Settings())
+    ready = tmp_path / "ready"
+    s = reg.spawn(["sh", "-c", f"touch {ready}; exec sleep 30"])
+    wait_until(ready.exists, what="the command to run")  # a TERM before it runs would find only the wrapper
+    assert reg.kill(s.id, grace=5).outcome == "killed"
+    from_folder = reg.get(s.id)
+    assert from_folder.status is sess.KILLED and from_folder.exit_text() == "killed (SIGTERM)"
+    ProcessRegistry(home, Settings()).list()  # writes the index
+    assert s.id in json.loads((home.processes_dir / INDEX_FILE).read_text())["sessions"]
+    [from_index] = ProcessRegistry(home, Settings()).list()  # reads it
+    assert from_index.status is sess.KILLED
+    assert from_index.exit_text() == "killed (SIGTERM)"
+    assert from_index == from_folder
+
+
+# What `ps --json` must not load on a home whose sessions all come from the index: each
+# costs every listing start-up time (typing, subprocess, shutil a few ms each; the regex
+# patterns of the masking ~3 ms; identity and hermes-agent's reader their dataclasses).
+NOT_FOR_A_LISTING = (
+    "typing", "subprocess", "shutil", "sqlite3", "yaml", "uuid", "tempfile", "textual",
+    "engine.identity", "engine.fsutil", "engine.doctor", "engine.processes.supervisor",
+    "engine.processes.hermes_sessions", "engine.hermes.processes", "engine.processes.kill_report",
+)
+
+
+def test_ps_json_of_indexed_sessions_loads_only_what_a_listing_needs(home):
+    import subprocess
+    import sys
+
+    finished_sessions(home, 3)
+    ps_all(home)  # builds the index
+    code = (
+        "import sys\n"
+        "from hermes_tui.cli import main\n"
+        f"code = main(['--home', {str(home.root)!r}, 'ps', '--all', '--json'])\n"
+        "import engine.processes.redact as redact\n"
+        "print(repr((code, sorted(sys.modules), len(redact._compiled))), file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "HERMES_AUTO_PRUNE": "0"})
+    code, modules, patterns = eval(out.stderr.strip().splitlines()[-1])
+    assert code == 0 and len(json.loads(out.stdout)) == 3
+    assert [m for m in NOT_FOR_A_LISTING if m in modules] == []
+    assert patterns == 0  # `sh -c 'exit N'` holds nothing a masking pattern could match

@@ -78,7 +78,7 @@ async def test_sort_cycles_and_orders_by_size(home):
         await pilot.press("3")
         for _ in range(3):  # name -> state -> idle -> size
             await pilot.press("s")
-        assert pane.SORTS[pane._sort_index] == "size"
+        assert pane.sort_column == "size"
         table = pane.table
         sizes = [table.get_row_at(i)[3].sort_key for i in range(table.row_count)]
         assert sizes == sorted(sizes, reverse=True)
@@ -112,7 +112,7 @@ async def test_modal_yes_removes_exactly_the_plan_candidates(home):
         assert await wait_for(pilot, lambda: isinstance(app.screen, PruneModal))
         planned = {c.path for c in app.screen.plan.candidates}
         await pilot.click("#yes")
-        assert await wait_for(pilot, lambda: not paths["idle-lane"].exists() and not pane._pruning)
+        assert await wait_for(pilot, lambda: not paths["idle-lane"].exists() and not pane.pruning)
         assert await wait_for(pilot, lambda: "e:idle-lane" not in pane.table.keys and "e:old-run" not in pane.table.keys)
         gone = {str(p) for p in paths.values() if not p.exists()}
         assert gone == planned

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 from tests.scratch_util import make_entry, prune_on_pty, target_of
 
 
@@ -61,6 +63,29 @@ def test_prune_dry_run_json_changes_nothing(home):
     assert [q["path"] for q in doc["quarantined"]] == [str(idle)]
     assert {k["path"]: k["reason"] for k in doc["kept"]}[str(kept)] == ".scratch-keep marker"
     assert idle.exists() and not home.prune_log.exists()
+
+
+def test_prune_failing_inside_the_pass_says_one_line_and_logs_one(home):
+    """An unexpected error in the pass: one stderr line naming the error itself, exit 1,
+    and the log holds the pass's own line for it, once."""
+    _setup(home)
+    code = (
+        "import sys\n"
+        "from engine.scratch import execute\n"
+        "def boom(*a, **k):\n"
+        "    raise RuntimeError('disk on fire')\n"
+        "execute._execute = boom\n"
+        "from hermes_tui.cli import main\n"
+        f"sys.exit(main(['--home', {str(home.root)!r}, 'prune', '--yes']))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("HERMES_HOME", "HERMES_DEBUG")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env)
+    assert out.returncode == 1
+    assert out.stderr == ("hermes-tui: internal error: RuntimeError: disk on fire "
+                          "(run with HERMES_DEBUG=1 for the traceback)\n")
+    lines = home.prune_log.read_text().splitlines()
+    assert [line for line in lines if "pass failed" in line] == [lines[-1]]
+    assert lines[-1].endswith("scratch prune: pass failed: RuntimeError: disk on fire")
 
 
 def test_prune_yes_json_then_restore(home):

@@ -1,5 +1,5 @@
 """The scratch prune on real directories: the idle rule, re-validation, removal
-confirmation, the audit log, worktrees, quarantine (reference section 8 and the seed)."""
+confirmation, the audit log, worktrees, quarantine (docs/scratch.md)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from engine.scratch import activity, audit, execute
 from engine.scratch.activity import TouchState, scan_activity, scan_many
 from engine.scratch.delete import DeleteStop, WatchedDelete
-from engine.scratch.execute import PassLock, PruneBusy, execute_plan, prune_pass, restore
+from engine.scratch.execute import PassFailed, PassLock, PruneBusy, execute_plan, prune_pass, restore
 from engine.scratch.plan import plan_prune
 from engine.scratch.quarantine import RestoreError, list_quarantine
 from engine.scratch.target import TRASH_PREFIX
@@ -158,7 +158,7 @@ def test_scan_ahead_closed_early_leaves_no_child(tmp_path, monkeypatch):
         os.waitpid(forked[0], os.WNOHANG)
 
 
-# -- reference section 8 ------------------------------------------------------------------
+# -- the idle rule and what keeps an entry ------------------------------------------------
 
 
 def test_s4_only_the_idle_entry_goes(home):
@@ -538,8 +538,10 @@ def test_a_failing_pass_leaves_one_line(home, monkeypatch):
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr(execute, "scan_many", boom)  # the re-check walks
-    with pytest.raises(RuntimeError):
+    with pytest.raises(PassFailed) as failed:  # says its line is logged, and carries the error
         execute_plan(t, plan, opts)
+    assert isinstance(failed.value.error, RuntimeError) and failed.value.__cause__ is failed.value.error
+    assert str(failed.value) == "disk on fire"
     assert log_text(home).strip().endswith("scratch prune: pass failed: RuntimeError: disk on fire")
 
 

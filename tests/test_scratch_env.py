@@ -1,6 +1,6 @@
-"""Reference section 8, scenarios 1-3 and 5: the scratch folder as TMPDIR of spawned
-commands, and its permissions (built by the foundation and the process registry;
-pinned here because losing them would put scratch files outside every pruner)."""
+"""The scratch folder as TMPDIR of spawned commands, and its permissions (set by the
+home and the process registry; pinned here because losing them would put scratch
+files outside every pruner)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The prune and real processes: who gets TERM/KILL, who keeps an entry (reference
-scenario 6 and the seed's lineage, registered-process and /proc rules)."""
+"""The prune and real processes: who gets TERM/KILL and who keeps an entry (the lineage,
+registered-process and /proc rules of docs/scratch.md)."""
 
 from __future__ import annotations
 

@@ -112,6 +112,24 @@ def test_failing_child_leaves_one_line(home):
     assert t.scratch_dir.exists()
 
 
+def test_child_failing_inside_the_pass_leaves_one_line(home, monkeypatch):
+    """The pass logs its own failure; the child adds no second line for it."""
+    from engine.scratch import execute
+
+    t = target_of(home)
+    make_entry(t.scratch_dir, "e")
+
+    def boom(*a, **k):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(execute, "_execute", boom)
+    rc = auto_pass_main(["--home", str(home.root), "--scratch", str(t.scratch_dir), "--idle-hours", "24",
+                         "--quarantine-hours", "0", "--grace", "1", "--lineage", ""])
+    lines = log_text(home).splitlines()
+    assert rc == 1 and len(lines) == 1, lines
+    assert lines[0].endswith("scratch prune: pass failed: RuntimeError: disk on fire")
+
+
 def test_child_argv_carries_paths_and_lineage(home):
     argv = schedule.child_argv(target_of(home), NO_QUARANTINE, "1=abc|5", None)
     assert argv[:2] == [sys.executable, "-I"]

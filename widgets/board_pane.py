@@ -7,8 +7,8 @@ The pane renders and handles keys; it does not dispatch. The app's dispatch loop
 :class:`BoardPane.DispatchRequested`. The board is reached only through the process's
 shared :class:`engine.kanban.service.BoardService`.
 
-Nothing here blocks the UI: the board is read and changed through aiosqlite (its own
-thread), liveness checks run in threads, and the columns are updated by keyed diff
+Nothing here blocks the UI: the board is read and changed on its connection's own
+thread, liveness checks run in threads, and the columns are updated by keyed diff
 (only changed cards are redrawn). Every outside text (titles, paths, errors) is shown
 as plain text, never parsed as markup.
 """
@@ -35,13 +35,13 @@ from textual.widgets.option_list import Option
 from engine.config import Settings
 from engine.home import HomeLayout
 from engine.kanban.statuses import ARCHIVED, BLOCKED, RUNNING, STATUSES
-from engine.kanban.wording import held_back_words, skip_reason
+from engine.kanban.wording import assign_words, change_words, held_back_words, skip_reason
 from engine.text import human_duration
 from widgets.fit_table import DetailLine
 from widgets.pane import EmptyState, Pane
 from widgets.partial_repaint import PromptList
 
-# The store (aiosqlite), the transitions, the workers' checks and the dialogs are
+# The store, the transitions, the workers' checks and the dialogs are
 # imported where they are first used: a home without a board never needs them, and
 # the first frame does not wait for them.
 if TYPE_CHECKING:
@@ -654,14 +654,13 @@ class BoardPane(Pane):
                     f"Moving it to {target} ends its run now. The worker is not signalled: if it is still "
                     f"alive {self.settings.kanban.terminal_worker_grace_seconds:g}s after that, the dispatcher "
                     "stops it (SIGTERM, then SIGKILL).")
-            self._confirm(f"Move {task.id} to {target}?", body, f"Move to {target}",
+            self._confirm(f"Move {task.id} to {target}?", body, f"Move to {target}", "move",
                           lambda: self.service.move(task.id, target))
             return
         self._run_change(self._move(task.id, target))
 
     async def _move(self, task_id: str, target: str) -> str:
-        result = await self.service.move(task_id, target)
-        return f"{result.task_id}: {result.from_status} → {result.to_status}"
+        return change_words("move", await self.service.move(task_id, target))
 
     def action_assign(self) -> None:
         task = self._need_selected()
@@ -671,9 +670,13 @@ class BoardPane(Pane):
 
         def chosen(name: str | None) -> None:
             if name is not None:
-                self._run_change(_describe_assign(self.service.assign(task.id, name or None)))
+                self._run_change(self._assign(task.id, name or None))
 
         self.app.push_screen(AssignScreen(task.id, task.assignee, sorted(self.settings.kanban.profiles)), chosen)
+
+    async def _assign(self, task_id: str, profile: str | None) -> str:
+        result = await self.service.assign(task_id, profile)
+        return assign_words(result.task_id, profile)
 
     def action_reclaim(self) -> None:
         task = self._need_selected()
@@ -685,7 +688,7 @@ class BoardPane(Pane):
         grace = self.settings.processes.kill_grace_seconds
         body = (f"{task.id} \"{task.title}\" goes back to ready and its failure counter "
                 f"({task.consecutive_failures}) resets to 0.\n\n" + _worker_plan(task, grace))
-        self._confirm(f"Reclaim {task.id}?", body, "Reclaim",
+        self._confirm(f"Reclaim {task.id}?", body, "Reclaim", "reclaim",
                       lambda: self.service.reclaim(task.id, reason="reclaimed in the app"))
 
     def action_archive(self) -> None:
@@ -699,7 +702,7 @@ class BoardPane(Pane):
         body = f"{task.id} \"{task.title}\" moves from {task.status} to archived (hidden unless 'show archived')."
         if task.status == RUNNING:
             body += "\n\n" + _worker_plan(task, grace)
-        self._confirm(f"Archive {task.id}?", body, "Archive", lambda: self.service.archive(task.id))
+        self._confirm(f"Archive {task.id}?", body, "Archive", "archive", lambda: self.service.archive(task.id))
 
     def action_unblock(self) -> None:
         task = self._need_selected()
@@ -713,7 +716,7 @@ class BoardPane(Pane):
                 "again.")
         if task.last_failure_error:
             body += f"\n\nLast failure: {task.last_failure_error}"
-        self._confirm(f"Unblock {task.id}?", body, "Unblock", lambda: self.service.unblock(task.id))
+        self._confirm(f"Unblock {task.id}?", body, "Unblock", "unblock", lambda: self.service.unblock(task.id))
 
     def action_toggle_archived(self) -> None:
         self.show_archived = not self.show_archived
@@ -723,12 +726,17 @@ class BoardPane(Pane):
 
     # -- running changes ---------------------------------------------------------------------------
 
-    def _confirm(self, title: str, body: str, yes: str, change) -> None:
+    def _confirm(self, title: str, body: str, yes: str, verb: str, change) -> None:
+        """Ask, then run ``change()`` (a coroutine giving a TransitionResult) and say what
+        it did in the words of ``verb`` (wording.change_words)."""
         from widgets.confirm import ConfirmModal
+
+        async def described() -> str:
+            return change_words(verb, await change())
 
         def answered(yes_: bool | None) -> None:
             if yes_:
-                self._run_change(_describe(change()))
+                self._run_change(described())
 
         self.app.push_screen(ConfirmModal(title, body, yes), answered)
 
@@ -743,23 +751,6 @@ class BoardPane(Pane):
             return
         self.notify(message, timeout=4, markup=False)
         self.refresh_board()
-
-
-async def _describe(coro) -> str:
-    result = await coro
-    line = f"{result.task_id}: {result.from_status} → {result.to_status}"
-    stop = result.stop
-    if stop is not None and stop.pid:
-        if stop.attempted:
-            line += f"; worker pid {stop.pid} " + ("stopped" if stop.stopped else "SURVIVED")
-        elif stop.refused:
-            line += f"; worker pid {stop.pid} not signalled ({stop.refused})"
-    return line
-
-
-async def _describe_assign(coro) -> str:
-    result = await coro
-    return f"{result.task_id} reassigned"
 
 
 def _worker_plan(task: Task, grace: float) -> str:

@@ -34,6 +34,9 @@ class CommandBar(Input):
     ]
 
     class Submitted(Message):
+        """Posted when Enter is pressed on a command that is not blank: ``command``, trimmed.
+        The app runs it in the foreground (through the processes pane)."""
+
         def __init__(self, command: str) -> None:
             super().__init__()
             self.command = command
@@ -48,7 +51,6 @@ class CommandBar(Input):
         self.history: list[str] = []
         self._history_pos: int | None = None
         self._draft = ""
-        self.running_command: str | None = None
 
     def on_mount(self) -> None:
         self.border_title = IDLE_TITLE
@@ -88,7 +90,6 @@ class CommandBar(Input):
 
     def set_running(self, command: str | None, background_key: str = "ctrl+b", detail: str = "") -> None:
         """Say what runs in the foreground (None: nothing) and how to background it."""
-        self.running_command = command
         self.set_class(command is not None, "-running")
         if command is None:
             self.border_title = Text(detail or IDLE_TITLE)

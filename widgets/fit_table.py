@@ -24,7 +24,7 @@ few in this app's tables (sessions, scratch entries, the visible prune log).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -264,18 +264,6 @@ class FitTable(CellTable):  # a changed cell repaints its row only
     def on_resize(self, event: events.Resize) -> None:
         self.sync()
 
-    def detail_of(self, key: str) -> Text:
-        """The row in full, every column (hidden ones too) as ``LABEL value``."""
-        text = Text()
-        for c, cell in zip(self.cols, self.full.get(key, ()), strict=False):
-            if not cell.plain:
-                continue
-            if text:
-                text.append(" · ", style="dim")
-            text.append(f"{c.label.lower()} ", style="dim")
-            text.append_text(cell)
-        return text
-
 
 class DetailLine(Static):
     """The selected row of the table above, in full (wrapped, never cut)."""
@@ -315,6 +303,3 @@ class DetailLine(Static):
     def shown_text(self) -> str:
         return self._shown_text
 
-
-def joined(parts: Iterable[str]) -> str:
-    return " · ".join(p for p in parts if p)

@@ -9,6 +9,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
 from textual.widgets import Static
 
 from widgets.dialog import Dialog
@@ -64,6 +65,19 @@ class HelpScreen(Dialog[None]):
     HelpScreen .hint { padding: 1 0 0 0; }
     """
 
+    class LaidOut(Message):
+        """Posted by the layout thread to the screen itself: ``text``, every row laid out
+        for the width the screen had. One laid out for an older width is moot."""
+
+        bubble = False
+
+        def __init__(self, text) -> None:
+            super().__init__()
+            self.text = text
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, HelpScreen.LaidOut)
+
     def __init__(self, rows: Sequence[HelpRow], title: str = "Keys") -> None:
         super().__init__()
         self._rows = list(rows)
@@ -93,17 +107,18 @@ class HelpScreen(Dialog[None]):
         width = max(20, scroll.scrollable_content_region.width - scroll.styles.scrollbar_size_vertical)
         self._render_rows(width)
 
+    @property
+    def rows(self) -> tuple[HelpRow, ...]:
+        """The rows the screen lists."""
+        return tuple(self._rows)
+
     @work(thread=True, exclusive=True, group="help-layout")
     def _render_rows(self, width: int) -> None:
-        text = help_text(self._rows, width)
-        try:
-            self.app.call_from_thread(self._show_rows, text)
-        except RuntimeError:
-            pass  # the app has stopped
+        self.post_message(self.LaidOut(help_text(self._rows, width)))
 
-    def _show_rows(self, text) -> None:
+    def on_help_screen_laid_out(self, message: LaidOut) -> None:
         if self.is_attached:
-            self.query_one("#help-keys", Static).update(text)
+            self.query_one("#help-keys", Static).update(message.text)
 
     async def action_dismiss(self, result=None) -> None:
         self.dismiss(None)

@@ -1,8 +1,9 @@
 """The output view: one session's output, followed live by byte offset.
 
 A worker thread reads only the new bytes of the session's ``output.log`` (holding an
-incomplete UTF-8 character back), masks secrets, and posts whole lines to the UI at
-most ten times a second. When output arrives faster than anyone can read (more than
+incomplete UTF-8 character back), masks secrets, and posts whole lines to the view
+(an ``OutputView.NewLines`` message) at most ten times a second, waiting for each to be
+drawn before reading on. When output arrives faster than anyone can read (more than
 16 KiB per tick), only the newest lines are drawn and a note says how much was not,
 so a process printing megabytes per second never floods the event loop (or holds
 the GIL for long). The view keeps a bounded number of lines; all output stays on disk.
@@ -10,6 +11,7 @@ the GIL for long). The view keeps a bounded number of lines; all output stays on
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
 from pathlib import Path
@@ -18,6 +20,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import Input, RichLog, Static
 from textual.worker import get_current_worker
@@ -69,6 +72,32 @@ class OutputView(Vertical):
     class SearchClosed(Message):
         """The search box closed (Enter or Escape): the owner puts focus back where the
         user came from (the processes pane: its list), so the arrow keys move the list."""
+
+    class NewLines(Message):
+        """Posted by the follower thread to the view itself: the next whole lines of the
+        output shown (secrets masked), for the ``show`` numbered ``generation``, and how
+        many bytes before them were read but not drawn (``skipped_bytes``). Every batch
+        must arrive, so none replaces another. ``drawn`` is set once the view has handled
+        it: the follower waits for that before it reads on, so batches never queue up."""
+
+        bubble = False
+
+        def __init__(self, lines: list[str], generation: int, skipped_bytes: int) -> None:
+            super().__init__()
+            self.lines = lines
+            self.generation = generation
+            self.skipped_bytes = skipped_bytes
+            self.drawn = threading.Event()
+
+    class Restarted(Message):
+        """Posted by the follower thread to the view itself when the file was truncated
+        or replaced: the view of ``show`` number ``generation`` starts over, empty."""
+
+        bubble = False
+
+        def __init__(self, generation: int) -> None:
+            super().__init__()
+            self.generation = generation
 
     def __init__(self, *, max_lines: int = 10_000, tail_chars: int = 256 * 1024, redact: bool = True,
                  **kwargs) -> None:
@@ -128,6 +157,11 @@ class OutputView(Vertical):
         self._state = state
         self._refresh_title()
 
+    @property
+    def state(self) -> str:
+        """The suffix last given by ``set_state``."""
+        return self._state
+
     def title_text(self) -> Text:
         """The title line: the state and the view's flags first (they are short and must
         never be cut), then which output this is, ending in … when the line is too short."""
@@ -148,7 +182,7 @@ class OutputView(Vertical):
     def _refresh_title(self) -> None:
         try:
             self.query_one("#output-title", Static).update(self.title_text(), layout=False)
-        except Exception:
+        except NoMatches:  # not composed yet, or already torn down
             pass
 
     @work(thread=True, exclusive=True, group="output-follow")
@@ -193,7 +227,7 @@ class OutputView(Vertical):
                     lines = [_as_terminal_shows(line) for line in text.split("\n")]
                     if lines and lines[-1] == "":
                         lines.pop()
-                    if not self._post(self._append, lines, generation, skipped):
+                    if not self._hand_over(self.NewLines(lines, generation, skipped), worker):
                         return
                 time.sleep(pause)
         finally:
@@ -205,23 +239,32 @@ class OutputView(Vertical):
         skipped). Every byte is read once; what is skipped is only not drawn."""
         chunk = follower.read_newest(DRAW_BYTES_PER_FLUSH)
         if chunk.reset:
-            self._post(self._reset, generation)
+            self.post_message(self.Restarted(generation))
         return ([chunk.data] if chunk.data else []), chunk.reset, chunk.skipped
 
-    def _post(self, callback, *args) -> bool:
-        """Run ``callback`` on the UI thread; False once the app has stopped."""
-        try:
-            self.app.call_from_thread(callback, *args)
-        except RuntimeError:
+    def _hand_over(self, batch: NewLines, worker) -> bool:
+        """Thread side: post ``batch`` and wait until the view has drawn it. False when
+        the follower should stop: the view is closing (Textual then refuses the message),
+        the worker was cancelled, or another session is shown."""
+        if not self.post_message(batch):
             return False
+        while not batch.drawn.wait(QUIET_INTERVAL):
+            if worker.is_cancelled or batch.generation != self._generation:
+                return False
         return True
 
-    def _reset(self, generation: int) -> None:
-        if generation != self._generation:
+    def on_output_view_restarted(self, message: Restarted) -> None:
+        if message.generation != self._generation:
             return
         self.lines.clear()
         self._chars = 0
         self.log.clear()
+
+    def on_output_view_new_lines(self, message: NewLines) -> None:
+        try:
+            self._append(message.lines, message.generation, message.skipped_bytes)
+        finally:
+            message.drawn.set()  # the follower reads on
 
     def _append(self, lines: list[str], generation: int, skipped_bytes: int = 0) -> None:
         if generation != self._generation or not lines or not self.is_attached:
@@ -305,6 +348,11 @@ class OutputView(Vertical):
             self.next_match()
         self._refresh_title()
         return len(self._matches)
+
+    @property
+    def matches(self) -> tuple[int, ...]:
+        """The indexes in ``lines`` of the lines the last search found."""
+        return tuple(self._matches)
 
     def next_match(self, step: int = 1) -> int | None:
         if not self._matches:

@@ -22,6 +22,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches
+from textual.message import Message
 from textual.widgets import DataTable, RichLog
 
 from engine.config import Settings
@@ -55,7 +56,6 @@ STATUS_COLUMN = 1
 STATUS_STYLES = {SessionStatus.RUNNING: "green", SessionStatus.KILLED: "yellow", SessionStatus.LOST: "magenta"}
 FOREGROUND_CHECK_SECONDS = 0.2
 NOTIFICATIONS_KEPT = 200
-BACKGROUND_BINDING_ID = "processes.background"
 STUCK_REFRESH_SECONDS = 30.0
 NO_OUTPUT_NOTE = "output not available: hermes-agent keeps no output of its sessions that hermes-tui can read"
 
@@ -128,6 +128,49 @@ class ProcessesPane(Pane):
     ProcessesPane.-has-rows > .empty-state { display: none; }
     """
 
+    class ForegroundChanged(Message):
+        """Posted by the pane when what runs in the foreground changes: ``command`` is the
+        run that started, or None once it moved to the background or ended (``detail``
+        then says how the last one ended). The app shows it in the command bar."""
+
+        def __init__(self, command: str | None, detail: str = "") -> None:
+            super().__init__()
+            self.command = command
+            self.detail = detail
+
+    class Sampled(Message):
+        """Posted by the sampling thread to the pane itself: one refresh's ``snapshot``,
+        or ``error``, why the sessions could not be read (the last table stays). Not
+        replaceable: a snapshot carries notifications that must all be shown."""
+
+        bubble = False
+
+        def __init__(self, snapshot: Snapshot | None = None, error: str = "") -> None:
+            super().__init__()
+            self.snapshot = snapshot
+            self.error = error
+
+    class ForegroundEnded(Message):
+        """Posted by the thread that reads a finished foreground run back: ``session`` as
+        it ended (its exit recorded). The pane then lets go of it."""
+
+        bubble = False
+
+        def __init__(self, session: ProcessSession) -> None:
+            super().__init__()
+            self.session = session
+
+    class KillReported(Message):
+        """Posted by the kill thread to the pane itself: the outcome in one line and its
+        severity for the notification; the pane then refreshes the table."""
+
+        bubble = False
+
+        def __init__(self, text: str, severity: str) -> None:
+            super().__init__()
+            self.text = text
+            self.severity = severity
+
     def __init__(self, *, home: HomeLayout, settings: Settings, clock=time.time, **kwargs) -> None:
         super().__init__(**kwargs)
         self.home = home
@@ -187,15 +230,21 @@ class ProcessesPane(Pane):
         # Checked only while a foreground command runs: an idle app has no reason to wake.
         self._foreground_timer = self.set_interval(FOREGROUND_CHECK_SECONDS, self._check_foreground, pause=True)
 
-    def on_unmount(self) -> None:
-        # Quitting never stops a command: a foreground run becomes a background session
-        # (notify-on-complete), exactly as if ctrl+b had been pressed.
-        if self.foreground is not None:
+    async def on_unmount(self) -> None:
+        # Awaited in a thread: the UI thread does no file work, and Textual waits for this
+        # handler before the app's shutdown goes on, so it is done when the app has exited.
+        fg, self.foreground = self.foreground, None
+        await asyncio.to_thread(self._let_go, fg)
+
+    def _let_go(self, fg: ProcessSession | None) -> None:
+        """Thread side of closing the pane. Quitting never stops a command: a foreground
+        run becomes a background session (notify-on-complete), exactly as if ctrl+b had
+        been pressed. Then the watch state of every followed session is saved."""
+        if fg is not None:
             try:
-                self.registry.move_to_background(self.foreground.id)
+                self.registry.move_to_background(fg.id)
             except (ProcessLookupFailed, OSError):
                 pass
-            self.foreground = None
         self.center.close()
 
     # -- refresh ------------------------------------------------------------------------
@@ -212,17 +261,16 @@ class ProcessesPane(Pane):
     def _sample(self) -> None:
         try:
             snap = self.take_snapshot()
-        except Exception as exc:  # an unreadable processes dir: say so, keep the last table
-            self._post(self._sample_failed, str(exc))
+        except Exception as exc:  # any error of the thread is reported: an unreadable processes dir, ...
+            self.post_message(self.Sampled(error=str(exc)))
             return
-        self._post(self.apply_snapshot, snap)
+        self.post_message(self.Sampled(snap))  # refused (False) once the pane is closing: nothing to update
 
-    def _post(self, callback, *args) -> None:
-        """Run ``callback`` on the UI thread, unless the app is already shutting down."""
-        try:
-            self.app.call_from_thread(callback, *args)
-        except RuntimeError:
-            pass  # the app's loop has stopped: nothing left to update
+    def on_processes_pane_sampled(self, message: Sampled) -> None:
+        if message.snapshot is None:
+            self._sample_failed(message.error)
+        else:
+            self.apply_snapshot(message.snapshot)
 
     def take_snapshot(self) -> Snapshot:
         """Everything one refresh needs (thread side): sessions, usage, cells, events."""
@@ -391,6 +439,17 @@ class ProcessesPane(Pane):
         detail.show(text)
 
     @property
+    def row_ids(self) -> tuple[str, ...]:
+        """The ids of the sessions the table shows (a foreground run is not a row), in
+        the order their rows were added."""
+        return tuple(self._rows)
+
+    def row(self, session_id: str) -> tuple[str, ...] | None:
+        """The cells of a session's row as plain text, in ``COLUMNS`` order (uncut);
+        None when the table does not show it."""
+        return self._rows.get(session_id)
+
+    @property
     def selected(self) -> ProcessSession | None:
         key = self.table.selected_key if self._rows else None
         return self.sessions.get(key) if key else None
@@ -416,22 +475,6 @@ class ProcessesPane(Pane):
 
     # -- foreground runs ------------------------------------------------------------------
 
-    def background_key(self) -> str:
-        keymap = getattr(self.app, "_keymap", {}) or {}
-        key = keymap.get(BACKGROUND_BINDING_ID, "ctrl+b").split(",")[0].strip()
-        try:
-            return self.app.get_key_display(Binding(key, "noop"))
-        except Exception:
-            return key
-
-    def _command_bar(self):
-        from widgets.command_bar import CommandBar
-
-        try:
-            return self.app.query_one(CommandBar)
-        except Exception:
-            return None
-
     async def run_foreground(self, command: str) -> ProcessSession | None:
         """Run ``command`` in the foreground; a running one yields first (redirect)."""
         redirected = None
@@ -449,9 +492,7 @@ class ProcessesPane(Pane):
         self.sessions[s.id] = s
         self.output.show(s.id, s.output_path, self._title_of(s))
         self.output.set_state("foreground")
-        bar = self._command_bar()
-        if bar is not None:
-            bar.set_running(command, self.background_key())
+        self.post_message(self.ForegroundChanged(command))
         if redirected is not None:
             self.app.notify(
                 f"redirect: {redirected.id} moved to background; now running {command}",
@@ -477,9 +518,7 @@ class ProcessesPane(Pane):
             self.app.notify(f"cannot move {fg.id} to background: {exc}", severity="error", markup=False)
             return None
         self.sessions[moved.id] = moved
-        bar = self._command_bar()
-        if bar is not None:
-            bar.set_running(None)
+        self.post_message(self.ForegroundChanged(None))
         if self.output.session_id == moved.id:
             self.output.set_state("background")
         if announce:
@@ -505,18 +544,18 @@ class ProcessesPane(Pane):
             return
         if done.running:
             return
-        self._post(self._foreground_done, done)
+        self.post_message(self.ForegroundEnded(done))
 
-    def _foreground_done(self, done: ProcessSession) -> None:
+    def on_processes_pane_foreground_ended(self, message: ForegroundEnded) -> None:
+        done = message.session
         if self.foreground is None or self.foreground.id != done.id:
             return
         self.foreground = None
         # The view stays on the run that just ended (its exit shown): its row, new in the
         # table, is selected once a refresh brings it, not whichever session is on top.
         self._wanted_selection = done.id
-        bar = self._command_bar()
-        if bar is not None:
-            bar.set_running(None, detail=f"last: {done.exit_text()} · {' '.join(done.command.split())[:40]}")
+        self.post_message(self.ForegroundChanged(
+            None, detail=f"last: {done.exit_text()} · {' '.join(done.command.split())[:40]}"))
         if self.output.session_id == done.id:
             self.output.set_state(done.exit_text())
         self.refresh_sessions()
@@ -565,7 +604,7 @@ class ProcessesPane(Pane):
         try:
             report = self.registry.kill(session_id)
         except ProcessLookupFailed as exc:
-            self._post(self._notify_kill, str(exc), "error")
+            self.post_message(self.KillReported(str(exc), "error"))
             return
         if report.ok:
             message, severity = f"{report.id} {report.status}", "information"
@@ -575,11 +614,11 @@ class ProcessesPane(Pane):
             message, severity = f"{report.id}: {report.outcome} ({report.detail})", "error"
         if report.survivors:
             message += f"; still alive: {', '.join(map(str, report.survivors))}"
-        self._post(self._notify_kill, message, severity)
-        self._post(self.refresh_sessions)
+        self.post_message(self.KillReported(message, severity))
 
-    def _notify_kill(self, message: str, severity: str) -> None:
-        self.app.notify(message, title="kill", severity=severity, markup=False)
+    def on_processes_pane_kill_reported(self, message: KillReported) -> None:
+        self.app.notify(message.text, title="kill", severity=message.severity, markup=False)
+        self.refresh_sessions()
 
     def action_toggle_follow(self) -> None:
         on_ = self.output.toggle_follow()

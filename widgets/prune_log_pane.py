@@ -67,6 +67,12 @@ class PruneLogPane(Pane):
     """
 
     class Records(Message):
+        """Posted by the reading thread to the pane itself: the log ``records`` new since
+        the last read (``initial``: the first read, the file's tail). Every batch is
+        appended, so none replaces another."""
+
+        bubble = False
+
         def __init__(self, records: list, initial: bool) -> None:
             super().__init__()
             self.records = records

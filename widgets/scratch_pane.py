@@ -109,20 +109,62 @@ class ScratchPane(Pane):
     """
 
     class Surveyed(Message):
+        """Posted by the survey thread to the pane itself: the ``survey`` of the scratch
+        folder and its quarantine, or ``error``, why it could not be taken. A survey
+        still waiting is moot once a newer one has been taken (each is the whole folder)."""
+
+        bubble = False
+
         def __init__(self, survey=None, error: str | None = None) -> None:
             super().__init__()
             self.survey = survey
             self.error = error
 
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, ScratchPane.Surveyed) and message.error is None
+
     class PruneProgress(Message):
+        """Posted by the prune thread after each entry: ``done`` of ``total`` entries,
+        ``freed`` bytes so far, the ``path`` just handled. Only the newest one waiting is shown."""
+
+        bubble = False
+
         def __init__(self, done: int, total: int, freed: int, path: str) -> None:
             super().__init__()
             self.done, self.total, self.freed, self.path = done, total, freed, path
 
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, ScratchPane.PruneProgress)
+
     class PruneFinished(Message):
+        """Posted by the prune thread when the pass has ended: its ``result``, or ``error``."""
+
+        bubble = False
+
         def __init__(self, result=None, error: str | None = None) -> None:
             super().__init__()
             self.result = result
+            self.error = error
+
+    class Planned(Message):
+        """Posted by the planning thread: the ``plan`` of a prune with the ``target`` and
+        ``options`` it was made for (the pane asks the user to approve it), or ``error``."""
+
+        bubble = False
+
+        def __init__(self, plan=None, target=None, options=None, error: str | None = None) -> None:
+            super().__init__()
+            self.plan, self.target, self.options = plan, target, options
+            self.error = error
+
+    class Restored(Message):
+        """Posted by the restore thread: the ``name`` an entry got back in scratch, or ``error``."""
+
+        bubble = False
+
+        def __init__(self, name: str = "", error: str | None = None) -> None:
+            super().__init__()
+            self.name = name
             self.error = error
 
     def __init__(self, *, home: HomeLayout, settings: Settings, **kwargs) -> None:
@@ -178,7 +220,7 @@ class ScratchPane(Pane):
                 if self._sizes is None:
                     self._sizes = SizeCache()
                 survey = survey_scratch(target, options, with_sizes=True, size_cache=self._sizes)
-        except Exception as exc:
+        except Exception as exc:  # a thread reports any error: the pane says it in its status
             self.post_message(self.Surveyed(error=f"{type(exc).__name__}: {exc}"))
             return
         self.post_message(self.Surveyed(survey))
@@ -259,6 +301,11 @@ class ScratchPane(Pane):
         table.order(lambda key: (seen[key][column][1], seen[key][name][1]), reverse=self._sort_reverse)
         table.sync()
 
+    @property
+    def sort_column(self) -> str:
+        """The column the table is sorted by (one of ``SORTS``)."""
+        return self.SORTS[self._sort_index]
+
     def action_cycle_sort(self) -> None:
         self._sort_index = (self._sort_index + 1) % len(self.SORTS)
         self._sort_reverse = self.SORTS[self._sort_index] in ("idle", "size")  # biggest/oldest first
@@ -280,6 +327,11 @@ class ScratchPane(Pane):
 
     # -- prune: plan, approval, execution -------------------------------------------------
 
+    @property
+    def pruning(self) -> bool:
+        """Whether an approved prune is running (its progress shown under the table)."""
+        return self._pruning
+
     def action_preview_prune(self) -> None:
         if self._pruning:
             self.notify("a prune is already running", severity="warning")
@@ -294,10 +346,16 @@ class ScratchPane(Pane):
         try:
             target, options = self._target_and_options()
             plan = plan_prune(target, options)
-        except Exception as exc:
-            self.app.call_from_thread(self.notify, f"cannot plan a prune: {exc}", severity="error")
+        except Exception as exc:  # a thread reports any error
+            self.post_message(self.Planned(error=str(exc)))
             return
-        self.app.call_from_thread(self._ask, plan, target, options)
+        self.post_message(self.Planned(plan, target, options))
+
+    def on_scratch_pane_planned(self, message: Planned) -> None:
+        if message.error is not None:
+            self.notify(f"cannot plan a prune: {message.error}", severity="error")
+            return
+        self._ask(message.plan, message.target, message.options)
 
     def _ask(self, plan, target, options) -> None:
         from widgets.prune_modal import PruneModal
@@ -321,7 +379,7 @@ class ScratchPane(Pane):
 
         try:
             result = execute_plan(target, plan, options, progress)
-        except Exception as exc:
+        except Exception as exc:  # a thread reports any error
             self.post_message(self.PruneFinished(error=str(exc)))
             return
         self.post_message(self.PruneFinished(result))
@@ -370,9 +428,15 @@ class ScratchPane(Pane):
 
         try:
             rec = restore(PruneTarget.of(self.home), file_name)
-        except Exception as exc:
-            self.app.call_from_thread(self.notify, f"cannot restore: {exc}", severity="error", timeout=6)
+        except Exception as exc:  # a thread reports any error
+            self.post_message(self.Restored(error=str(exc)))
             return
-        self.app.call_from_thread(self.notify, f"restored {show_name(rec.path)}", timeout=4)
-        self.app.call_from_thread(self.refresh_entries)
+        self.post_message(self.Restored(show_name(rec.path)))
+
+    def on_scratch_pane_restored(self, message: Restored) -> None:
+        if message.error is not None:
+            self.notify(f"cannot restore: {message.error}", severity="error", timeout=6)
+            return
+        self.notify(f"restored {message.name}", timeout=4)
+        self.refresh_entries()
 

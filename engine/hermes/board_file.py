@@ -3,7 +3,7 @@ without leaving a trace.
 
 Only SQLite opens the file (see docs/architecture.md, the board rule), and only
 read-only: this module is used to decide which board a command or the pane uses, so it
-stays light (no aiosqlite) and never writes.
+stays light (plain sqlite3, no connection thread) and never writes.
 """
 
 from __future__ import annotations

@@ -35,9 +35,3 @@ HERMES_KANBAN_KEYS: frozenset[str] = frozenset({
     "dispatch_stale_timeout_seconds", "failure_limit", "max_in_progress", "max_in_progress_per_profile",
     "max_spawn", "orchestrator_profile", "worker_log_backup_count", "worker_log_rotate_bytes",
 })
-
-# hermes's kanban keys that mean the same thing in hermes-tui, so hermes-tui honours them
-# (they are also hermes-tui's own keys, validated by its schema).
-HONOURED_KANBAN_KEYS: frozenset[str] = frozenset({
-    "default_assignee", "dispatch_interval_seconds", "failure_limit", "max_in_progress",
-})

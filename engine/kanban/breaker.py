@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import aiosqlite
-
 from engine.kanban.models import BLOCKED, RunOutcome, Task
-from engine.kanban.store import add_event
+from engine.kanban.store import Conn, add_event
 
 PROTOCOL_VIOLATION_BUDGET = 3
 ERROR_MAX_CHARS = 1000
@@ -41,7 +39,7 @@ def count_failure(task: Task, failure_limit: int) -> FailureVerdict:
     return FailureVerdict(failures, limit, source, failures >= limit)
 
 
-async def protocol_violation_streak(conn: aiosqlite.Connection, task_id: str) -> int:
+async def protocol_violation_streak(conn: Conn, task_id: str) -> int:
     """Consecutive protocol-violation runs, newest first (rate-limited runs are neutral)."""
     rows = await conn.execute_fetchall(
         "SELECT outcome FROM task_runs WHERE task_id = ? AND ended_at IS NOT NULL ORDER BY id DESC LIMIT 50",
@@ -58,7 +56,7 @@ async def protocol_violation_streak(conn: aiosqlite.Connection, task_id: str) ->
 
 
 async def record_failure(
-    conn: aiosqlite.Connection,
+    conn: Conn,
     task: Task,
     *,
     error: str,
@@ -89,7 +87,7 @@ async def record_failure(
 
 
 async def record_protocol_violation(
-    conn: aiosqlite.Connection, task: Task, *, error: str, now: float, run_id: int | None, retry_status: str
+    conn: Conn, task: Task, *, error: str, now: float, run_id: int | None, retry_status: str
 ) -> FailureVerdict:
     """Stamp the error; block the card once the streak reaches its own budget."""
     error = error[:ERROR_MAX_CHARS]

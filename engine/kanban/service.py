@@ -211,7 +211,10 @@ class BoardService:
         return (await self.create_many([new], actor=actor))[0]
 
     async def create_many(self, new: Sequence[NewTask], *, actor: str = "cli") -> list[Task]:
-        resolved = [replace(n, parents=tuple([await self.resolve(p) for p in n.parents])) for n in new]
+        """Many cards in one transaction (all or none); parents given as prefixes are
+        resolved once each, however many cards name them."""
+        full = {p: await self.resolve(p) for p in dict.fromkeys(p for n in new for p in n.parents)}
+        resolved = [replace(n, parents=tuple(full[p] for p in n.parents)) for n in new]
         return await tr.create_tasks(self._board, resolved, actor=actor)
 
     async def assign(self, task_id: str, assignee: str | None) -> tr.TransitionResult:

@@ -1,4 +1,5 @@
-"""The board file: an SQLite database opened through aiosqlite.
+"""The board file: an SQLite database on one connection with a thread of its own
+(:mod:`engine.kanban.sqlite_conn`).
 
 Why these choices:
 - WAL + ``synchronous=FULL``: readers (the pane, ``list``) never wait for a writer, and a
@@ -20,19 +21,31 @@ import shlex
 import sqlite3
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
-from typing import Any
-
-import aiosqlite
+from typing import Any, Protocol, TypeVar
 
 from engine.kanban.models import Event, Run, Task, TaskDetails, load_payload
+from engine.kanban.sqlite_conn import SqliteConnection, fetch_each
 
 APPLICATION_ID = 0x484B4E42  # "HKNB": hermes kanban board
 BUSY_TIMEOUT_SECONDS = 30.0
 
 Clock = Callable[[], float]
+T = TypeVar("T")
+
+
+class Conn(Protocol):
+    """The statements a transaction runs: the SQLite connection's (on its thread) or a
+    PostgreSQL board's (``engine.kanban.pg.board.PgConnection``)."""
+
+    async def execute(self, sql: str, params: Iterable[Any] = ...) -> Any: ...
+
+    async def execute_fetchall(self, sql: str, params: Iterable[Any] = ...) -> list: ...
+
+    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None: ...
 
 
 class StoreError(Exception):
@@ -249,6 +262,92 @@ def _create_board_file(path: Path) -> None:
                 pass
 
 
+def _open_board_file(path: Path, create: bool) -> sqlite3.Connection:
+    """The board's connection, checked, migrated and configured (run on the connection's
+    thread). No open()/read of the file here: once a connection exists in this process,
+    closing any other descriptor of the board would drop SQLite's POSIX locks (see
+    docs/architecture.md). Whether the file is SQLite, and ours, SQLite tells us."""
+    if not path.exists():
+        if not create:
+            raise StoreError(f"no board at {path}")
+        _create_board_file(path)
+    _precheck(path)
+    try:
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open the board {path}: {exc}") from None
+    try:
+        # Ownership is checked before any pragma that writes the file (journal_mode
+        # rewrites the header): a foreign file must stay byte-for-byte as it was.
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+        _check_and_migrate(conn, path)
+        _use_wal(conn)
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA wal_autocheckpoint = 1000")
+    except sqlite3.OperationalError as exc:  # busy, read-only, I/O: not the file's fault
+        conn.close()
+        raise StoreError(f"cannot open the board {path}: {exc}") from None
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise _not_sqlite(path, exc) from None
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Switch a new board to WAL. The switch needs the file to itself and SQLite does
+    not wait for that (no busy handler), so several processes opening a brand-new
+    board at once retry briefly; a board already in WAL needs nothing."""
+    for _attempt in range(100):
+        if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+            return
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            time.sleep(0.05)  # this board's own thread: nothing else waits on it
+    raise sqlite3.OperationalError("database is locked (could not switch it to WAL)")
+
+
+def _pragma(conn: sqlite3.Connection, name: str) -> int:
+    row = conn.execute(f"PRAGMA {name}").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _check_and_migrate(conn: sqlite3.Connection, path: Path) -> None:
+    app_id, version = _pragma(conn, "application_id"), _pragma(conn, "user_version")
+    if app_id == APPLICATION_ID and version == SCHEMA_VERSION:
+        return
+    _refuse_unless_ours(conn, path, app_id, version)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        # Re-read under the write lock: another process may have initialised it.
+        app_id, version = _pragma(conn, "application_id"), _pragma(conn, "user_version")
+        _refuse_unless_ours(conn, path, app_id, version)
+        if app_id == 0:
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        for step in range(version, SCHEMA_VERSION):
+            for statement in MIGRATIONS[step]:
+                conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _refuse_unless_ours(conn: sqlite3.Connection, path: Path, app_id: int, version: int) -> None:
+    objects = int(conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0])
+    why = refusal(path, app_id=app_id, version=version, objects=objects, pages=_pragma(conn, "page_count"))
+    if why:
+        raise StoreError(why)
+
+
 class _OwnedLock:
     """An asyncio lock the holding task may take again (a read inside its own
     transaction must not wait for itself)."""
@@ -282,7 +381,7 @@ class Board:
     (:meth:`fetch`) takes it too, so another coroutine never reads half of someone
     else's transaction on the shared connection."""
 
-    def __init__(self, conn: aiosqlite.Connection, path: Path, clock: Clock) -> None:
+    def __init__(self, conn: SqliteConnection, path: Path, clock: Clock) -> None:
         self.conn = conn
         self.path = path
         self.clock = clock
@@ -292,96 +391,10 @@ class Board:
 
     @classmethod
     async def open(cls, path: Path | str, *, clock: Clock = time.time, create: bool = True) -> Board:
+        """Open (and, with ``create``, make) the board at ``path``: every step, checks
+        included, on the connection's own thread in one hop (:func:`_open_board_file`)."""
         path = Path(path)
-        # No open()/read of the file here: once a connection exists in this process,
-        # closing any other descriptor of the board would drop SQLite's POSIX locks (see
-        # docs/architecture.md). Whether the file is SQLite, and ours, SQLite tells us.
-        if not path.exists():
-            if not create:
-                raise StoreError(f"no board at {path}")
-            await asyncio.to_thread(_create_board_file, path)
-        await asyncio.to_thread(_precheck, path)
-        try:
-            conn = await aiosqlite.connect(str(path), timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the board {path}: {exc}") from None
-        board = cls(conn, path, clock)
-        try:
-            # Ownership is checked before any pragma that writes the file (journal_mode
-            # rewrites the header): a foreign file must stay byte-for-byte as it was.
-            await conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
-            await board._check_and_migrate()
-            await board._configure()
-        except sqlite3.OperationalError as exc:  # busy, read-only, I/O: not the file's fault
-            await conn.close()
-            raise StoreError(f"cannot open the board {path}: {exc}") from None
-        except sqlite3.DatabaseError as exc:
-            await conn.close()
-            raise _not_sqlite(path, exc) from None
-        except BaseException:
-            await conn.close()
-            raise
-        return board
-
-    async def _configure(self) -> None:
-        c = self.conn
-        await self._use_wal()
-        await c.execute("PRAGMA synchronous = FULL")
-        await c.execute("PRAGMA foreign_keys = ON")
-        await c.execute("PRAGMA wal_autocheckpoint = 1000")
-
-    async def _use_wal(self) -> None:
-        """Switch a new board to WAL. The switch needs the file to itself and SQLite does
-        not wait for that (no busy handler), so several processes opening a brand-new
-        board at once retry briefly; a board already in WAL needs nothing."""
-        for _attempt in range(100):
-            rows = await self.conn.execute_fetchall("PRAGMA journal_mode")
-            if rows and str(rows[0][0]).lower() == "wal":
-                return
-            try:
-                await self.conn.execute("PRAGMA journal_mode = WAL")
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc):
-                    raise
-                await asyncio.sleep(0.05)
-        raise sqlite3.OperationalError("database is locked (could not switch it to WAL)")
-
-    async def _pragma(self, name: str) -> int:
-        rows = await self.conn.execute_fetchall(f"PRAGMA {name}")
-        return int(rows[0][0]) if rows else 0
-
-    async def _check_and_migrate(self) -> None:
-        app_id = await self._pragma("application_id")
-        version = await self._pragma("user_version")
-        if app_id == APPLICATION_ID and version == SCHEMA_VERSION:
-            return
-        await self._refuse_unless_ours(app_id, version)
-        await self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            # Re-read under the write lock: another process may have initialised it.
-            app_id = await self._pragma("application_id")
-            version = await self._pragma("user_version")
-            await self._refuse_unless_ours(app_id, version)
-            if app_id == 0:
-                await self.conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            for step in range(version, SCHEMA_VERSION):
-                for statement in MIGRATIONS[step]:
-                    await self.conn.execute(statement)
-            await self.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            await self.conn.execute("COMMIT")
-        except BaseException:
-            await self.conn.execute("ROLLBACK")
-            raise
-
-    async def _table_count(self) -> int:
-        rows = await self.conn.execute_fetchall("SELECT count(*) FROM sqlite_master")
-        return int(rows[0][0])
-
-    async def _refuse_unless_ours(self, app_id: int, version: int) -> None:
-        why = refusal(self.path, app_id=app_id, version=version, objects=await self._table_count(),
-                      pages=await self._pragma("page_count"))
-        if why:
-            raise StoreError(why)
+        return cls(await SqliteConnection.open(partial(_open_board_file, path, create)), path, clock)
 
     async def close(self) -> None:
         await self.conn.close()
@@ -394,9 +407,21 @@ class Board:
 
     # -- transactions -------------------------------------------------------------------
 
+    async def atomic(self, body: Callable[[Conn], Awaitable[T]]) -> T:
+        """``body(conn)`` as one transaction (``BEGIN IMMEDIATE`` ... ``COMMIT``,
+        ``ROLLBACK`` when it raises); returns what the body returns.
+
+        The whole of it is one call on the connection's thread, where the body's
+        statements answer at once: so the body may await only ``conn``'s statements and
+        coroutines that await nothing else (see :mod:`engine.kanban.sqlite_conn`). A
+        PostgreSQL board runs the same body statement by statement."""
+        async with self._tx_lock.held():
+            return await self.conn.transact(body)
+
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
-        """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on any exception)."""
+    async def transaction(self) -> AsyncIterator[Conn]:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on any exception), one hop per
+        statement; :meth:`atomic` runs a transaction in one."""
         async with self._tx_lock.held():
             await self.conn.execute("BEGIN IMMEDIATE")
             try:
@@ -449,6 +474,11 @@ class Board:
     async def fetch(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         async with self._tx_lock.held():
             return list(await self.conn.execute_fetchall(sql, tuple(params)))
+
+    async def fetch_many(self, queries: Sequence[tuple[str, Iterable[Any]]]) -> list[list[tuple]]:
+        """The rows of several reads, in order, in one call on the connection's thread."""
+        async with self._tx_lock.held():
+            return await self.conn.call(fetch_each, [(sql, tuple(params)) for sql, params in queries])
 
     async def resolve_id(self, id_or_prefix: str) -> str:
         """A full id, or a unique prefix of one (``t_1a2`` or ``1a2``)."""
@@ -565,13 +595,13 @@ class Board:
         return {r[0]: int(r[1]) for r in rows}
 
 
-async def add_event(conn: aiosqlite.Connection, task_id: str, kind: str, payload: dict[str, Any] | None,
+async def add_event(conn: Conn, task_id: str, kind: str, payload: dict[str, Any] | None,
                     now: float, run_id: int | None = None) -> None:
     """Append one event (inside the caller's transaction)."""
     await add_events(conn, [(task_id, run_id, kind, payload)], now)
 
 
-async def add_events(conn: aiosqlite.Connection,
+async def add_events(conn: Conn,
                      events: Sequence[tuple[str, int | None, str, dict[str, Any] | None]], now: float) -> None:
     """Append many events, (task_id, run_id, kind, payload) each, in one statement."""
     from engine.kanban.models import dump_payload

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-import aiosqlite
 
 from engine.kanban.models import (
     ARCHIVED,
@@ -28,8 +27,9 @@ from engine.kanban.models import (
     NewTask,
     RunOutcome,
     Task,
+    dump_payload,
 )
-from engine.kanban.store import Board, StoreError, add_event
+from engine.kanban.store import Board, Conn, StoreError, add_event
 from engine.kanban.workers import StopReport, stop_worker
 
 # The moves a person may make, from -> allowed targets (the dispatcher owns
@@ -91,7 +91,7 @@ class WorkerCall:
 # --------------------------------------------------------------------------------------
 
 
-async def _open_parents(conn: aiosqlite.Connection, parent_ids: Sequence[str]) -> dict[str, str]:
+async def _open_parents(conn: Conn, parent_ids: Sequence[str]) -> dict[str, str]:
     """parent id -> status, for all given ids (chunked IN queries)."""
     found: dict[str, str] = {}
     ids = list(dict.fromkeys(parent_ids))
@@ -105,12 +105,14 @@ async def _open_parents(conn: aiosqlite.Connection, parent_ids: Sequence[str]) -
 
 async def create_tasks(board: Board, new: Sequence[NewTask], *, id_factory: IdFactory = new_task_id,
                        actor: str = "cli") -> list[Task]:
-    """Create cards in one transaction: ``ready``, or ``todo`` while a parent is open."""
+    """Create cards in one transaction (one call on the board's thread): ``ready``, or
+    ``todo`` while a parent is open."""
     for item in new:
         if not item.title.strip():
             raise TransitionRefused("a card needs a title")
     now = board.now()
-    async with board.transaction() as conn:
+
+    async def insert(conn: Conn) -> list[Task]:
         statuses = await _open_parents(conn, [p for item in new for p in item.parents])
         tasks: list[Task] = []
         links: list[tuple[str, str]] = []
@@ -136,17 +138,17 @@ async def create_tasks(board: Board, new: Sequence[NewTask], *, id_factory: IdFa
                 [(t.id, t.title, t.body, t.assignee, t.status, t.priority, t.created_at, t.max_retries,
                   t.max_runtime_seconds) for t in tasks],
             )
-        except aiosqlite.IntegrityError:
+        except sqlite3.IntegrityError:
             raise TransitionRefused("a card id collided with an existing one; try again") from None
         if links:
             await conn.executemany("INSERT OR IGNORE INTO task_links (parent_id, child_id) VALUES (?, ?)", links)
-        from engine.kanban.models import dump_payload
-
         await conn.executemany(
             "INSERT INTO task_events (task_id, run_id, kind, payload, created_at) VALUES (?, NULL, 'created', ?, ?)",
             [(t.id, dump_payload({"status": t.status, "assignee": t.assignee, "by": actor}), now) for t in tasks],
         )
-    return tasks
+        return tasks
+
+    return await board.atomic(insert)
 
 
 async def create_task(board: Board, new: NewTask, **kwargs) -> Task:
@@ -158,7 +160,7 @@ async def create_task(board: Board, new: NewTask, **kwargs) -> Task:
 # --------------------------------------------------------------------------------------
 
 
-async def close_run(conn: aiosqlite.Connection, run_id: int | None, outcome: RunOutcome, now: float, *,
+async def close_run(conn: Conn, run_id: int | None, outcome: RunOutcome, now: float, *,
                     error: str | None = None, summary: str | None = None) -> None:
     """End a run. Pid, fingerprint and lock stay on the row as evidence for the
     terminal-worker reaper; only the claim's expiry goes."""
@@ -171,7 +173,7 @@ async def close_run(conn: aiosqlite.Connection, run_id: int | None, outcome: Run
     )
 
 
-async def has_open_parent(conn: aiosqlite.Connection, task_id: str) -> bool:
+async def has_open_parent(conn: Conn, task_id: str) -> bool:
     rows = await conn.execute_fetchall(
         "SELECT 1 FROM task_links l JOIN tasks p ON p.id = l.parent_id "
         f"WHERE l.child_id = ? AND p.status NOT IN ('{DONE}', '{ARCHIVED}') LIMIT 1", (task_id,))
@@ -192,7 +194,7 @@ def _check_worker_call(task: Task, call: WorkerCall, verb: str) -> None:
             f"refused: run {call.run_id} is not the current run of {task.id} (card is {task.status}, {now_})")
 
 
-async def _cas_update(conn: aiosqlite.Connection, task: Task, assignments: str, params: Sequence,
+async def _cas_update(conn: Conn, task: Task, assignments: str, params: Sequence,
                       call: WorkerCall) -> None:
     """UPDATE tasks SET <assignments> only if the card is still as we read it."""
     if call.is_worker:

@@ -1,13 +1,21 @@
-"""Why a tick held cards back, in words a user reads (the one place that phrases it).
+"""Why a tick held cards back, and what a change to a card did, in words a user reads
+(the one place that phrases them).
 
-The dispatcher reports codes and counts (``Skip``); ``--json`` keeps those. The CLI's
-human output and the board pane both phrase them here, so the two never drift apart.
-Plain text only, no UI dependency: the CLI imports this without loading Textual.
+The dispatcher reports codes and counts (``Skip``) and a change reports a
+``TransitionResult``; ``--json`` keeps those. The CLI's human output and the board pane
+both phrase them here, so the two never drift apart. Plain text only, no UI dependency:
+the CLI imports this without loading Textual.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from engine.kanban.models import DispatchResult, Skip
+
+if TYPE_CHECKING:
+    from engine.kanban.transitions import TransitionResult
+    from engine.kanban.workers import StopReport
 
 LOCKED = "another dispatcher holds this board's lock"
 
@@ -52,3 +60,38 @@ def held_back_words(result: DispatchResult) -> str:
         return ""
     parts = [f"{n} card{'s' if n > 1 else ''} {phrase}" for phrase, n in counts.items()]
     return "held back: " + "; ".join(parts)
+
+
+# A change's verb -> how its result line starts.
+_PAST = {"move": "Moved", "complete": "Completed", "block": "Blocked",
+         "review": "Sent to review", "reclaim": "Reclaimed", "unblock": "Unblocked", "archive": "Archived",
+         "heartbeat": "Heartbeat recorded for"}
+
+
+def change_words(verb: str, result: TransitionResult) -> str:
+    """What a change did to a card, in one line, e.g.
+    "Archived t3  (running -> archived); worker pid 42 stopped"."""
+    line = f"{_PAST[verb]} {result.task_id}"
+    if result.from_status != result.to_status:
+        line += f"  ({result.from_status} -> {result.to_status})"
+    return line + _stop_words(result.stop)
+
+
+def assign_words(task_id: str, profile: str | None) -> str:
+    """A reassignment's line ("Assigned t3 to nobody" when the assignee was removed)."""
+    return f"Assigned {task_id} to {profile or 'nobody'}"
+
+
+def _stop_words(stop: StopReport | None) -> str:
+    """What happened to the card's worker ("" when no worker pid is recorded)."""
+    if stop is None or not stop.pid:
+        return ""
+    if stop.attempted:
+        if stop.stopped:
+            return f"; worker pid {stop.pid} stopped"
+        return f"; worker pid {stop.pid} SURVIVED ({', '.join(map(str, stop.survivors))})"
+    if stop.refused:
+        return f"; worker pid {stop.pid} not signalled: {stop.refused}"
+    if stop.pid_recycled:
+        return f"; worker pid {stop.pid} now belongs to another process: not signalled"
+    return ""

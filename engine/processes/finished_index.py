@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from engine.processes import session as sess
 from engine.processes.session import ProcessSession
@@ -32,14 +31,19 @@ MAX_BYTES = 64 * 1024 * 1024
 
 StatKey = tuple[int, ...]
 
+TYPE_CHECKING = False  # not typing's: a listing must not pay for importing it
+if TYPE_CHECKING:
+    from typing import Any
 
-def stat_key(session_dir: Path) -> StatKey | None:
+
+def stat_key(session_dir: Path | str, dir_fd: int | None = None) -> StatKey | None:
     """What must be unchanged for an indexed session to still be true; None when its
-    exit record is missing (not indexable) or anything cannot be stat'ed."""
+    exit record is missing (not indexable) or anything cannot be stat'ed. With
+    ``dir_fd`` (the processes folder, open), ``session_dir`` is the folder's name."""
     try:
-        folder = os.stat(session_dir)
-        meta = os.stat(os.path.join(session_dir, sess.META_FILE))
-        ended = os.stat(os.path.join(session_dir, sess.EXIT_FILE))
+        folder = os.stat(session_dir, dir_fd=dir_fd)
+        meta = os.stat(os.path.join(session_dir, sess.META_FILE), dir_fd=dir_fd)
+        ended = os.stat(os.path.join(session_dir, sess.EXIT_FILE), dir_fd=dir_fd)
     except OSError:
         return None
     return (folder.st_mtime_ns, folder.st_ino, meta.st_mtime_ns, meta.st_size, ended.st_mtime_ns, ended.st_size)
@@ -64,7 +68,7 @@ def _session_of(session_dir: Path, rec: dict[str, Any]) -> ProcessSession:
     return ProcessSession(
         id=session_dir.name, pid=int(rec["pid"]), fingerprint=str(rec["fingerprint"]), command=str(rec["command"]),
         cwd=str(rec["cwd"]), owner=str(rec["owner"]), started_at=float(rec["started_at"]),
-        status=str(rec["status"]), exit_code=int(rec["exit_code"]),
+        status=sess.SessionStatus(rec["status"]), exit_code=int(rec["exit_code"]),
         signal=rec["signal"] if isinstance(rec["signal"], str) else None, ended_at=float(rec["ended_at"]),
         output_path=session_dir / sess.OUTPUT_FILE, notify=bool(rec["notify"]),
         watch=tuple(str(w) for w in rec["watch"]), background=bool(rec["background"]),
@@ -89,17 +93,24 @@ class FinishedIndex:
             self._records = self._read()
             self._loaded = len(self._records)
         valid: dict[str, ProcessSession] = {}
-        for session_id in names:
-            held = self._records.get(session_id)
-            if held is None:
-                continue
-            d = self.root / session_id
-            try:
-                if stat_key(d) != held[0]:
-                    raise ValueError("stale")
-                valid[session_id] = _session_of(d, held[1])
-            except (KeyError, TypeError, ValueError):
-                del self._records[session_id]  # rebuilt from its folder by the caller
+        wanted = [session_id for session_id in names if session_id in self._records]
+        if not wanted:
+            return valid
+        try:  # the folders are stat'ed relative to it: shorter paths for the kernel to walk
+            dir_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            return valid
+        try:
+            for session_id in wanted:
+                held = self._records[session_id]
+                try:
+                    if stat_key(session_id, dir_fd) != held[0]:
+                        raise ValueError("stale")
+                    valid[session_id] = _session_of(self.root / session_id, held[1])
+                except (KeyError, TypeError, ValueError):
+                    del self._records[session_id]  # rebuilt from its folder by the caller
+        finally:
+            os.close(dir_fd)
         return valid
 
     def _read(self) -> dict[str, tuple[StatKey, dict[str, Any]]]:

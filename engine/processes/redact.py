@@ -23,24 +23,39 @@ import re
 
 MASK = "***"
 
+# Patterns are compiled when first needed, and a pattern is tried only on text that
+# holds the literal every match of it contains: compiling all of them cost every CLI
+# start-up ~3 ms, and a command line such as `make test` needs none of them.
+_compiled: dict[str, re.Pattern[str]] = {}
+
+
+def _pattern(source: str) -> re.Pattern[str]:
+    found = _compiled.get(source)
+    if found is None:
+        found = _compiled[source] = re.compile(source)
+    return found
+
+
 # Characters of a key, token or flag name (a "run").
 _RUN = r"A-Za-z0-9_\-"
 _RUN_START = rf"(?<![{_RUN}])"
 
 
-def _word_starting(prefix: str, rest: str, before: str = "A-Za-z0-9_") -> re.Pattern[str]:
-    """``prefix`` + ``rest`` where ``prefix`` starts a word (no ``before`` character in
-    front of it). The literal comes first so the regex engine can jump from one
-    occurrence of it to the next instead of trying the pattern at every position."""
+def _word_starting(prefix: str, rest: str, before: str = "A-Za-z0-9_") -> tuple[str, str]:
+    """(literal, pattern): ``prefix`` + ``rest`` where ``prefix`` starts a word (no
+    ``before`` character in front of it). The literal comes first so the regex engine
+    can jump from one occurrence of it to the next instead of trying the pattern at
+    every position."""
     literal = re.escape(prefix)
-    return re.compile(f"{literal}(?<![{before}]{literal}){rest}")
+    return prefix, f"{literal}(?<![{before}]{literal}){rest}"
 
 
-# (pattern, how many leading characters of the match stay visible)
-_TOKEN_SHAPES: tuple[tuple[re.Pattern[str], int], ...] = (
+# (a literal every match contains, pattern, how many leading characters of the match
+# stay visible). Case-sensitive patterns: a text without the literal cannot match.
+_TOKEN_SHAPES: tuple[tuple[str, str, int], ...] = tuple((*shape, keep) for shape, keep in (
     (_word_starting("sk-", r"(?:proj-|ant-|live-|test-)?[A-Za-z0-9_\-]{16,}+"), 3),
     # Stripe secret (sk_live_) and restricted (rk_live_) keys; the match starts at "k_".
-    (re.compile(r"k_(?<![A-Za-z0-9_][sr]k_)(?<=[sr]k_)(?:live|test)_[A-Za-z0-9]{16,}+"), 7),
+    (("k_", r"k_(?<![A-Za-z0-9_][sr]k_)(?<=[sr]k_)(?:live|test)_[A-Za-z0-9]{16,}+"), 7),
     (_word_starting("gh", r"[pousr]_[A-Za-z0-9]{20,}+"), 4),
     (_word_starting("github_pat_", r"[A-Za-z0-9_]{20,}+"), 11),
     (_word_starting("xox", r"[abposr]-[A-Za-z0-9\-]{10,}+"), 5),
@@ -50,15 +65,19 @@ _TOKEN_SHAPES: tuple[tuple[re.Pattern[str], int], ...] = (
     (_word_starting("hf_", r"[A-Za-z0-9]{30,}+"), 3),
     # JWT: three dot-separated parts, from the start of a run (see the module doc).
     (_word_starting("eyJ", rf"[{_RUN}]{{10,}}+\.[{_RUN}]{{10,}}+\.[{_RUN}]{{10,}}+", before=_RUN), 3),
-)
+))
 
 # "Bearer <token>" / "Authorization: Basic <b64>": keep the scheme, mask the credential.
-_AUTH_SCHEME = re.compile(r"(?i)\b(bearer|basic|token)(\s++)([A-Za-z0-9_\-\.=:/+~]{8,}+)")
+_AUTH_SCHEME = r"(?i)\b(bearer|basic|token)(\s++)([A-Za-z0-9_\-\.=:/+~]{8,}+)"
+
+_SCHEMES = ("bearer", "basic", "token")
 
 _SECRET_WORD = (
     r"(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|"
     r"private[_\-]?key|client[_\-]?secret|auth)"
 )
+# Every alternative of _SECRET_WORD contains one of these.
+_SECRET_WORD_PARTS = ("passw", "pwd", "secret", "token", "key", "auth")
 
 # A value after a key: a quoted string (quotes kept around the mask) or a bare word.
 # A bare value never starts with "{" or "[": that is a nested JSON/YAML structure, not
@@ -67,34 +86,36 @@ _VALUE = r"(?:\"(?P<dq>[^\"\n]++)\"|'(?P<sq>[^'\n]++)'|(?P<bare>[^\s\"'&;,{\[][^
 
 # key=value, key: value, "key": "value" (JSON), key: value (YAML) where the key names a
 # secret. The key is a whole run that contains a secret word.
-_ASSIGNMENT = re.compile(
+_ASSIGNMENT = (
     rf"(?i){_RUN_START}(?P<key>(?>[{_RUN}]*?{_SECRET_WORD})[{_RUN}]*+)"
     rf"(?P<sep>[\"']?\s*+[=:]\s*+)"
     + _VALUE
 )
 
 # --password x / --api-key x / -token x (the "=" form is an assignment above).
-_FLAG = re.compile(
-    rf"(?i)(?<![^\s\"'])(?P<key>--?(?>[{_RUN}]*?{_SECRET_WORD})[{_RUN}]*+)(?P<sep>[ \t]++)" + _VALUE
-)
+_FLAG = rf"(?i)(?<![^\s\"'])(?P<key>--?(?>[{_RUN}]*?{_SECRET_WORD})[{_RUN}]*+)(?P<sep>[ \t]++)" + _VALUE
 
 # Flags that name where a secret is, not the secret: their value stays readable.
-_FLAG_NOT_A_SECRET = re.compile(r"(?i)[_\-](?:file|path|dir|env|var|name|id|type|length|len|url)$")
+_FLAG_NOT_A_SECRET = r"(?i)[_\-](?:file|path|dir|env|var|name|id|type|length|len|url)$"
 
 # scheme://user:password@host (postgres://, mysql://, https://, redis://, ...).
-_URL_CREDENTIALS = re.compile(
-    r"(?<![A-Za-z0-9+.\-])(?P<head>[A-Za-z][A-Za-z0-9+.\-]*+://[^\s:/@]++:)(?P<pw>[^\s/@]++)@"
-)
+_URL_CREDENTIALS = r"(?<![A-Za-z0-9+.\-])(?P<head>[A-Za-z][A-Za-z0-9+.\-]*+://[^\s:/@]++:)(?P<pw>[^\s/@]++)@"
 
-_SCHEMES = ("bearer", "basic", "token")
-
-_PRIVATE_KEY_BLOCK = re.compile(
-    r"-----BEGIN ([A-Z0-9 ]{0,40}?)PRIVATE KEY-----.*?(?:-----END \1PRIVATE KEY-----|\Z)", re.DOTALL
-)
+_PRIVATE_KEY_BLOCK = r"(?s)-----BEGIN ([A-Z0-9 ]{0,40}?)PRIVATE KEY-----.*?(?:-----END \1PRIVATE KEY-----|\Z)"
 
 
 def _mask_keep(match: re.Match[str], keep: int) -> str:
     return match.group(0)[:keep] + MASK
+
+
+def _may_hold(text: str, words: tuple[str, ...]) -> bool:
+    """Could a case-insensitive pattern needing one of ``words`` match ``text``? For
+    ASCII text exactly when its lower case holds one; other text is always tried
+    (Unicode case folding lets e.g. U+212A KELVIN SIGN match "k")."""
+    if not text.isascii():
+        return True
+    lowered = text.lower()
+    return any(w in lowered for w in words)
 
 
 def redact(text: str) -> str:
@@ -102,15 +123,18 @@ def redact(text: str) -> str:
     if not text:
         return text
     if "PRIVATE KEY-----" in text:
-        text = _PRIVATE_KEY_BLOCK.sub(lambda m: f"-----BEGIN {m.group(1)}PRIVATE KEY----- {MASK}", text)
-    for pattern, keep in _TOKEN_SHAPES:
-        text = pattern.sub(lambda m, k=keep: _mask_keep(m, k), text)
+        text = _pattern(_PRIVATE_KEY_BLOCK).sub(lambda m: f"-----BEGIN {m.group(1)}PRIVATE KEY----- {MASK}", text)
+    for literal, pattern, keep in _TOKEN_SHAPES:
+        if literal in text:
+            text = _pattern(pattern).sub(lambda m, k=keep: _mask_keep(m, k), text)
     if "://" in text:
-        text = _URL_CREDENTIALS.sub(_mask_url, text)
-    text = _AUTH_SCHEME.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
-    text = _ASSIGNMENT.sub(_mask_value, text)
-    if "-" in text:
-        text = _FLAG.sub(_mask_flag, text)
+        text = _pattern(_URL_CREDENTIALS).sub(_mask_url, text)
+    if _may_hold(text, _SCHEMES):
+        text = _pattern(_AUTH_SCHEME).sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
+    if _may_hold(text, _SECRET_WORD_PARTS):
+        text = _pattern(_ASSIGNMENT).sub(_mask_value, text)
+        if "-" in text:
+            text = _pattern(_FLAG).sub(_mask_flag, text)
     return text
 
 
@@ -132,7 +156,7 @@ def _mask_value(m: re.Match[str]) -> str:
 
 
 def _mask_flag(m: re.Match[str]) -> str:
-    if _FLAG_NOT_A_SECRET.search(m.group("key")):
+    if _pattern(_FLAG_NOT_A_SECRET).search(m.group("key")):
         return m.group(0)
     return _mask_value(m)
 
@@ -141,24 +165,24 @@ def maybe_redact(text: str, enabled: bool) -> str:
     return redact(text) if enabled else text
 
 
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_ANSI = r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
 
 
 def strip_ansi(text: str) -> str:
     """Drop terminal escape sequences (colours, cursor moves, titles)."""
-    return _ANSI.sub("", text) if "\x1b" in text else text
+    return _pattern(_ANSI).sub("", text) if "\x1b" in text else text
 
 
 # C0 controls but newline and tab, DEL, and the C1 controls: on a terminal each can act
 # (start a sequence, ring the bell, move the cursor) instead of being shown.
-_CONTROL_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_SGR = re.compile(r"(\x1b\[[0-9;:]*m)")
+_CONTROL_CHARS = "[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+_SGR = r"(\x1b\[[0-9;:]*m)"
 
 
 def escape_controls(text: str) -> str:
     r"""``text`` with every control character but ``\n`` and ``\t`` written as a visible
     escape (``\x1b``), so what a process printed is shown, never acted on."""
-    return _CONTROL_CHARS.sub(_visible_escape, text)
+    return _pattern(_CONTROL_CHARS).sub(_visible_escape, text)
 
 
 def _visible_escape(m: re.Match[str]) -> str:
@@ -170,8 +194,9 @@ def keep_colours_only(text: str) -> str:
     dropped (titles, clipboard writes, cursor moves, screen clears) and any control
     character left over is shown as a visible escape."""
     if "\x1b" in text:
-        text = _ANSI.sub(lambda m: m.group() if _SGR.fullmatch(m.group()) else "", text)
+        sgr = _pattern(_SGR)
+        text = _pattern(_ANSI).sub(lambda m: m.group() if sgr.fullmatch(m.group()) else "", text)
         if "\x1b" in text:
-            parts = _SGR.split(text)  # odd items are the colour sequences themselves
+            parts = sgr.split(text)  # odd items are the colour sequences themselves
             return "".join(p if i % 2 else escape_controls(p) for i, p in enumerate(parts))
     return escape_controls(text)

@@ -9,36 +9,37 @@ from __future__ import annotations
 
 import json
 import os
-import select
-import signal as signal_mod
-import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from engine import identity
-from engine.config import Settings
-from engine.fsutil import atomic_write_json, read_json
-from engine.home import HomeLayout
 from engine.processes import session as sess
 from engine.processes.finished_index import FinishedIndex, StatKey, indexable, stat_key
-from engine.processes.hermes_sessions import HermesListing, list_hermes_sessions, signal_target
 from engine.processes.session import (
     ID_HEX_LEN,
     ID_PREFIX,
-    KILL_SUCCEEDED,
     KillOutcome,
     ProcessLookupFailed,
     ProcessSession,
     SessionCorrupt,
     SessionNotStarted,
     SessionSource,
-    SessionStatus,
 )
-from engine.processes.supervisor import GO, command_argv, spawn_environment, wrapper_argv
+
+# Not `from typing import TYPE_CHECKING`: a listing (`ps`) must not pay for typing, nor
+# for subprocess, identity, the supervisor or hermes-agent's reader; each is imported
+# where it is first needed (spawning, waiting, a running session, processes.json).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import subprocess
+    from typing import Any
+
+    from engine.config import Settings
+    from engine.home import HomeLayout
+    from engine.processes.hermes_sessions import HermesListing
+    from engine.processes.kill_report import KillReport
 
 MIN_PREFIX_HEX = 4
 RETENTION_EVERY_SECONDS = 600.0
@@ -46,67 +47,56 @@ RETENTION_STAMP = ".last_retention"
 # A spawn records its session within milliseconds; a folder still not started after
 # this long belongs to a spawn that died or failed, and retention removes it.
 ABANDONED_START_SECONDS = 600.0
+# hermes-agent's list of its processes in the home (engine.hermes.processes.FILE_NAME;
+# named here so a listing of a home without it never loads that reader).
+HERMES_PROCESSES_FILE = "processes.json"
 
 
 class SpawnFailed(Exception):
     """The command could not be started (bad cwd, empty command, no /bin/sh)."""
 
 
-@dataclass(frozen=True)
-class KillReport:
-    """What a kill did. ``signals`` are (pid, signal name) in the order sent."""
-
-    id: str
-    pid: int
-    command: str
-    status: SessionStatus  # the session's status after the attempt
-    outcome: KillOutcome
-    detail: str = ""
-    signals: tuple[tuple[int, str], ...] = ()
-    survivors: tuple[int, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        return self.outcome in KILL_SUCCEEDED
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "pid": self.pid,
-            "status": self.status,
-            "outcome": self.outcome,
-            "detail": self.detail,
-            "signals": [{"pid": p, "signal": s} for p, s in self.signals],
-            "survivors": list(self.survivors),
-        }
-
-
-@dataclass(frozen=True)
 class Listing:
     """One listing: the sessions (ours and hermes-agent's), one problem per unreadable
-    session folder of ours, and why hermes-agent's processes.json could not be read."""
+    session folder of ours, and why hermes-agent's processes.json could not be read.
+    (Plain classes here and below: each dataclass costs a listing's start-up time.)"""
 
-    sessions: tuple[ProcessSession, ...]
-    problems: tuple[SessionCorrupt, ...]
-    hermes_problem: str | None
+    __slots__ = ("sessions", "problems", "hermes_problem")
+
+    def __init__(self, sessions: tuple[ProcessSession, ...], problems: tuple[SessionCorrupt, ...],
+                 hermes_problem: str | None) -> None:
+        self.sessions = sessions
+        self.problems = problems
+        self.hermes_problem = hermes_problem
 
 
 def new_session_id() -> str:
     return ID_PREFIX + os.urandom(ID_HEX_LEN // 2).hex()  # as random as uuid4, without importing uuid
 
 
-@dataclass
+def _meta_key(st: os.stat_result) -> tuple[int, int, int]:
+    """What must be unchanged for a cached reading of ``meta.json`` to still hold. The
+    inode is in it: every rewrite renames a new file in, and two rewrites within one
+    tick of the file system's clock keep the same mtime."""
+    return (st.st_mtime_ns, st.st_ino, st.st_size)
+
+
 class _Cached:
-    meta_mtime_ns: int
-    base: ProcessSession
+    __slots__ = ("meta_key", "base")
+
+    def __init__(self, meta_key: tuple[int, int, int], base: ProcessSession) -> None:
+        self.meta_key = meta_key
+        self.base = base
 
 
-@dataclass
 class _State:
-    children: dict[str, subprocess.Popen] = field(default_factory=dict)
-    finished: dict[str, ProcessSession] = field(default_factory=dict)
-    bases: dict[str, _Cached] = field(default_factory=dict)
-    pidfds: dict[str, int] = field(default_factory=dict)  # running session -> pidfd of its leader
+    __slots__ = ("children", "finished", "bases", "pidfds")
+
+    def __init__(self) -> None:
+        self.children: dict[str, subprocess.Popen] = {}
+        self.finished: dict[str, ProcessSession] = {}
+        self.bases: dict[str, _Cached] = {}
+        self.pidfds: dict[str, int] = {}  # running session -> pidfd of its leader
 
 
 class ProcessRegistry:
@@ -147,14 +137,14 @@ class ProcessRegistry:
         The command runs in its own session with stdin from /dev/null and its output in
         ``output.log``; it never depends on this process staying alive.
         """
+        from engine import identity
+        from engine.processes.supervisor import command_argv, spawn_environment
+
         try:
             argv, display, recorded_argv = command_argv(command, self.settings.processes.shell)
         except ValueError as exc:
             raise SpawnFailed(str(exc)) from None
-        workdir = Path(cwd).expanduser() if cwd is not None else Path.cwd()
-        if not workdir.is_dir():
-            raise SpawnFailed(f"working directory {workdir} does not exist or is not a directory")
-        workdir = workdir.resolve()
+        workdir = self._workdir(cwd)
         watch = tuple(w for w in watch if w)
         scratch = self._scratch_dir()
         session_id, d = self._new_session_dir()
@@ -162,7 +152,7 @@ class ProcessRegistry:
             "id": session_id,
             "command": display,
             "argv": recorded_argv,
-            "cwd": str(workdir),
+            "cwd": workdir,
             "owner": owner,
             "notify": bool(notify),
             "watch": list(watch),
@@ -171,26 +161,40 @@ class ProcessRegistry:
         }
         environ = spawn_environment(home_root=self.home.root, scratch_dir=scratch, session_id=session_id, extra=env)
         try:
-            # Recorded before anything runs: a folder left by a spawn that stops here is
-            # recognisably one whose command never started.
-            _write_meta_record(d, {**meta, "state": sess.STATE_STARTING, "created_at": time.time()}, "starting")
+            # Until its record below is written the folder has no meta.json, which reads
+            # as "never started": the wrapper waits at its gate, nothing of it has run.
             popen = self._start_gated(d, argv, workdir, environ)
         except OSError as exc:
             _remove_tree(d)
             raise SpawnFailed(f"cannot start {display!r}: {exc.strerror or exc}; it did not run") from None
         meta.update(pid=popen.pid, fingerprint=identity.fingerprint(popen.pid), started_at=time.time())
         try:
-            _write_meta_record(d, meta, "started")
+            key = _write_meta_record(d, meta)
         except OSError as exc:
             self._abort_gated(popen)
             _remove_tree(d)
             raise SpawnFailed(f"cannot record the session of {display!r} "
-                              f"({exc.strerror or exc}): the command was not started") from None
+                              f"({exc.strerror or exc}): the command did not run") from None
         self._open_gate(popen)
+        session = sess.session_from_meta(d, meta)
         with self._lock:
             self._state.children[session_id] = popen
+            self._state.bases[session_id] = _Cached(key, session)  # its wait reads nothing back
         self._maybe_retention()
-        return sess.session_from_meta(d, meta)
+        return session
+
+    @staticmethod
+    def _workdir(cwd: str | Path | None) -> str:
+        """The command's working directory, absolute and resolved."""
+        if cwd is None:
+            try:
+                return os.getcwd()  # the kernel's own path of it: absolute, no symlinks
+            except OSError as exc:
+                raise SpawnFailed(f"the current directory is gone ({exc.strerror or exc})") from None
+        workdir = Path(cwd).expanduser()
+        if not workdir.is_dir():
+            raise SpawnFailed(f"working directory {workdir} does not exist or is not a directory")
+        return str(workdir.resolve())
 
     def _new_session_dir(self) -> tuple[str, Path]:
         """A new, empty session folder. The processes folder is made (with the home's
@@ -210,12 +214,17 @@ class ProcessRegistry:
                 self.home.ensure_dir(self.root)
 
     @staticmethod
-    def _start_gated(d: Path, argv: list[str], workdir: Path, environ: dict[str, str]) -> subprocess.Popen:
+    def _start_gated(d: Path, argv: list[str], workdir: str, environ: dict[str, str]) -> subprocess.Popen:
         """Start the wrapper, waiting at its gate (stdin): the command does not run yet."""
-        out_fd = os.open(d / sess.OUTPUT_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        import subprocess
+
+        from engine.processes.supervisor import wrapper_argv
+
+        folder = str(d)
+        out_fd = os.open(f"{folder}/{sess.OUTPUT_FILE}", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
         try:
             return subprocess.Popen(
-                wrapper_argv(d / sess.EXIT_FILE, argv),
+                wrapper_argv(f"{folder}/{sess.EXIT_FILE}", argv),
                 cwd=workdir,
                 env=environ,
                 stdin=subprocess.PIPE,
@@ -230,6 +239,8 @@ class ProcessRegistry:
     @staticmethod
     def _open_gate(popen: subprocess.Popen) -> None:
         """The session is recorded: let the command run."""
+        from engine.processes.supervisor import GO
+
         assert popen.stdin is not None
         try:
             popen.stdin.write(GO)
@@ -329,6 +340,10 @@ class ProcessRegistry:
             return found
         if session_id != (id_or_prefix or "").strip():
             self._hermes_match(id_or_prefix, ours_matched=True)  # raises when a hermes one matches too
+        return self._current(session_id)
+
+    def _current(self, session_id: str) -> ProcessSession:
+        """Our session of that exact id, as it is now."""
         self.reap()
         try:
             return self._load(session_id)
@@ -337,16 +352,22 @@ class ProcessRegistry:
 
     def hermes_sessions(self) -> HermesListing:
         """hermes-agent's sessions of this home (processes.json, read-only)."""
+        from engine.processes.hermes_sessions import list_hermes_sessions
+
         return list_hermes_sessions(self.home.root)
 
     def list_with_hermes(self, include_finished: bool = True) -> Listing:
         """Our sessions and hermes-agent's, by start time, with what could not be read,
         from one scan of the folders."""
         own, bad = self._scan(include_finished)
-        hermes = self.hermes_sessions()
-        theirs = [s for s in hermes.sessions if include_finished or s.running]
+        theirs: list[ProcessSession] = []
+        hermes_problem = None
+        if os.path.lexists(f"{self.home.root}/{HERMES_PROCESSES_FILE}"):  # else its reader is not even loaded
+            hermes = self.hermes_sessions()
+            theirs = [s for s in hermes.sessions if include_finished or s.running]
+            hermes_problem = hermes.problem
         merged = sorted(own + theirs, key=lambda s: (s.started_at, s.id))
-        return Listing(tuple(merged), tuple(bad[session_id] for session_id in sorted(bad)), hermes.problem)
+        return Listing(tuple(merged), tuple(bad[session_id] for session_id in sorted(bad)), hermes_problem)
 
     def _hermes_match(self, id_or_prefix: str, ours_matched: bool) -> ProcessSession | None:
         """The hermes-agent session named by an exact id or a unique prefix (the same
@@ -374,13 +395,13 @@ class ProcessRegistry:
             return done
         d = self.session_dir(session_id)
         try:
-            mtime = (d / sess.META_FILE).stat().st_mtime_ns
+            key = _meta_key(os.stat(f"{d}/{sess.META_FILE}"))  # taken before the read: a change makes it stale
         except FileNotFoundError:
             raise SessionNotStarted(f"{session_id}: no metadata: its command was never started") from None
         with self._lock:
             cached = self._state.bases.get(session_id)
-        if cached is None or cached.meta_mtime_ns != mtime:
-            cached = _Cached(mtime, sess.session_from_meta(d, sess.read_meta(d)))
+        if cached is None or cached.meta_key != key:
+            cached = _Cached(key, sess.session_from_meta(d, sess.read_meta(d)))
             with self._lock:
                 self._state.bases[session_id] = cached
         current = sess.derive(cached.base, self._leader_alive)
@@ -400,6 +421,8 @@ class ProcessRegistry:
         process, so later checks are one poll() on that fd: no /proc read per refresh,
         and a recycled pid can never be mistaken for ours.
         """
+        from engine import identity
+
         with self._lock:  # the fd is only used and closed under the lock (no fd-number reuse)
             fd = self._state.pidfds.get(s.id)
             if fd is not None:
@@ -497,6 +520,8 @@ class ProcessRegistry:
         names is returned as registered too. When not even the cwd can be read, raises
         :class:`SessionCorrupt`: its process could be anywhere, so the caller fails
         closed everywhere. A folder whose command never started counts for nothing."""
+        from engine import identity
+
         sessions, bad = self._scan(include_finished=False)
         anywhere = sorted(session_id for session_id, exc in bad.items() if not exc.cwd)
         if anywhere:
@@ -528,14 +553,15 @@ class ProcessRegistry:
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         popen = self.popen_of(session_id)
         if popen is not None:
+            import subprocess
+
             try:
                 popen.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                return self.get(session_id)
-            self.reap()
+                return self._current(session_id)
         delay = 0.01
         while True:
-            current = self.get(session_id)
+            current = self._current(session_id)
             if current.finished:
                 return current
             if deadline is not None and time.monotonic() >= deadline:
@@ -552,6 +578,8 @@ class ProcessRegistry:
         Only metadata changes; the process is never signalled and its output file is
         untouched, so a follower continues from the very same byte offset.
         """
+        from engine.fsutil import atomic_write_json, read_json
+
         session_id = self.resolve_id(id_or_prefix)
         d = self.session_dir(session_id)
         with self._lock:
@@ -572,6 +600,10 @@ class ProcessRegistry:
         A leader whose fingerprint no longer matches is never signalled
         (``pid_recycled``); survivors are reported and the session stays running.
         """
+        from engine import identity
+        from engine.fsutil import atomic_write_json
+        from engine.processes.kill_report import KillReport
+
         s = self.get(id_or_prefix)
         if s.source is SessionSource.HERMES:
             return self._kill_hermes(s, grace)
@@ -639,6 +671,10 @@ class ProcessRegistry:
         """TERM (grace, KILL) a process hermes-agent started, only when processes.json,
         read again now, still names it and its start ticks verify the live pid. Nothing
         of hermes's is written: no kill record, no change to processes.json."""
+        from engine import identity
+        from engine.processes.hermes_sessions import signal_target
+        from engine.processes.kill_report import KillReport
+
         base = dict(id=s.id, pid=s.pid, command=s.command)
         target = signal_target(self.home.root, s.id)
         if target.fingerprint is None:
@@ -665,6 +701,12 @@ class ProcessRegistry:
                       grace: float | None) -> KillReport:
         """The wrapper of ``s`` is gone but its command runs on: TERM each verified member
         of its process group through its own fingerprint, grace, KILL survivors."""
+        import signal as signal_mod
+
+        from engine import identity
+        from engine.fsutil import atomic_write_json
+        from engine.processes.kill_report import KillReport
+
         grace = self.settings.processes.kill_grace_seconds if grace is None else max(0.0, float(grace))
         kill_file = s.dir / sess.KILLED_FILE
         atomic_write_json(kill_file, {"pending": True, "signal": None, "at": time.time(), "by_pid": os.getpid()})
@@ -736,6 +778,8 @@ class ProcessRegistry:
 def _pidfd_exited(fd: int) -> bool | None:
     """A pidfd polls readable once its process has exited (zombie or reaped).
     None when the fd itself is unusable (then /proc decides)."""
+    import select
+
     poller = select.poll()
     poller.register(fd, select.POLLIN)
     events = poller.poll(0)
@@ -747,24 +791,31 @@ def _pidfd_exited(fd: int) -> bool | None:
     return bool(revents & select.POLLIN)
 
 
-def _write_meta_record(d: Path, meta: dict[str, Any], stage: str) -> None:
-    """``meta.json`` whole or not at all, for readers (written aside, then renamed in).
+def _write_meta_record(d: Path, meta: dict[str, Any]) -> tuple[int, int, int]:
+    """``meta.json`` whole or not at all, for readers (written aside, then renamed in);
+    returns its :func:`_meta_key`.
 
-    Not fsynced, neither the ``starting`` record nor the started one: the record is what
-    lets every instance verify and spare the session's live processes, and no process
-    outlives the machine crash that could lose an unsynced write. A session left by such
-    a crash reads as never started (its starting record or none) or, on a file system
-    that leaves a torn file, as unreadable (then the pruner signals nobody: fail
-    closed). The fsync was most of the cost of a spawn."""
-    tmp = d / f".{sess.META_FILE}.{stage}"
+    Not fsynced: the record is what lets every instance verify and spare the session's
+    live processes, and no process outlives the machine crash that could lose an
+    unsynced write. A session left by such a crash reads as never started (no record)
+    or, on a file system that leaves a torn file, as unreadable (then the pruner signals
+    nobody: fail closed). The fsync was most of the cost of a spawn."""
+    folder = str(d)
+    tmp = f"{folder}/.{sess.META_FILE}.started"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(json.dumps(meta).encode() + b"\n")
-        os.rename(tmp, d / sess.META_FILE)
+        try:
+            data = memoryview(json.dumps(meta).encode() + b"\n")
+            while data:  # a short write is followed by one that raises (ENOSPC)
+                data = data[os.write(fd, data):]
+            key = _meta_key(os.fstat(fd))
+        finally:
+            os.close(fd)
+        os.rename(tmp, f"{folder}/{sess.META_FILE}")
     except BaseException:
         _unlink(tmp)
         raise
+    return key
 
 
 def _orphaned_group(s: ProcessSession) -> tuple[dict[int, str], list[int]]:
@@ -772,6 +823,8 @@ def _orphaned_group(s: ProcessSession) -> tuple[dict[int, str], list[int]]:
     verified (pid -> own fingerprint) and the rest. A member is verified when it was
     born in this boot after the wrapper, and its environment names this session
     (``HERMES_PROCESS_ID``, set for every command we spawn)."""
+    from engine import identity
+
     if not identity.is_verifiable(s.fingerprint):
         return {}, []
     boot, _sep, ticks = s.fingerprint.partition("|")
@@ -788,6 +841,8 @@ def _orphaned_group(s: ProcessSession) -> tuple[dict[int, str], list[int]]:
 
 
 def _environ(pid: int) -> list[bytes]:
+    from engine import identity
+
     try:
         with open(identity.PROC / str(pid) / "environ", "rb") as fh:
             return fh.read().split(b"\0")
@@ -798,6 +853,8 @@ def _environ(pid: int) -> list[bytes]:
 def _processes_under(cwd: str) -> list[tuple[int, str]]:
     """(pid, fingerprint) of every live process whose working directory is ``cwd`` or
     below it (a /proc scan: only done for a session with malformed metadata)."""
+    from engine import identity
+
     root = os.path.realpath(cwd).rstrip(os.sep) or os.sep
     found = []
     try:
@@ -820,6 +877,8 @@ def _processes_under(cwd: str) -> list[tuple[int, str]]:
 
 def _pid_reused(s: ProcessSession) -> bool:
     """The session's pid exists now but is another process (fingerprint differs)."""
+    from engine import identity
+
     now = identity.fingerprint(s.pid)
     return now != identity.UNVERIFIED and identity.is_verifiable(s.fingerprint) and now != s.fingerprint
 

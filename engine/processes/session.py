@@ -21,15 +21,17 @@ from __future__ import annotations
 import enum
 import json
 import os
-import signal as signal_mod
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
-from engine import identity
-from engine.fsutil import read_json
+# Not `from typing import TYPE_CHECKING` (typing costs a listing's start-up time); nor
+# are identity, signal and fsutil imported here: a listing of finished sessions from
+# the index never needs them, and the functions that do import them.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 
 class SessionStatus(enum.StrEnum):
@@ -97,10 +99,15 @@ class SessionCorrupt(Exception):
         self.cwd = cwd
 
 
-@dataclass(frozen=True)
 class ExitRecord:
-    code: int
-    ended_at: float
+    """The wrapper's record: the exit code, and the file's mtime as the end time. (A
+    plain class: each dataclass definition costs every command start-up time.)"""
+
+    __slots__ = ("code", "ended_at")
+
+    def __init__(self, code: int, ended_at: float) -> None:
+        self.code = code
+        self.ended_at = ended_at
 
     @property
     def signal(self) -> str | None:
@@ -111,6 +118,8 @@ class ExitRecord:
 def signal_from_code(code: int | None) -> str | None:
     if code is None or code <= 128 or code > 128 + 64:
         return None
+    import signal as signal_mod
+
     try:
         return signal_mod.Signals(code - 128).name
     except ValueError:
@@ -239,6 +248,8 @@ def read_exit_record(session_dir: Path) -> ExitRecord | None:
 def read_kill_record(session_dir: Path) -> dict[str, Any] | None:
     if not os.path.exists(os.path.join(session_dir, KILLED_FILE)):
         return None  # the common case, without raising and catching an exception
+    from engine.fsutil import read_json
+
     try:
         data = read_json(session_dir / KILLED_FILE)
     except (OSError, ValueError):
@@ -334,6 +345,8 @@ def salvage_cwd(raw: bytes) -> str | None:
 def session_from_meta(session_dir: Path, meta: dict[str, Any]) -> ProcessSession:
     """A session whose status is not derived yet (``running``); see :func:`derive`.
     ``meta`` has passed :func:`read_meta`."""
+    from engine import identity
+
     argv = meta.get("argv")
     return ProcessSession(
         id=session_dir.name,
@@ -360,6 +373,8 @@ def leader_alive(session: ProcessSession) -> bool:
     """The session's leader still runs. Without a fingerprint taken at spawn we can only
     say the pid exists: such a session is reported running while it does, and never
     signalled."""
+    from engine import identity
+
     return identity.liveness(session.pid, session.fingerprint) in identity.RUNS
 
 

@@ -5,9 +5,14 @@ cost ~20 ms of interpreter start per spawn. It leads the session's process group
 the command as a foreground child, and writes ``"<code>\\n"`` to the exit record when
 the command ends, so the exit is known even when no app or CLI is alive.
 
-- ``trap : HUP INT TERM`` (a no-op handler, not ``''``, so the child does NOT inherit an
-  ignored disposition): a TERM to the group ends the command, while the wrapper, whose
-  trap only runs once its foreground child has finished, lives on to record the exit.
+- ``trap 's=143' TERM`` (and HUP, INT: a handler that only notes the signal, not ``''``,
+  so the child does NOT inherit an ignored disposition): a TERM to the group ends the
+  command, while the wrapper, whose trap only runs once its foreground child has
+  finished, lives on to record the exit.
+- A signal that arrives before the command starts (a kill right after the spawn, while
+  the wrapper waits at its gate or has just passed it) ends the wrapper there: it
+  records ``128+N`` and never runs the command. Only the few steps between that check
+  and the command's fork are left, and a kill's KILL after the grace covers those.
   A KILL to the group ends the wrapper too; :meth:`ProcessRegistry.kill` then writes the
   kill record itself.
 - The record is one ``printf`` into a fresh file; its trailing newline is the commit
@@ -34,8 +39,9 @@ WRAPPER_SHELL = "/bin/sh"
 # it says "go" once the session is recorded; anything else (the spawner failed to
 # record it, or died) ends the wrapper before the command ever runs.
 WRAPPER_SCRIPT = (
-    'trap : HUP INT TERM\n'
-    'IFS= read -r go || exit 125\n'
+    "s=; trap 's=129' HUP; trap 's=130' INT; trap 's=143' TERM\n"
+    'IFS= read -r go\n'
+    '[ -z "$s" ] || { printf \'%s\\n\' "$s" >"$0"; exit "$s"; }\n'
     '[ "$go" = go ] || exit 125\n'
     'exec </dev/null\n'
     '"$@"\nrc=$?\nprintf \'%s\\n\' "$rc" >"$0"\nexit "$rc"\n'

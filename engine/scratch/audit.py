@@ -74,7 +74,6 @@ class AuditLog:
     def __init__(self, log_file: Path | None, max_bytes: int | None = None, backup_count: int = BACKUP_COUNT):
         self.log_file = log_file
         max_bytes = MAX_BYTES if max_bytes is None else max_bytes
-        self.lines_written = 0
         self._logger = logging.Logger("engine.scratch.prune", logging.INFO)  # unregistered, no parent
         self._logger.propagate = False
         self._handler: logging.Handler | None = None
@@ -114,7 +113,6 @@ class AuditLog:
         if err is not None:
             why = getattr(err, "strerror", None) or str(err) or type(err).__name__
             raise AuditWriteError(f"cannot write the prune log {escape_text(os.fspath(self.log_file))}: {why}")
-        self.lines_written += 1
 
     # -- the reference's shapes ------------------------------------------------------
 
@@ -229,10 +227,6 @@ _ACTIONS = (
     ("pass failed", "failed"),
     ("skipped", "skipped"),
 )
-
-ACTIONS = ("removed", "removing", "quarantined", "restored", "TERM", "KILL", "error", "rescued", "kept",
-           "vanished", "failed", "skipped", "other")
-
 
 @dataclass(frozen=True)
 class PruneRecord:

@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from engine import identity
         from engine.config import ConfigError, load_config
-        from engine.scratch.execute import PruneBusy, prune_pass
+        from engine.scratch.execute import PassFailed, PruneBusy, prune_pass
         from engine.scratch.registered import RegistryUnreadable, registry_provider
 
         lineage, lineage_error = None, args.lineage_unknown
@@ -54,10 +54,10 @@ def main(argv: list[str] | None = None) -> int:
             prune_pass(target, options)
         except PruneBusy:
             return 0  # already logged by execute_plan
+        except PassFailed:
+            return 1  # its line is in the log already
         return 0
     except Exception as exc:  # the pass's stderr is /dev/null: leave one line in the log
-        if getattr(exc, "audit_logged", False):
-            return 1
         try:
             with open_audit(target.log_file) as audit:
                 audit.pass_failed(f"{type(exc).__name__}: {exc}")

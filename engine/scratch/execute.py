@@ -88,6 +88,16 @@ class PruneBusy(Exception):
     """Another pass of the same home holds the prune lock."""
 
 
+class PassFailed(Exception):
+    """The pass stopped on an unexpected error (``error``, also its ``__cause__``) and
+    its one "pass failed" line is already in the audit log: the caller logs nothing
+    more. ``str()`` is the error's own text."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 @dataclass(frozen=True)
 class RemovedEntry:
     path: str
@@ -314,9 +324,10 @@ def execute_plan(
         except Exception as exc:
             try:
                 audit.pass_failed(f"{type(exc).__name__}: {exc}")
-                exc.audit_logged = True  # type: ignore[attr-defined]
             except AuditWriteError:
-                pass
+                pass  # its line could not be written: the error goes up as it is
+            else:
+                raise PassFailed(exc) from exc
             raise
         finally:
             lock.release()

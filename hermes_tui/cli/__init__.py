@@ -34,7 +34,37 @@ COMMANDS: dict[str, tuple[str, str]] = {
 _VALUE_OPTIONS = ("--home",)
 
 
+def _terminal_columns() -> int:
+    """The width argparse would wrap help at (``shutil.get_terminal_size``'s rule:
+    $COLUMNS, else the terminal of stdout, else 80)."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's own formatter, minus its ``import shutil`` (and bz2, lzma, zlib with
+    it), which every command paid at start-up: argparse builds a formatter for each
+    argument it adds."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         _terminal_columns() - 2 if width is None else width)
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # exit 2 with one line, as argparse does, plus a hint
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
@@ -55,8 +85,9 @@ def command_in(argv: list[str]) -> str | None:
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The parser; only ``command``'s module registers its full sub-parser, every other
-    command is a one-line entry (enough for the listing and for "invalid choice")."""
+    """The parser. With ``command`` (the one being run) only its own sub-parser is
+    built (``register_one`` where a module registers several commands); without one,
+    every command is a one-line entry (enough for the listing and for "invalid choice")."""
     parser = _Parser(
         prog="hermes-tui",
         description="A terminal console for an agent workspace: the kanban board, background "
@@ -68,10 +99,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--demo", action="store_true", help="open the app on a freshly built demo home (temp dir)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     if command is not None:
-        importlib.import_module(f"hermes_tui.cli.{COMMANDS[command][0]}").register(sub)
+        module = importlib.import_module(f"hermes_tui.cli.{COMMANDS[command][0]}")
+        register_one = getattr(module, "register_one", None)
+        if register_one is not None:
+            register_one(sub, command)
+        else:
+            module.register(sub)
+        return parser
     for name, (_module, help_) in COMMANDS.items():
-        if name not in sub.choices:
-            sub.add_parser(name, help=help_, add_help=False)
+        sub.add_parser(name, help=help_, add_help=False)
     return parser
 
 

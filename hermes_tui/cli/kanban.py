@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from engine.kanban.describe import describe_task, payload_text, plain_text
-from engine.kanban.wording import LOCKED, held_back_words, skip_reason
+from engine.kanban.wording import LOCKED, assign_words, change_words, held_back_words, skip_reason
 from engine.text import human_duration, local_time
 from hermes_tui.cli.common import (
     EXIT_FAILED,
@@ -56,7 +56,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         return vp
 
     c = verb("create", "create a card (ready, or todo while a parent is not done)", run_create)
-    c.add_argument("title")
+    c.add_argument("title", nargs="?", help="the card's title (not with --stdin)")
+    c.add_argument("--stdin", action="store_true",
+                   help="one card per non-empty line of stdin, all in one transaction (all or none), with "
+                        "the same options")
     c.add_argument("--body", default="", help="the card's text (reaches the worker as HERMES_KANBAN_BODY)")
     c.add_argument("--assignee", help="the worker profile (kanban.profiles) that works it")
     c.add_argument("--parent", action="append", default=[], metavar="ID", help="a card this one waits for")
@@ -207,19 +210,42 @@ def run_create(ctx: Context) -> int:
     from engine.kanban.models import NewTask
 
     a = ctx.args
+    if a.stdin == (a.title is not None):
+        raise CliError("create needs a TITLE, or --stdin to read one title per line (not both)", EXIT_USAGE)
+    titles = _stdin_titles() if a.stdin else [a.title]
+    new = [NewTask(title=title, body=a.body, assignee=a.assignee, parents=tuple(a.parent), priority=a.priority,
+                   max_retries=a.max_retries, max_runtime_seconds=a.max_runtime) for title in titles]
 
     async def body(service):
-        return service.kind, await service.create(NewTask(
-            title=a.title, body=a.body, assignee=a.assignee, parents=tuple(a.parent), priority=a.priority,
-            max_retries=a.max_retries, max_runtime_seconds=a.max_runtime))
+        if not a.stdin:
+            return service.kind, [await service.create(new[0])]
+        if service.kind != "hermes-tui":  # hermes-agent's board: one `hermes kanban create` per card
+            raise CliError("create --stdin needs hermes-tui's own board: hermes-agent's board takes one card "
+                           "per `hermes kanban create`, never several in one transaction", EXIT_FAILED)
+        return service.kind, await service.create_many(new)
 
-    kind, task = _run(ctx, body)
-    _warn_unknown_profile(ctx, task.assignee, kind)
+    kind, tasks = _run(ctx, body)
+    _warn_unknown_profile(ctx, tasks[0].assignee, kind)
     if ctx.json:
-        print_json({"id": task.id, "status": task.status})
+        print_json({"tasks": [{"id": t.id, "status": t.status} for t in tasks]} if a.stdin
+                   else {"id": tasks[0].id, "status": tasks[0].status})
     else:
-        print(f"Created {task.id}  ({task.status}, assignee={task.assignee or '-'})")
+        for task in tasks:
+            print(f"Created {task.id}  ({task.status}, assignee={task.assignee or '-'})")
     return EXIT_OK
+
+
+def _stdin_titles() -> list[str]:
+    """The titles of ``create --stdin``: every line of stdin with something on it. No
+    titles, or bytes that are not UTF-8, is a usage error (nothing is created)."""
+    try:
+        text = sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CliError(f"create --stdin: stdin is not UTF-8 text (byte {exc.start})", EXIT_USAGE) from None
+    titles = [line for line in text.splitlines() if line.strip()]
+    if not titles:
+        raise CliError("create --stdin: no titles on stdin (one card per non-empty line)", EXIT_USAGE)
+    return titles
 
 
 def run_list(ctx: Context) -> int:
@@ -258,27 +284,11 @@ def run_show(ctx: Context) -> int:
     return EXIT_OK
 
 
-_PAST = {"assign": "Assigned", "complete": "Completed", "block": "Blocked", "review": "Sent to review", "reclaim": "Reclaimed",
-         "unblock": "Unblocked", "archive": "Archived", "heartbeat": "Heartbeat recorded for"}
-
-
 def _report(ctx: Context, verb: str, result) -> int:
     if ctx.json:
         print_json(result.to_json())
-        return EXIT_OK
-    line = f"{_PAST[verb]} {result.task_id}"
-    if result.from_status != result.to_status:
-        line += f"  ({result.from_status} -> {result.to_status})"
-    stop = result.stop
-    if stop is not None and stop.pid:
-        if stop.attempted:
-            line += f"; worker pid {stop.pid} " + ("stopped" if stop.stopped else
-                                                   f"SURVIVED ({', '.join(map(str, stop.survivors))})")
-        elif stop.refused:
-            line += f"; worker pid {stop.pid} not signalled: {stop.refused}"
-        elif stop.pid_recycled:
-            line += f"; worker pid {stop.pid} now belongs to another process: not signalled"
-    print(line)
+    else:
+        print(change_words(verb, result))
     return EXIT_OK
 
 
@@ -291,7 +301,7 @@ def run_assign(ctx: Context) -> int:
     kind, result = _run(ctx, body)
     _warn_unknown_profile(ctx, profile, kind)
     if not ctx.json:
-        print(f"Assigned {result.task_id} to {profile or 'nobody'}")
+        print(assign_words(result.task_id, profile))
         return EXIT_OK
     return _report(ctx, "assign", result)
 

@@ -26,6 +26,16 @@ DEFAULT_LOG_TAIL = 200
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    for name in ("run", "ps", "proc"):
+        register_one(sub, name)
+
+
+def register_one(sub: argparse._SubParsersAction, name: str) -> None:
+    """The parser of one of this module's commands: the CLI builds only the one being run."""
+    {"run": _register_run, "ps": _register_ps, "proc": _register_proc}[name](sub)
+
+
+def _register_run(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser(
         "run",
         help="run a command in its own session (foreground: Ctrl+Z backgrounds it, Ctrl+C stops it)",
@@ -43,12 +53,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARG...]")
     run.set_defaults(func=cmd_run)
 
+
+def _register_ps(sub: argparse._SubParsersAction) -> None:
     ps = sub.add_parser("ps", help="list process sessions (running; --all adds finished ones)",
                         description="List process sessions of the home, oldest first.")
     ps.add_argument("--all", action="store_true", help="include finished sessions")
     add_json_flag(ps)
     ps.set_defaults(func=cmd_ps)
 
+
+def _register_proc(sub: argparse._SubParsersAction) -> None:
     proc = sub.add_parser("proc", help="poll, read, wait for or kill one process session",
                           description="ID is a session id or a unique prefix (at least 4 hex characters "
                           "after proc_; the bare hex works too).")
@@ -80,12 +94,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                       help="seconds between TERM and KILL (default: processes.kill_grace_seconds)")
     add_json_flag(kill)
     kill.set_defaults(func=cmd_kill)
-
-
-
-
-
-
 
 
 # --------------------------------------------------------------------------------------
@@ -260,10 +268,6 @@ def _exit_code_of(s) -> int:
 
 
 def cmd_ps(ctx: Context) -> int:
-    from engine.processes.redact import maybe_redact
-    from engine.processes.session import SessionStatus
-    from engine.text import human_duration
-
     reg = _registry(ctx)
     listing = reg.list_with_hermes(include_finished=ctx.args.all)
     sessions = listing.sessions
@@ -278,6 +282,10 @@ def cmd_ps(ctx: Context) -> int:
     if not sessions:
         print("no process sessions" if ctx.args.all else "no running process sessions (--all shows finished ones)")
         return EXIT_OK
+    from engine.processes.redact import maybe_redact
+    from engine.processes.session import SessionStatus
+    from engine.text import human_duration
+
     redact = ctx.settings.processes.redact
     rows = [("ID", "STATUS", "PID", "RUNTIME", "EXIT", "OWNER", "COMMAND")]
     for s in sessions:

@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(ctx: Context) -> int:
     from engine.scratch.audit import AuditWriteError
     from engine.scratch.entries import SurveyError
-    from engine.scratch.execute import PruneBusy, execute_plan, result_of_plan
+    from engine.scratch.execute import PassFailed, PruneBusy, execute_plan, result_of_plan
     from engine.scratch.plan import describe_plan, plan_prune
     from engine.scratch.target import PruneOptions, PruneTarget
     from engine.text import show_name
@@ -84,6 +84,8 @@ def run(ctx: Context) -> int:
         raise CliError(str(exc), EXIT_FAILED) from None
     except AuditWriteError as exc:  # the action whose record failed was not taken, nor any after it
         raise CliError(f"prune stopped: {exc}; the step it would have recorded was not taken", EXIT_FAILED) from None
+    except PassFailed as exc:  # its line is in the log; the error itself is reported like any other
+        raise exc.error from None
     if ctx.json:
         print_json(result.to_json())
     else:

@@ -1,6 +1,6 @@
 """Kanban benchmark: ours against hermes-agent 0.19.0, measured in the same run.
 
-    python tests/bench/bench_kanban.py [--runs N] [--cards N] [--cli-runs N]
+    python tests/bench/bench_kanban.py [--runs N] [--cards N] [--bulk N] [--cli-runs N] [--only PART]...
 
 The reference is real: a virtual environment with ``hermes-agent==0.19.0`` is created
 once under $TMPDIR/hermes-tui-bench/ref-venv (reused by later runs) and its Python API
@@ -9,7 +9,12 @@ installed the bench says so and prints only our figures.
 
 Like for like:
 - per-card create: one card per durable write transaction on both sides
-  (``synchronous=FULL`` in WAL on both), the same number of cards per round;
+  (``synchronous=FULL`` in WAL on both), the same number of cards per round; the note
+  gives the floor of this disk, measured card by card beside ours: a bare sqlite3
+  ``BEGIN IMMEDIATE; INSERT; COMMIT`` in WAL with ``synchronous=FULL``;
+- bulk: ``hermes-tui kanban create --stdin`` with N titles (one process, one
+  transaction) against the reference's per-card API for the same N cards in process
+  (it has no multi-card create; its CLI would be N processes);
 - the tick: the same board shape (10,000 cards, 100 ready; the rest done with a
   closed run, archived, blocked, in review, or todo behind a ready parent), the same
   claim limit (both 100, then both 4), a spawner that starts nothing on both sides,
@@ -25,9 +30,12 @@ import argparse
 import asyncio
 import json
 import shutil
+import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -62,17 +70,36 @@ SHAPE = {"total": 10_000, "groups": [("ready", 100), ("todo", 1500), ("done", 40
 # Our side: small functions over the store API, easy to point at another store.
 # ---------------------------------------------------------------------------------------
 
-async def ours_create_per_card(db: Path, n: int) -> float:
-    """Seconds to create n cards, one durable transaction each (what one click does)."""
+async def ours_create_per_card(db: Path, n: int, floor_db: Path) -> tuple[float, float]:
+    """Seconds to create n cards, one durable transaction each (what one click does), and
+    beside each card, alternating which goes first, one bare sqlite3 INSERT + COMMIT in
+    WAL with ``synchronous=FULL`` on another file: the floor of one durable commit on this
+    disk, whoever writes it, measured at the same moments (a busy disk swings it tenfold
+    from one second to the next). Returns (ours, floor)."""
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(floor_db) + suffix).unlink(missing_ok=True)
+    bare = sqlite3.connect(floor_db, isolation_level=None)
+    bare.execute("PRAGMA journal_mode = WAL")
+    bare.execute("PRAGMA synchronous = FULL")
+    bare.execute("CREATE TABLE t (id TEXT PRIMARY KEY, title TEXT, created_at REAL)")
     board = await Board.open(db)
+    ours = floor = 0.0
     try:
-        loop = asyncio.get_running_loop()
-        start = loop.time()
         for i in range(n):
-            await tr.create_task(board, NewTask(f"single {i}", assignee="coder"))
-        return loop.time() - start
+            for side in ((0, 1) if i % 2 else (1, 0)):
+                start = time.perf_counter()
+                if side:
+                    await tr.create_task(board, NewTask(f"single {i}", assignee="coder"))
+                    ours += time.perf_counter() - start
+                else:
+                    bare.execute("BEGIN IMMEDIATE")
+                    bare.execute("INSERT INTO t VALUES (?, ?, ?)", (f"t_{i}", f"single {i}", time.time()))
+                    bare.execute("COMMIT")
+                    floor += time.perf_counter() - start
+        return ours, floor
     finally:
         await board.close()
+        bare.close()
 
 
 async def ours_create_bulk(db: Path, n: int) -> float:
@@ -198,14 +225,19 @@ def fresh_copy(template: Path, to: Path) -> Path:
     return to
 
 
+PARTS = ("create", "bulk", "tick", "cli")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7, help="interleaved rounds per row")
     ap.add_argument("--cards", type=int, default=200, help="cards per round for the per-card create")
     ap.add_argument("--bulk", type=int, default=1000, help="cards per round for the bulk create")
     ap.add_argument("--cli-runs", type=int, default=9)
+    ap.add_argument("--only", action="append", choices=PARTS, help="measure only this part (repeatable)")
     ap.add_argument("--ref-venv", type=Path, default=REF_VENV, help="where the reference is installed (cached)")
     args = ap.parse_args()
+    parts = set(args.only or PARTS)
 
     loop = asyncio.new_event_loop()
     run = loop.run_until_complete
@@ -214,30 +246,20 @@ def main() -> int:
     ref = Reference(python, tmp / "ref-home") if python else None
     table = Table("Kanban: hermes-tui vs hermes-agent " + REFERENCE_VERSION, f"hermes-agent {REFERENCE_VERSION}")
     try:
-        ours_db, ref_db = tmp / "ours-create.db", tmp / "ref-create.db"
-        n = args.cards
-        table.add(compare(
-            f"create {n} cards, 1 durable txn each (per card)",
-            lambda: run(ours_create_per_card(ours_db, n)) / n,
-            (lambda: ref.ask(op="create", db=str(ref_db), n=n)["seconds"] / n) if ref else None,
-            args.runs, unit="ms", aim="<= 0.20x (5x faster)"))
-        b = args.bulk
-        table.add(compare(
-            f"create {b} cards: ours bulk (1 txn) vs reference per card (its only API)",
-            lambda: run(ours_create_bulk(tmp / "ours-bulk.db", b)),
-            (lambda: ref.ask(op="create", db=str(tmp / "ref-bulk.db"), n=b)["seconds"]) if ref else None,
-            max(3, args.runs // 2), unit="ms",
-            note="the reference has no multi-card create; this is what a user with many titles gets from each"))
-
-        ours_template, ref_template = tmp / "ours-template.db", tmp / "ref-template.db"
-        print(f"  ours board: {run(ours_build(ours_template))}", file=sys.stderr)
-        if ref:
-            print(f"  reference board: {ref.ask(op='build', db=str(ref_template), shape=SHAPE)['counts']}",
-                  file=sys.stderr)
-        for limit in (100, 4):
-            table.add(tick_row(run, ref, tmp, ours_template, ref_template, limit, args.runs))
-
-        table.add(cli_row(tmp, python, args.cli_runs))
+        if "create" in parts:
+            table.add(per_card_row(run, ref, tmp, args.cards, args.runs))
+        if "bulk" in parts:
+            table.add(bulk_row(run, ref, tmp, args.bulk, max(3, args.runs // 2)))
+        if "tick" in parts:
+            ours_template, ref_template = tmp / "ours-template.db", tmp / "ref-template.db"
+            print(f"  ours board: {run(ours_build(ours_template))}", file=sys.stderr)
+            if ref:
+                print(f"  reference board: {ref.ask(op='build', db=str(ref_template), shape=SHAPE)['counts']}",
+                      file=sys.stderr)
+            for limit in (100, 4):
+                table.add(tick_row(run, ref, tmp, ours_template, ref_template, limit, args.runs))
+        if "cli" in parts:
+            table.add(cli_row(tmp, python, args.cli_runs))
     finally:
         if ref:
             ref.close()
@@ -245,6 +267,47 @@ def main() -> int:
         shutil.rmtree(tmp, ignore_errors=True)
     table.print()
     return 0
+
+
+def per_card_row(run: Callable, ref: Reference | None, tmp: Path, n: int, runs: int):
+    ours_db, ref_db = tmp / "ours-create.db", tmp / "ref-create.db"
+    floors: list[float] = []
+
+    def ours() -> float:
+        seconds, floor = run(ours_create_per_card(ours_db, n, tmp / "floor.db"))
+        floors.append(floor / n)  # the row's note
+        return seconds / n
+
+    row = compare(f"create {n} cards, 1 durable txn each (per card)", ours,
+                  (lambda: ref.ask(op="create", db=str(ref_db), n=n)["seconds"] / n) if ref else None,
+                  runs, unit="ms", aim="<= 0.20x (5x faster)")
+    floor = statistics.median(floors[1:] or floors)  # the warm-up round's floor is dropped too
+    note = (f"floor on this disk, card by card beside ours: a bare sqlite3 INSERT + COMMIT (WAL, FULL) takes "
+            f"{floor * 1e3:.2f} ms; ours is {row.ours.median / floor:.2f}x it")
+    if row.reference is not None:
+        note += f", the reference {row.reference.median / floor:.2f}x"
+    return replace(row, note=note)
+
+
+def bulk_row(run: Callable, ref: Reference | None, tmp: Path, n: int, runs: int):
+    home = tmp / "bulk-ours"
+    home.mkdir()
+    titles = "".join(f"bulk {i}\n" for i in range(n)).encode()
+    ours_cli = Path(sys.executable).with_name("hermes-tui")
+    in_process: list[float] = []
+
+    def ours() -> float:
+        in_process.append(run(ours_create_bulk(tmp / "ours-bulk.db", n)))  # untimed for the row: its note
+        return run_process([str(ours_cli), "--home", str(home), "kanban", "create", "--stdin", "--assignee", "coder"],
+                           stdin=titles)
+
+    row = compare(f"create {n} cards: ours `kanban create --stdin` (1 process, 1 txn) vs reference per card",
+                  ours, (lambda: ref.ask(op="create", db=str(tmp / "ref-bulk.db"), n=n)["seconds"]) if ref else None,
+                  runs, unit="ms")
+    return replace(row, note=(
+        "ours is a whole process, interpreter start included; the reference has no multi-card create, so its "
+        "figure is its per-card API in process (its CLI would start one process per card); "
+        f"ours in process (create_tasks, one transaction): {statistics.median(in_process[1:] or in_process) * 1e3:.1f} ms"))
 
 
 def tick_row(run: Callable, ref: Reference | None, tmp: Path, ours_template: Path, ref_template: Path,

@@ -26,9 +26,9 @@ import re
 import sqlite3
 import time
 import zlib
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg
 
@@ -39,6 +39,7 @@ from engine.kanban.pg.url import DatabaseUrl
 from engine.kanban.store import Board, StoreError
 
 Clock = Callable[[], float]
+T = TypeVar("T")
 CONNECT_TIMEOUT_SECONDS = 10.0
 
 # What a lost or unreachable server looks like from asyncpg.
@@ -68,7 +69,7 @@ _ID_INSERT = re.compile(r"^\s*INSERT\s+INTO\s+(task_runs|task_events)\b(?!.*\bRE
 
 
 class PgConnection:
-    """The slice of aiosqlite's connection the board's SQL code uses (``execute``,
+    """The slice of the SQLite connection's API the board's SQL code uses (``execute``,
     ``execute_fetchall``, ``executemany``), spoken to asyncpg: statements are translated
     by :func:`engine.kanban.pg.dialect.to_postgres`, rows come back as tuples."""
 
@@ -268,10 +269,18 @@ class PgBoard(Board):
             except (asyncpg.PostgresError, *_LOST) as exc:
                 raise self._error(exc) from None
 
+    async def atomic(self, body: Callable[[PgConnection], Awaitable[T]]) -> T:
+        """``body(conn)`` as one server transaction, each statement a round trip."""
+        async with self.transaction() as conn:
+            return await body(conn)
+
     async def fetch(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
         async with self._tx_lock.held():
             conn = await self._connect()
             return await conn.execute_fetchall(sql, tuple(params))
+
+    async def fetch_many(self, queries: Sequence[tuple[str, Iterable[Any]]]) -> list[list[tuple]]:
+        return [await self.fetch(sql, params) for sql, params in queries]
 
     # -- dispatching ------------------------------------------------------------------------
 
@@ -318,10 +327,6 @@ class PgBoard(Board):
         rows = await self.fetch("SELECT host_id FROM hosts WHERE lease_expires < ? AND host_id <> ? ORDER BY host_id",
                                 (now, host_id))
         return [r[0] for r in rows]
-
-    async def host_leases(self) -> list[tuple[str, str, float, float]]:
-        """Every host's (id, boot id, lease expiry, last renewal): for doctor."""
-        return await self.fetch("SELECT host_id, boot_id, lease_expires, renewed_at FROM hosts ORDER BY host_id")
 
     def claim_statement(self, count: int) -> str:
         """The claim's compare-and-set, skipping cards another host is claiming right now."""
