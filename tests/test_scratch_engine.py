@@ -109,6 +109,55 @@ def test_scan_many_forks_only_for_what_is_left_after_its_solo_time(tmp_path, mon
     assert len(forked) == forks
 
 
+def _counting_fork(monkeypatch, *, child_dies: bool = False) -> list[int]:
+    """os.fork as the scan module sees it, noting each child's pid (``child_dies``:
+    the child exits at once, as a child that failed would)."""
+    real_fork, forked = os.fork, []
+
+    def fork():
+        pid = real_fork()
+        if pid == 0 and child_dies:
+            os._exit(1)
+        if pid:
+            forked.append(pid)
+        return pid
+
+    monkeypatch.setattr(activity.os, "fork", fork)
+    monkeypatch.setattr(activity.os, "sched_getaffinity", lambda _pid: {0, 1})
+    return forked
+
+
+@pytest.mark.parametrize("solo_seconds, forks", [(1e9, 0), (0.0, 1)])
+@pytest.mark.parametrize("child_dies", [False, True])
+def test_scan_ahead_gives_the_serial_answers_in_order(tmp_path, monkeypatch, solo_seconds, forks, child_dies):
+    """Walks made ahead by one child (after SOLO_SECONDS) come back in order and equal
+    to the serial ones; a child that dies costs only time: the rest is walked here."""
+    paths = []
+    for i in range(6):
+        e = make_entry(tmp_path / "s", f"e{i}", {"a/b.txt": "x" * i})
+        if i % 2:
+            os.utime(e / "a" / "b.txt")
+        paths.append(str(e))
+    paths.append(str(tmp_path / "s" / "gone"))
+    cutoff = time.time() - 24 * HOUR
+    serial = [scan_activity(p, cutoff, count_top=False) for p in paths]
+    monkeypatch.setattr(activity, "SOLO_SECONDS", solo_seconds)
+    forked = _counting_fork(monkeypatch, child_dies=child_dies)
+    assert list(activity.scan_ahead(paths, cutoff, count_top=False)) == serial
+    assert len(forked) == forks
+
+
+def test_scan_ahead_closed_early_leaves_no_child(tmp_path, monkeypatch):
+    paths = [str(make_entry(tmp_path / "s", f"e{i}", {f"d{j}/f": "x" for j in range(50)})) for i in range(8)]
+    monkeypatch.setattr(activity, "SOLO_SECONDS", 0.0)
+    forked = _counting_fork(monkeypatch)
+    ahead = activity.scan_ahead(paths, time.time() - 24 * HOUR)
+    assert next(ahead).idle and len(forked) == 1
+    ahead.close()
+    with pytest.raises(ChildProcessError):  # killed and reaped by the close
+        os.waitpid(forked[0], os.WNOHANG)
+
+
 # -- the idle rule and what keeps an entry ------------------------------------------------
 
 

@@ -325,3 +325,23 @@ def test_the_registries_are_read_only_when_a_process_works_inside(home, children
     registered.append((p.pid, identity.fingerprint(p.pid), "session-1"))
     plan = plan_prune(t, options(registered=provider))
     assert asked and plan.candidates == () and p.poll() is None
+
+
+def test_nobody_inside_means_one_cwd_read_per_process_and_no_stat(home, children, monkeypatch):
+    """The /proc pass reads every process's stat (fingerprint, ppid chain) only when
+    some process works inside scratch or the quarantine; otherwise one readlink of each
+    cwd is all it costs (red before: every process's stat was read). With one inside,
+    every stat is read again and the process is found with its parents."""
+    from engine.scratch.procscan import scan_processes
+
+    t = target_of(home)
+    e = make_entry(t.scratch_dir, "e")
+    roots = [str(t.scratch_dir), str(t.quarantine_dir)]
+    real, read = identity.read_stat, []
+    monkeypatch.setattr(identity, "read_stat", lambda pid: read.append(pid) or real(pid))
+    snap = scan_processes(roots)
+    assert snap.inside == () and read == [os.getpid()]  # only the pass's own check of itself
+    p = start_in(children, ["sleep", "60"], e)
+    read.clear()
+    snap = scan_processes(roots)
+    assert [x.pid for x in snap.inside] == [p.pid] and p.pid in read and os.getppid() in snap.parents

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from engine import identity
+from engine.scratch import entries as entries_mod
 from engine.scratch import execute as execute_mod
 from engine.scratch.audit import AuditLog
 from engine.scratch.execute import execute_plan, prune_pass, restore
@@ -157,12 +158,14 @@ def _write_at_the_process_rescan(monkeypatch, entry: Path) -> list[bool]:
     return done
 
 
-@pytest.mark.parametrize("when", ["after the plan", "at the pass's process re-scan"])
+@pytest.mark.parametrize("when", ["after the plan", "at the pass's process re-scan",
+                                  "at the process re-scan of a pass that plans and acts at once"])
 def test_an_entry_written_to_after_the_plan_is_kept_and_its_process_never_signalled(
         home, children, monkeypatch, when):
     """Issue 9: "no signal is sent for an entry that is then kept". The activity
     re-check of an entry comes before any signal for it (red before: the sleeper got
-    TERM, then the re-check found the write and kept the entry)."""
+    TERM, then the re-check found the write and kept the entry), also in a pass that
+    plans and acts at once, which walks again only the entries it would signal in."""
     t = target_of(home)
     e = make_entry(t.scratch_dir, "idle")
     other = make_entry(t.scratch_dir, "other")
@@ -173,7 +176,10 @@ def test_an_entry_written_to_after_the_plan_is_kept_and_its_process_never_signal
         (e / "a" / "fresh.txt").write_text("written after the plan")
     else:
         hooked = _write_at_the_process_rescan(monkeypatch, e)
-    result = execute_plan(t, plan, options())
+    if when.endswith("plans and acts at once"):
+        result = prune_pass(t, options())
+    else:
+        result = execute_plan(t, plan, options())
     if when != "after the plan":
         assert hooked
     assert p.poll() is None, "a process of a kept entry was signalled"
@@ -182,15 +188,72 @@ def test_an_entry_written_to_after_the_plan_is_kept_and_its_process_never_signal
     assert any(k.path == str(e) for k in result.kept)
 
 
+def test_a_pass_that_plans_and_acts_at_once_walks_an_entry_with_nobody_inside_once_before_moving_it(
+        home, monkeypatch):
+    """The plan's walk, a moment before, is the check of an entry with no process to
+    signal: it is not walked again before its move (its moved tree still is, by the
+    verify walk). Red before: the re-check walked it a second time."""
+    t = target_of(home)
+    e = make_entry(t.scratch_dir, "e")
+    real = execute_mod.scan_many
+    walked: list[str] = []
+
+    def scan(paths, cutoff, *a, **kw):
+        walked.extend(map(os.fspath, paths))
+        return real(paths, cutoff, *a, **kw)
+
+    monkeypatch.setattr(execute_mod, "scan_many", scan)
+    result = prune_pass(t, options())
+    assert result.removed_count == 1 and not e.exists()
+    assert str(e) not in walked  # no re-check walk (its moved tree's verify walk is scan_ahead's)
+
+
+@pytest.mark.parametrize("quarantine_hours", [0.0, 12.0])
+def test_an_entry_gone_between_the_plan_and_its_move_is_recorded_as_vanished(home, monkeypatch, quarantine_hours):
+    """Not walked again, an entry removed by its owner after the plan is found gone at
+    its move: recorded as vanished (as the re-check would), not as a failure."""
+    import shutil
+
+    t = target_of(home)
+    e = make_entry(t.scratch_dir, "e")
+    real = execute_mod.scan_processes
+
+    def scan(*a, **kw):
+        if e.exists():
+            shutil.rmtree(e)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(execute_mod, "scan_processes", scan)
+    result = prune_pass(t, options(quarantine_hours=quarantine_hours))
+    assert result.ok and result.removed_count == 0 and not e.exists()
+    assert f"entry {str(e)!r} vanished since selection" in log_text(home)
+    assert list_quarantine(t.quarantine_dir) == []
+
+
 # --------------------------------------------------------------------------------------
 # Writes during a prune
 # --------------------------------------------------------------------------------------
 
 
-def _write_during_the_recheck(monkeypatch, entry: Path, rel: str = "a/b/c/late.txt"):
-    """Land a write in ``entry`` while its re-check walk runs: after the walk has
+# The walk that is an entry's last activity check before it is moved: the re-check walk
+# when the plan was shown before it is carried out (the dialog, the terminal prompt),
+# the plan's own walk in a pass that plans and acts at once (the automatic pass,
+# ``prune --yes``), for an entry with no process to signal.
+FLOWS = ["shown plan: re-check walk", "plan and act at once: the plan's walk"]
+
+
+def _last_check_walk(flow: str):
+    """(module whose ``scan_many`` is that walk, how the pass is run)."""
+    if flow == FLOWS[0]:
+        return execute_mod, lambda t, opts: execute_plan(t, plan_prune(t, opts), opts)
+    return entries_mod, prune_pass
+
+
+def _write_during_the_recheck(monkeypatch, entry: Path, rel: str = "a/b/c/late.txt", flow: str = FLOWS[0]):
+    """Land a write in ``entry`` while its last check walk runs: after the walk has
     passed the directory (so the walk itself cannot see it), before the pass acts."""
-    real = execute_mod.scan_many
+    module, _run = _last_check_walk(flow)
+    real = module.scan_many
     done = []
 
     def scan(paths, cutoff, *a, **kw):
@@ -200,17 +263,18 @@ def _write_during_the_recheck(monkeypatch, entry: Path, rel: str = "a/b/c/late.t
             (entry / rel).write_text("written while the pass re-checked")
         return acts
 
-    monkeypatch.setattr(execute_mod, "scan_many", scan)
+    monkeypatch.setattr(module, "scan_many", scan)
     return done
 
 
+@pytest.mark.parametrize("flow", FLOWS)
 @pytest.mark.parametrize("quarantine_hours", [0.0, 12.0])
-def test_a_write_during_the_recheck_walk_is_rescued(home, monkeypatch, quarantine_hours):
+def test_a_write_during_the_recheck_walk_is_rescued(home, monkeypatch, quarantine_hours, flow):
     t = target_of(home)
     e = make_entry(t.scratch_dir, "e")
     other = make_entry(t.scratch_dir, "other")
-    hooked = _write_during_the_recheck(monkeypatch, e)
-    result = prune_pass(t, options(quarantine_hours=quarantine_hours))
+    hooked = _write_during_the_recheck(monkeypatch, e, flow=flow)
+    result = _last_check_walk(flow)[1](t, options(quarantine_hours=quarantine_hours))
     assert hooked
     assert (e / "a/b/c/late.txt").read_text() == "written while the pass re-checked"
     assert (e / "a/b/c/work.txt").exists() and not other.exists()
@@ -220,33 +284,72 @@ def test_a_write_during_the_recheck_walk_is_rescued(home, monkeypatch, quarantin
     assert not any(n.startswith(TRASH_PREFIX) for n in os.listdir(t.scratch_dir))
 
 
-def _rewrite_after_a_walk(monkeypatch, entry: Path, rel: str, *, moved: bool) -> list[bool]:
+def _rewrite_after_a_walk(monkeypatch, entry: Path, rel: str, *, moved: bool, flow: str = FLOWS[0]) -> list[bool]:
     """Rewrite an existing file of ``entry`` in place (its directory's mtime does not
-    move) right after a walk of it: the re-check (``moved=False``), or the verify walk
-    of the tree moved to the pruner's trash name (``moved=True``)."""
-    real = execute_mod.scan_many
+    move) right after a walk of it: its last check walk (``moved=False``, see FLOWS), or
+    the verify walk of the tree moved to the pruner's trash name (``moved=True``; with
+    delete, each tree's verify walk comes from ``scan_ahead`` right before its delete)."""
     walked = os.path.join(os.path.dirname(entry), TRASH_PREFIX + entry.name) if moved else str(entry)
     done: list[bool] = []
+
+    def rewrite() -> None:
+        done.append(True)
+        with open(os.path.join(walked, rel), "r+") as fh:
+            fh.write("rewritten")
+
+    if moved:
+        real_ahead = execute_mod.scan_ahead
+
+        def ahead(paths, cutoff, *a, **kw):
+            for path, act in zip(paths, real_ahead(paths, cutoff, *a, **kw), strict=True):
+                if os.fspath(path) == walked and not done:
+                    rewrite()
+                yield act
+
+        monkeypatch.setattr(execute_mod, "scan_ahead", ahead)
+        return done
+    module = _last_check_walk(flow)[0]
+    real = module.scan_many
 
     def scan(paths, cutoff, *a, **kw):
         acts = real(paths, cutoff, *a, **kw)
         if walked in map(os.fspath, paths) and not done:
-            done.append(True)
-            with open(os.path.join(walked, rel), "r+") as fh:
-                fh.write("rewritten")
+            rewrite()
         return acts
 
-    monkeypatch.setattr(execute_mod, "scan_many", scan)
+    monkeypatch.setattr(module, "scan_many", scan)
     return done
 
 
-def test_a_rewrite_after_the_recheck_is_found_by_the_verify_walk_before_anything_goes(home, monkeypatch):
+def test_verify_walks_made_ahead_while_earlier_trees_are_deleted_still_find_a_write(home, monkeypatch):
+    """With delete, the trees after the first are verified by a child while this
+    process deletes the earlier ones; a file rewritten after the plan in a later tree
+    is found by its verify walk: that tree goes back whole, the others go."""
+    from engine.scratch import activity
+
+    t = target_of(home)
+    entries = [make_entry(t.scratch_dir, f"e{i}", {"a/old.txt": "old", "a/b/work.txt": "work"}) for i in range(5)]
+    late = entries[3]
+    hooked = _rewrite_after_a_walk(monkeypatch, late, "a/b/work.txt", moved=False, flow=FLOWS[1])
+    monkeypatch.setattr(activity, "SOLO_SECONDS", 0.0)  # the child walks ahead from the second tree on
+    monkeypatch.setattr(activity.os, "sched_getaffinity", lambda _pid: {0, 1})
+    result = prune_pass(t, options())
+    assert hooked
+    assert (late / "a/b/work.txt").read_text() == "rewritten" and (late / "a/old.txt").read_text() == "old"
+    assert [e.exists() for e in entries] == [False, False, False, True, False]
+    assert result.removed_count == 4 and "had already been deleted" not in log_text(home)
+    assert f"rescued {str(late)!r}" in log_text(home)
+
+
+@pytest.mark.parametrize("flow", FLOWS)
+def test_a_rewrite_after_the_recheck_is_found_by_the_verify_walk_before_anything_goes(home, monkeypatch, flow):
     """The whole moved tree is verified before any of it is deleted: a file rewritten
-    after the re-check puts the entry back whole (nothing older is lost)."""
+    after the re-check (or after the plan's walk, in a pass that plans and acts at
+    once) puts the entry back whole (nothing older is lost)."""
     t = target_of(home)
     e = make_entry(t.scratch_dir, "e", {"a/old.txt": "old", "a/b/work.txt": "work-----", "a/b/more.txt": "m"})
-    hooked = _rewrite_after_a_walk(monkeypatch, e, "a/b/work.txt", moved=False)
-    result = prune_pass(t, options())
+    hooked = _rewrite_after_a_walk(monkeypatch, e, "a/b/work.txt", moved=False, flow=flow)
+    result = _last_check_walk(flow)[1](t, options())
     assert hooked
     assert (e / "a/b/work.txt").read_text() == "rewritten" and (e / "a/b/more.txt").exists()
     assert (e / "a/old.txt").read_text() == "old"
@@ -298,12 +401,15 @@ def test_an_unreadable_directory_met_by_the_delete_walk_puts_the_tree_back(home,
     assert "verify walk failed" in log_text(home) and f"removed {str(e)!r}" not in log_text(home)
 
 
-def test_quarantine_expiry_compares_against_the_start_of_the_recheck(home, monkeypatch):
-    """The re-check walk crosses a second boundary (waited for, not slept); a file
-    dated inside the walk is restored at expiry, never deleted."""
+@pytest.mark.parametrize("flow", FLOWS)
+def test_quarantine_expiry_compares_against_the_start_of_the_recheck(home, monkeypatch, flow):
+    """The last check walk (the re-check, or the plan's walk in a pass that plans and
+    acts at once) crosses a second boundary (waited for, not slept); a file dated
+    inside the walk is restored at expiry, never deleted."""
     t = target_of(home)
     e = make_entry(t.scratch_dir, "e")
-    real = execute_mod.scan_many
+    module, run_pass = _last_check_walk(flow)
+    real = module.scan_many
     started: list[float] = []
 
     def slow_scan(paths, cutoff, *a, **kw):
@@ -312,9 +418,9 @@ def test_quarantine_expiry_compares_against_the_start_of_the_recheck(home, monke
             assert wait_until(lambda: int(time.time()) > int(started[0]), timeout=5)
         return real(paths, cutoff, *a, **kw)
 
-    monkeypatch.setattr(execute_mod, "scan_many", slow_scan)
+    monkeypatch.setattr(module, "scan_many", slow_scan)
     opts = options(quarantine_hours=12.0)
-    prune_pass(t, opts)
+    run_pass(t, opts)
     monkeypatch.undo()
     [q] = list_quarantine(t.quarantine_dir)
     assert q.quarantined_at <= started[0]

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import enum
 import os
+import signal
 import stat as st
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 _OPEN_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -206,16 +208,22 @@ def _scan_chunk(paths: list[str], cutoff: float, count_top: bool = True, full: b
     return [scan_activity(p, cutoff, count_top=count_top, full=full) for p in paths]
 
 
+def _cpus() -> int:
+    """CPUs this process may run on (0 where it cannot fork)."""
+    if not hasattr(os, "fork"):
+        return 0
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def _worker_count(requested: int | None, n_paths: int) -> int:
     if requested is not None:
         return max(1, min(requested, n_paths))
-    if n_paths < PARALLEL_MIN_ENTRIES or not hasattr(os, "fork"):
+    if n_paths < PARALLEL_MIN_ENTRIES:
         return 1
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, 4, n_paths))
+    return max(1, min(_cpus(), 4, n_paths))
 
 
 def scan_many(paths: list[str], cutoff: float, workers: int | None = None, *, count_top: bool = True,
@@ -244,13 +252,12 @@ def scan_many(paths: list[str], cutoff: float, workers: int | None = None, *, co
 def _scan_split(paths: list[str], cutoff: float, workers: int | None, count_top: bool, full: bool
                 ) -> list[Activity]:
     """The entries dealt round-robin to forked children plus this process."""
-    import pickle
-
     if not paths:
         return []
     n = _worker_count(workers, len(paths))
     if n <= 1:
         return _scan_chunk(paths, cutoff, count_top, full)
+    import pickle  # here: a listing that forks nothing does not pay for it
     shares = [list(range(i, len(paths), n)) for i in range(n)]
     children: list[tuple[int, int, list[int]]] = []  # (pid, read fd, indexes)
     for share in shares[1:]:
@@ -304,3 +311,84 @@ def _scan_split(paths: list[str], cutoff: float, workers: int | None, count_top:
         for i, act in zip(share, got, strict=True):
             results[i] = act
     return [r for r in results if r is not None]
+
+
+# --------------------------------------------------------------------------------------
+# One entry at a time, the next ones walked ahead
+# --------------------------------------------------------------------------------------
+
+
+def scan_ahead(paths: list[str], cutoff: float, *, count_top: bool = True) -> Iterator[Activity]:
+    """``scan_activity`` of each path, in order, for a caller that acts on each
+    result before it asks for the next (the prune's verify walk of a moved tree, then
+    that tree's delete).
+
+    The first SOLO_SECONDS the walks are made here, one when it is asked for. After
+    that, on more than one CPU, the ones left (at least two) are walked ahead by one
+    forked child, in order, while this process walks the first of them and then works
+    on the results: the walks overlap the caller's work instead of adding to it. Each
+    result is still a walk of the whole tree made before the caller receives it. The
+    child only walks and writes each pickled result to a pipe, then ``_exit``s; if it
+    fails, this process walks the rest itself (a failure costs time, never a wrong
+    answer). Closing the iterator early stops the child (``contextlib.closing``)."""
+    paths = [os.fspath(p) for p in paths]
+    deadline = time.monotonic() + SOLO_SECONDS
+    for i, path in enumerate(paths):
+        if len(paths) - i >= 2 and time.monotonic() >= deadline and _cpus() > 1:
+            yield from _walked_ahead(paths[i:], cutoff, count_top)
+            return
+        yield scan_activity(path, cutoff, count_top=count_top)
+
+
+def _walked_ahead(paths: list[str], cutoff: float, count_top: bool) -> Iterator[Activity]:
+    """``paths[1:]`` walked by a forked child while this process walks ``paths[0]``."""
+    import pickle
+
+    try:
+        r, w = os.pipe()
+    except OSError:
+        r = -1
+    pid = 0
+    if r >= 0:
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(r)
+            os.close(w)
+            r = -1
+    if pid == 0 and r >= 0:  # the child
+        code = 0
+        try:
+            os.close(r)
+            with os.fdopen(w, "wb") as out:
+                for path in paths[1:]:
+                    pickle.dump(scan_activity(path, cutoff, count_top=count_top), out)
+                    out.flush()
+        except BaseException:
+            code = 1
+        os._exit(code)
+    if r < 0:  # no pipe or no fork: every walk here
+        yield from (scan_activity(p, cutoff, count_top=count_top) for p in paths)
+        return
+    os.close(w)
+    inp = os.fdopen(r, "rb")
+    try:
+        yield scan_activity(paths[0], cutoff, count_top=count_top)
+        for path in paths[1:]:
+            act = None
+            if not inp.closed:
+                try:
+                    act = pickle.load(inp)
+                except Exception:  # the child died or wrote garbage: the rest is walked here
+                    inp.close()
+            yield act if isinstance(act, Activity) else scan_activity(path, cutoff, count_top=count_top)
+    finally:
+        inp.close()
+        try:
+            os.kill(pid, signal.SIGKILL)  # ours and not yet reaped: the pid cannot be another's
+        except OSError:
+            pass
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass

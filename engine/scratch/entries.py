@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 
 from engine.fsutil import tree_size
-from engine.scratch.activity import Activity, scan_many
+from engine.scratch.activity import Activity, scan_many, walk_start_moment
 from engine.scratch.keep import static_keep_reason
 from engine.scratch.ownership import JudgedProcess, judge_snapshot
 from engine.scratch.procscan import ProcScanError, scan_processes
@@ -70,6 +70,9 @@ class Survey:
     processes: tuple[JudgedProcess, ...]  # every judged process (scratch and quarantine)
     process_error: str | None  # the process check failed: nothing may be deleted
     quarantine: tuple[QuarantinedEntry, ...]
+    # The moment the entries' walks began, as the filesystem dates writes (real time,
+    # whatever ``now`` says): a write after it may have been missed by them.
+    walked_at: float = 0.0
 
 
 class SizeCache:
@@ -129,6 +132,7 @@ def survey_scratch(
     now = time.time() if now is None else now
     cutoff = now - options.idle_hours * 3600.0
     named = list_entry_paths(target)
+    walked_at = walk_start_moment()
     # A listing without a cache wants every size: one full walk per entry gives both
     # the state and the size (an active entry is not walked twice).
     activities = scan_many([p for _n, p in named], cutoff, full=with_sizes and size_cache is None)
@@ -178,4 +182,5 @@ def survey_scratch(
         processes=tuple(judged),
         process_error=process_error,
         quarantine=tuple(list_quarantine(target.quarantine_dir)),
+        walked_at=walked_at,
     )

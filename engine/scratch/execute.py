@@ -11,7 +11,9 @@ nothing unrecorded is ever done, see audit.AuditWriteError).
 3. The activity re-check walk of every remaining candidate (its start is the
    moment T), then the keep rules once more. An entry found written to, unreadable,
    gone or kept is dropped here, before any signal: no process of an entry that
-   stays is ever signalled.
+   stays is ever signalled. A pass that carries out the plan it has just made
+   (``just_planned``) re-walks only the entries it signals in; for the others the
+   plan's walk is this check and T is the moment it began (see ``_recheck``).
 4. Only now the planned processes of the entries still going (and orphans whose
    entry no longer exists, checked again) get TERM, then KILL after the grace
    period.
@@ -21,8 +23,9 @@ nothing unrecorded is ever done, see audit.AuditWriteError).
 6. The moved tree is checked for any mtime at or after T (a write that landed
    while the re-check walked, or while the processes were signalled); one found
    puts the entry back and records it ``rescued``. A verify walk of the whole moved
-   tree does it in both modes, before anything of it goes. With quarantine the move
-   is then recorded (``quarantined``). With delete a ``removing`` record is written
+   tree does it in both modes, before anything of it goes (with delete, the trees
+   after the one being deleted are verified meanwhile, activity.scan_ahead). With
+   quarantine the move is then recorded (``quarantined``). With delete a ``removing`` record is written
    and the delete walk checks once more (delete.py: ``delete_unless_written`` checks
    every inode before its directory's files go, stops at a write that landed after
    the verify walk passed and the tree goes back, partial, saying how many older
@@ -43,10 +46,18 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, field
 
 from engine import identity
-from engine.scratch.activity import Activity, scan_activity, scan_many, walk_start_moment
+from engine.scratch.activity import (
+    Activity,
+    TouchState,
+    scan_activity,
+    scan_ahead,
+    scan_many,
+    walk_start_moment,
+)
 from engine.scratch.audit import AuditLog, AuditWriteError, escape_text, open_audit
 from engine.scratch.delete import DeleteStop, WatchedDelete, delete_tree, delete_unless_written
 from engine.scratch.entries import EntryState
@@ -256,6 +267,7 @@ class _Run:
     options: PruneOptions
     audit: AuditLog
     progress: Progress | None
+    just_planned: bool = False
     removed: list[RemovedEntry] = field(default_factory=list)
     quarantined: list[QuarantineMove] = field(default_factory=list)
     kept: list[KeptRecord] = field(default_factory=list)
@@ -289,18 +301,24 @@ def execute_plan(
     plan: PrunePlan,
     options: PruneOptions,
     progress: Progress | None = None,
+    *,
+    just_planned: bool = False,
 ) -> PruneResult:
     """Carry out ``plan``. Raises PruneBusy when another pass holds the lock (after
     logging it), AuditWriteError when a record could not be written (the action it
     described was not taken, and nothing after it). Any other unexpected error is
-    logged as the pass's one failing line."""
+    logged as the pass's one failing line.
+
+    ``just_planned``: the caller made ``plan`` right before this call and showed it to
+    nobody (the automatic pass, ``prune --yes``), so no prompt lies between its walk
+    and now; see ``_recheck`` for what that saves."""
     lock = PassLock(target)
     with open_audit(target.log_file, target.home.ensure_dir) as audit:
         if not lock.acquire():
             audit.skipped_busy()
             raise PruneBusy("another prune of this home is running; try again when it ends")
         try:
-            return _execute(_Run(target, plan, options, audit, progress))
+            return _execute(_Run(target, plan, options, audit, progress, just_planned))
         except AuditWriteError:
             raise
         except Exception as exc:
@@ -342,7 +360,7 @@ def _execute(run: _Run) -> PruneResult:
     total = len(candidates) + len(plan.expiring)
     if run.progress and candidates:
         run.progress(0, total, 0, candidates[0].path)
-    moment, idle = _recheck(run, candidates)
+    moment, idle = _recheck(run, candidates, {j.entry for j, _why in targets if j.area == "scratch"})
     _signal(run, _still_targets(targets, {c.name for c, _act in idle}))
     freed = _prune_candidates(run, idle, moment, total)
     for j, exp in enumerate(plan.expiring):
@@ -515,18 +533,36 @@ class _Moved:
     size: int
 
 
-def _recheck(run: _Run, candidates: list[Candidate]) -> tuple[float, list[tuple[Candidate, Activity]]]:
+def _recheck(run: _Run, candidates: list[Candidate], with_signals: set[str]
+             ) -> tuple[float, list[tuple[Candidate, Activity]]]:
     """The activity re-check walk of every candidate, then its keep rules once more,
     all before any signal: an entry found active, unreadable, gone or kept here is
     dropped and none of its processes is signalled. Returns the moment the walks
     started (T: every later check looks for an mtime at or after it) and the entries
     still idle with their walks. The walks run together (split across processes
-    like the survey)."""
-    moment = walk_start_moment()
-    rechecks = scan_many([c.path for c in candidates], run.plan.cutoff)
+    like the survey).
+
+    A plan made just before (``run.just_planned``) was walked a moment ago, with no
+    prompt between: then only the entries with a process to signal (``with_signals``,
+    entry names) are walked again, and T is the moment the plan's walks began. The
+    others keep the plan's walk as their check: anything written to them since T,
+    even in a directory that walk had passed, is found by the verify walk of the
+    moved tree before anything of it is deleted or recorded, as a write during a
+    re-check walk is."""
+    if run.just_planned:
+        moment = run.plan.walked_at
+        walked = [c for c in candidates if c.name in with_signals]
+    else:
+        moment = walk_start_moment()
+        walked = candidates
+    rechecks = dict(zip([c.path for c in walked], scan_many([c.path for c in walked], run.plan.cutoff),
+                        strict=True))
     idle = []
-    for cand, act in zip(candidates, rechecks, strict=True):
-        if _still_idle(run, cand.path, act) and not _keep_by_rule(run, cand.path):
+    for cand in candidates:
+        act = rechecks.get(cand.path)
+        if act is None:  # not walked again: the plan's walk found it idle
+            idle.append((cand, Activity(TouchState.IDLE, size_bytes=cand.size_bytes, git_files=cand.git_files)))
+        elif _still_idle(run, cand.path, act) and not _keep_by_rule(run, cand.path):
             idle.append((cand, act))
     return moment, idle
 
@@ -553,11 +589,11 @@ def _prune_candidates(run: _Run, idle: list[tuple[Candidate, Activity]], moment:
 
     The keep rules are checked once more right before each move (a marker made
     while the processes were signalled keeps the entry). Every moved tree is then
-    checked for an mtime at or after the moment the re-checks started, so a write
-    that lands anywhere after that moment is found whatever runs in between: with
-    verify walks that run together before anything is deleted, and with delete by
-    the delete walk once more (``delete_unless_written``). If a record cannot be written, every moved
-    entry not yet recorded is put back first."""
+    checked for an mtime at or after T (``moment``), so a write that lands anywhere
+    after it is found whatever runs in between: by the verify walk of the whole moved
+    tree before anything of it goes, and with delete by the delete walk once more
+    (``delete_unless_written``). If a record cannot be written, every moved entry not
+    yet recorded is put back first."""
     moved: list[_Moved] = []
     done = 0  # moved entries already finished (recorded, put back, or deleted)
     try:
@@ -568,18 +604,24 @@ def _prune_candidates(run: _Run, idle: list[tuple[Candidate, Activity]], moment:
         freed = 0
         # The whole moved tree is verified before anything of it goes, in both modes:
         # nothing written before the entry left its place is deleted because of a
-        # write the delete walk would only meet later.
-        verdicts = scan_many([m.owned for m in moved], moment, count_top=False)  # a move rewrites ".."
+        # write the delete walk would only meet later. A move rewrites "..": the top's
+        # own mtime does not count. With quarantine the walks run together (split
+        # across processes); with delete each tree's walk ends before its delete
+        # starts, and the trees after it are walked meanwhile (scan_ahead).
+        owned = [m.owned for m in moved]
         quarantine = run.options.quarantine_hours > 0
-        for m, verdict in zip(moved, verdicts, strict=True):
-            if run.progress:
-                run.progress(done, total, freed, m.cand.path)
-            if _verified_untouched(run, m.cand.path, m.owned, verdict):
-                if quarantine:
-                    freed += _record_quarantine(run, m.cand.path, m.owned, m.size)
-                else:  # the delete walk checks every inode again before it goes
-                    freed += _delete_moved(run, m, moment)
-            done += 1
+        verdicts = ((v for v in scan_many(owned, moment, count_top=False)) if quarantine
+                    else scan_ahead(owned, moment, count_top=False))
+        with closing(verdicts):
+            for m, verdict in zip(moved, verdicts, strict=True):
+                if run.progress:
+                    run.progress(done, total, freed, m.cand.path)
+                if _verified_untouched(run, m.cand.path, m.owned, verdict):
+                    if quarantine:
+                        freed += _record_quarantine(run, m.cand.path, m.owned, m.size)
+                    else:  # the delete walk checks every inode again before it goes
+                        freed += _delete_moved(run, m, moment)
+                done += 1
         return freed
     except BaseException:
         for m in moved[done:]:  # nothing stays moved without its record
@@ -610,6 +652,9 @@ def _move_aside(run: _Run, cand: Candidate, moment: float) -> str | None:
             dest = os.path.join(os.path.dirname(path), TRASH_PREFIX + fit_name(cand.name, len(TRASH_PREFIX)))
         rename_noreplace(path, dest)
     except Exception as exc:
+        if isinstance(exc, FileNotFoundError) and _gone(path):  # gone since its last check
+            run.audit.vanished(path)
+            return None
         why = getattr(exc, "strerror", None) or str(exc)
         if getattr(exc, "errno", None) == errno.EXDEV:
             why += (" (the quarantine folder is on another filesystem than the scratch folder; "
@@ -779,7 +824,7 @@ def prune_pass(
     from engine.scratch.plan import plan_prune
 
     plan = plan_prune(target, options)
-    return execute_plan(target, plan, options, progress)
+    return execute_plan(target, plan, options, progress, just_planned=True)
 
 
 def restore(target: PruneTarget, wanted: str) -> RestoredRecord:

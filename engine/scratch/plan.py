@@ -22,6 +22,7 @@ class Candidate:
     path: str
     idle_seconds: float | None
     size_bytes: int
+    git_files: tuple[str, ...] = ()  # linked worktrees' ".git" files the plan's walk found in it
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class PrunePlan:
     signals: tuple[PlannedSignal, ...]
     expiring: tuple[ExpiringEntry, ...]
     process_error: str | None
+    walked_at: float = 0.0  # when the plan's walks began (Survey.walked_at)
 
     @property
     def total_bytes(self) -> int:
@@ -91,7 +93,7 @@ def plan_from_survey(survey: Survey, options: PruneOptions) -> PrunePlan:
     kept = []
     for e in survey.entries:
         if e.state is EntryState.IDLE:
-            candidates.append(Candidate(e.name, e.path, e.idle_seconds, e.size_bytes or 0))
+            candidates.append(Candidate(e.name, e.path, e.idle_seconds, e.size_bytes or 0, e.activity.git_files))
         else:
             kept.append(KeptEntry(e.name, e.path, e.state, _kept_reason(e)))
     signals = []
@@ -115,6 +117,7 @@ def plan_from_survey(survey: Survey, options: PruneOptions) -> PrunePlan:
         signals=tuple(signals),
         expiring=tuple(expiring) if survey.process_error is None else (),
         process_error=survey.process_error,
+        walked_at=survey.walked_at,
     )
 
 

@@ -97,8 +97,17 @@ def _read_cwd(pid: int) -> tuple[str, bool] | None:
     return raw[: -len(DELETED_SUFFIX)], True
 
 
+def _cwd_under(pid: int, roots: list[str]) -> bool:
+    cwd = _read_cwd(pid)
+    return cwd is not None and any(is_under(cwd[0], r) for r in roots)
+
+
 def scan_processes(roots: Iterable[str]) -> ProcSnapshot:
-    """Same-user processes whose cwd is under any of ``roots`` (real paths)."""
+    """Same-user processes whose cwd is under any of ``roots`` (real paths).
+
+    Most of the time nobody works inside: one ``readlink`` of each process's cwd tells,
+    and only when some cwd is inside is every process's stat read (fingerprints and
+    the ppid chains a judgement needs). Nobody inside gives an empty snapshot."""
     roots = [os.path.realpath(r) for r in roots]
     uid = os.getuid()
     try:
@@ -110,12 +119,12 @@ def scan_processes(roots: Iterable[str]) -> ProcSnapshot:
         raise ProcScanError("cannot read /proc/self/stat")
     if identity.boot_id() is None:
         raise ProcScanError("cannot read the boot id, so no process can be fingerprinted")
+    pids = [int(entry) for entry in names if entry.isdigit()]
+    if not any(_cwd_under(pid, roots) for pid in pids):
+        return ProcSnapshot((), MappingProxyType({}))
     parents: dict[int, tuple[int, str]] = {}
     inside: list[ScratchProcess] = []
-    for entry in names:
-        if not entry.isdigit():
-            continue
-        pid = int(entry)
+    for pid in pids:
         stat = identity.read_stat(pid)
         if stat is None:
             continue  # exited while we looked

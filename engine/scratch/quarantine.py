@@ -7,9 +7,10 @@ that lands during the prune is not lost: it lands in the quarantined tree, and t
 expiry pass (which runs a fresh activity check first) restores such an entry
 instead of deleting it.
 
-The stamp is the moment the pass's re-check of the entry *started* (not the
-rename's), and expiry counts only mtimes at or after it: a file written while the
-re-check walked is restored, never deleted at expiry. An entry name too long for
+The stamp is the moment the pass's last activity check of the entry *started*
+(its re-check, or the plan's walk in a pass that plans and acts at once; not the
+rename's), and expiry counts only mtimes at or after it: a file written while that
+walk ran is restored, never deleted at expiry. An entry name too long for
 ``<name>.<stamp>`` (names may use all 255 bytes) gets a shortened name ending in a
 hash of the full one; the full name stays in the prune log's record of the move.
 
@@ -127,7 +128,7 @@ _STAMP_ROOM = 1 + len("20260101T000000Z") + 8
 
 def quarantine_target(quarantine_dir: Path, name: str, now: float | None = None) -> Path:
     """A free ``<name>.<stamp>`` path (``-2``, ``-3``... when the second is taken);
-    ``now``: the moment the stamp records (the start of the entry's re-check)."""
+    ``now``: the moment the stamp records (the start of the entry's last check)."""
     base = f"{fit_name(name, _STAMP_ROOM)}.{stamp(now)}"
     candidate = quarantine_dir / base
     n = 2

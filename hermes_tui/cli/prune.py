@@ -79,7 +79,7 @@ def run(ctx: Context) -> int:
             print("Nothing was changed.", file=out)
             return EXIT_OK
     try:
-        result = execute_plan(target, plan, options)
+        result = execute_plan(target, plan, options, just_planned=args.yes)
     except PruneBusy as exc:
         raise CliError(str(exc), EXIT_FAILED) from None
     except AuditWriteError as exc:  # the action whose record failed was not taken, nor any after it
