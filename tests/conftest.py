@@ -42,7 +42,7 @@ def board_backend(request):
     if request.param == "sqlite":
         yield None
         return
-    from pg_support import fresh_database
+    from tests.support.pg import fresh_database
 
     with fresh_database() as url:
         yield url
@@ -51,7 +51,7 @@ def board_backend(request):
 @pytest.fixture
 def pg_url():
     """A fresh PostgreSQL database for this test (dropped after it)."""
-    from pg_support import fresh_database
+    from tests.support.pg import fresh_database
 
     with fresh_database() as url:
         yield url

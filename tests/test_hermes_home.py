@@ -21,7 +21,8 @@ from engine import identity
 from engine.config import load_config
 from engine.home import HomeLayout
 from tests.conftest import run_cli
-from tests.scratch_util import make_entry, wait_until
+from tests.support import wait_until
+from tests.support.scratch import make_entry
 
 FIXTURE = Path(__file__).parent / "fixtures" / "hermes_home_0_19_0"
 HERMES_FILES = ("config.yaml", "kanban.db", "processes.json", "state.db", "SOUL.md")

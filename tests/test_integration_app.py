@@ -73,7 +73,7 @@ async def test_outside_text_that_looks_like_markup_is_shown_literally(home):
     holding markup: the app starts and shows every one as typed (before: MarkupError
     at every start while such a session was listed)."""
     from engine.scratch.audit import AuditLog
-    from tests.scratch_util import make_entry, target_of
+    from tests.support.scratch import make_entry, target_of
     from widgets.prune_log_pane import PruneLogPane
     from widgets.scratch_pane import ScratchPane
 

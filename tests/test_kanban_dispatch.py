@@ -11,8 +11,6 @@ import subprocess
 import sys
 
 import pytest
-from kanban_support import CLI, FakeClock, dispatcher, kanban_settings, kill_all_workers, open_board, read_log
-from kanban_support import wait_for_exit as wait_exit
 
 from engine import identity
 from engine.kanban import transitions as tr
@@ -21,6 +19,16 @@ from engine.kanban.models import NewTask
 from engine.kanban.registry_spawner import RegistrySpawner
 from engine.kanban.wording import held_back_words, skip_reason
 from engine.kanban.workers import NullSpawner, claim_lock_here
+from tests.support.kanban import (
+    CLI,
+    FakeClock,
+    dispatcher,
+    kanban_settings,
+    kill_all_workers,
+    open_board,
+    read_log,
+)
+from tests.support.kanban import wait_for_exit as wait_exit
 
 
 @pytest.fixture

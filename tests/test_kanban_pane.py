@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from kanban_support import FakeClock, open_board
 from textual.app import App
 
 from engine.config import load_config
@@ -17,6 +16,7 @@ from engine.kanban.store import Board
 from engine.kanban.wording import held_back_words, skip_reason
 from engine.kanban.workers import NullSpawner, claim_lock_here
 from hermes_tui.app import HermesApp
+from tests.support.kanban import FakeClock, open_board
 from widgets.board_modals import CardDetailsScreen, NewCardScreen
 from widgets.board_pane import BoardPane
 from widgets.confirm import ConfirmModal

@@ -7,11 +7,11 @@ import asyncio
 import sqlite3
 
 import pytest
-from kanban_support import FakeClock, open_board
 
 from engine.kanban import transitions as tr
 from engine.kanban.models import NewTask
 from engine.kanban.store import APPLICATION_ID, SCHEMA_VERSION, Board, StoreError, UnknownTask
+from tests.support.kanban import FakeClock, open_board
 
 
 async def test_new_board_is_wal_full_sync_versioned_and_private(home):

@@ -18,10 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-from kanban_support import CLI, cli_argv, deleted_board_files, integrity, runs_per_card
-
 from engine.config import load_config
 from engine.home import HomeLayout
+from tests.support.kanban import CLI, cli_argv, deleted_board_files, integrity, runs_per_card
 
 CREATORS = 3
 CARDS_EACH = 12
@@ -45,7 +44,7 @@ import asyncio, json, os, sys
 from pathlib import Path
 
 sys.path.insert(0, sys.argv[5])
-from kanban_support import deleted_board_files
+from tests.support.kanban import deleted_board_files
 from engine.config import load_config
 from engine.home import HomeLayout
 from engine.kanban.service import BoardService
@@ -163,12 +162,12 @@ def _check_board(db: Path, ids: list[str]) -> None:
 def test_a_board_service_process_the_cli_and_real_workers_lose_nothing(home, tmp_path):
     _write_home(home)
     ready, stop, report = tmp_path / "ready", tmp_path / "stop", tmp_path / "report.json"
-    tests_dir = str(Path(__file__).parent)
+    repo = str(Path(__file__).resolve().parent.parent)  # the holder imports tests.support
     # The board exists before the holder opens it, as a board does when the app starts
     # (a process that created the board itself did not show the old lock loss).
     subprocess.run(cli_argv(home, "list"), check=True, capture_output=True, timeout=120)
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(home.root), str(ready), str(stop), str(report),
-                               tests_dir], stderr=subprocess.PIPE, start_new_session=True)
+                               repo], stderr=subprocess.PIPE, start_new_session=True)
     dispatcher = None
     try:
         deadline = time.monotonic() + WAIT_SECONDS

@@ -1,6 +1,6 @@
 """The PostgreSQL board: choosing it, never printing its password, refusing a database
 that is not ours, the per-host dispatch lock, and losing the server. Against the real
-server on 127.0.0.1:5432 (a fresh database per test; tests/pg_support.py)."""
+server on 127.0.0.1:5432 (a fresh database per test; tests/support/pg.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ import sys
 
 import pytest
 from conftest import run_cli
-from kanban_support import FakeClock, kanban_settings, open_board
-from pg_support import ADMIN_URL
 
 from engine.config import ConfigError, Settings, parse_config
 from engine.kanban import board_location
@@ -26,6 +24,8 @@ from engine.kanban.pg.errors import BoardUnreachable
 from engine.kanban.pg.url import DatabaseUrl
 from engine.kanban.store import StoreError
 from engine.kanban.workers import NullSpawner
+from tests.support.kanban import FakeClock, kanban_settings, open_board
+from tests.support.pg import ADMIN_URL
 
 SECRET = "hunter2-not-shown"
 
@@ -253,7 +253,7 @@ async def test_a_transition_cut_by_a_lost_server_is_not_half_applied(home, pg_ur
 
 
 def test_without_a_server_the_postgresql_tests_fail_under_ci_and_skip_elsewhere(monkeypatch):
-    from pg_support import require_server
+    from tests.support.pg import require_server
 
     nowhere = "postgresql://postgres@127.0.0.1:1/postgres"
     monkeypatch.setenv("CI", "1")

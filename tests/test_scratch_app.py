@@ -11,7 +11,7 @@ from engine.config import Settings
 from engine.home import HomeLayout
 from engine.scratch.audit import AuditLog
 from hermes_tui.app import HermesApp
-from tests.scratch_util import HOUR, make_entry, target_of
+from tests.support.scratch import HOUR, make_entry, target_of
 from widgets.prune_log_pane import PruneLogPane
 from widgets.prune_modal import PruneModal
 from widgets.scratch_pane import ScratchPane

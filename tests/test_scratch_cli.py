@@ -6,7 +6,7 @@ import json
 import os
 
 from tests.conftest import run_cli
-from tests.scratch_util import make_entry, prune_on_pty, target_of
+from tests.support.scratch import make_entry, prune_on_pty, target_of
 
 
 def _cli(home, *args, **kw):
