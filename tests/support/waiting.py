@@ -45,6 +45,17 @@ async def wait_until_pilot(pilot, predicate: Callable[[], T], timeout: float = D
     return value
 
 
+# The app's one-shot reading workers (each started again by its pane's timer).
+READING_GROUPS = ("board-refresh", "processes-sample", "scratch-survey", "prune-log-read")
+
+
+async def wait_settled(pilot, groups: Iterable[str] = READING_GROUPS) -> None:
+    """Wait until the readings under way (``groups``) have ended and what they read is
+    drawn: for a snapshot or a check of the whole screen after the data is in."""
+    await wait_workers(pilot.app, groups)
+    await pilot.pause()
+
+
 async def wait_workers(app, groups: Iterable[str]) -> None:
     """Wait until every worker of the app in one of ``groups`` has finished (workers
     that loop for the app's whole life, like an output follower, are left alone)."""
