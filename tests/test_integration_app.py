@@ -10,7 +10,8 @@ from engine.config import load_config
 from engine.processes import ProcessRegistry
 from hermes_tui.app import HermesApp
 from tests.conftest import run_cli
-from tests.test_kanban_pane import select, wait_for
+from tests.support import wait_until_pilot as wait_for
+from tests.test_kanban_pane import select
 from widgets.board_pane import BoardPane
 from widgets.command_bar import CommandBar
 from widgets.processes_pane import ProcessesPane

@@ -7,6 +7,7 @@ a loaded one (many workers on two cores) from failing a correct test.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterable
 from typing import TypeVar
@@ -56,10 +57,16 @@ async def wait_settled(pilot, groups: Iterable[str] = READING_GROUPS) -> None:
     await pilot.pause()
 
 
-async def wait_workers(app, groups: Iterable[str]) -> None:
-    """Wait until every worker of the app in one of ``groups`` has finished (workers
-    that loop for the app's whole life, like an output follower, are left alone)."""
+async def wait_workers(app, groups: Iterable[str], timeout: float = DEFAULT_TIMEOUT) -> None:
+    """Wait until no worker of the app in one of ``groups`` runs (workers that loop for
+    the app's whole life, like an output follower, belong in no group asked for).
+
+    A worker of an exclusive group may be cancelled by a newer one, and a worker may
+    fail: neither is this wait's business, so each is awaited without raising, and the
+    workers are looked up again until none of those groups has one running."""
     wanted = set(groups)
-    workers = [w for w in app.workers if w.group in wanted]
-    if workers:  # Textual reads an empty list as "every worker", looping ones included
-        await app.workers.wait_for_complete(workers)
+    deadline = time.monotonic() + timeout
+    while busy := [w for w in app.workers if w.group in wanted and not w.is_finished]:
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"workers {sorted({w.group for w in busy})} still running after {timeout:g}s")
+        await asyncio.gather(*(w.wait() for w in busy), return_exceptions=True)
