@@ -104,13 +104,16 @@ def test_signal_death_is_reported_as_128_plus_n(reg):
     assert done.exit_code == 143 and done.signal == "SIGTERM"
 
 
-def test_a_second_registry_sees_it_running_then_its_exit(home, settings, reg):
-    s = reg.spawn(["sh", "-c", "echo started; read x < /dev/null; sleep 0.3; echo done; exit 5"])
+def test_a_second_registry_sees_it_running_then_its_exit(home, settings, reg, tmp_path):
+    gate = tmp_path / "gate"  # it runs until the test has seen it running
+    s = reg.spawn(["sh", "-c", 'echo started; read x < /dev/null; while [ ! -e "$1" ]; do sleep 0.01; done; '
+                   "echo done; exit 5", "sh", str(gate)])
     other = ProcessRegistry(home, settings)  # knows nothing of our Popen
     assert other.get(s.id).status == "running"
     assert other.popen_of(s.id) is None
     follower = OutputFollower(other.get(s.id).output_path)
     wait_until(lambda: "started" in follower.read().text)
+    gate.touch()
     done = other.wait(s.id, timeout=10)
     assert done.status == "exited" and done.exit_code == 5
     assert "done" in follower.read().text
