@@ -19,6 +19,7 @@ from engine.home import HomeLayout
 from engine.processes import ProcessRegistry
 from hermes_tui.app import HermesApp
 from tests.support import wait_settled, wait_until_pilot, wait_workers
+from tests.support.commands import count_to_400
 from widgets.command_bar import CommandBar
 from widgets.confirm import ConfirmModal
 from widgets.processes_pane import ProcessesPane
@@ -28,19 +29,10 @@ FAST = replace(Settings(), ui=UiSettings(refresh_seconds=0.2))
 
 
 def count_cmd(marker: Path, half: Path, rest: Path) -> str:
-    """A command line that counts to 400, a line each 10 ms, and stops after line 200
-    until the gate file ``half`` exists and after line 300 until ``rest`` does: it still
-    runs when the test's next key arrives, however slowly the machine goes. Each signal
-    it gets is written to ``marker``."""
+    """The command line typed for :func:`count_to_400` (gated at lines 200 and 300);
+    each signal it gets is written to ``marker``."""
     traps = " ".join(f"trap 'echo {s} >> {marker}' {s};" for s in ("HUP", "INT", "TERM", "TSTP", "CONT", "USR1"))
-
-    def count(first: int, last: int) -> str:
-        return f"for i in \\$(seq {first} {last}); do echo \\$i; sleep 0.01; done;"
-
-    def until(gate: Path) -> str:
-        return f"while [ ! -e '{gate}' ]; do sleep 0.01; done;"
-
-    return f"sh -c \"{traps} {count(1, 200)} {until(half)} {count(201, 300)} {until(rest)} {count(301, 400)}\""
+    return f'sh -c "{traps} {count_to_400(half, rest).replace("$", chr(92) + "$")}"'
 
 
 @pytest.fixture

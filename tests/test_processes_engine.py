@@ -21,8 +21,7 @@ from engine.processes.foreground import ForegroundRun
 from engine.processes.retention import prune_finished
 from engine.processes.session import EXIT_FILE, KILLED_FILE
 from tests.support import wait_until
-
-COUNT_400 = "for i in $(seq 1 400); do echo $i; sleep 0.01; done"
+from tests.support.commands import count_to_400
 
 
 @pytest.fixture
@@ -254,14 +253,23 @@ def test_live_processes_lists_verified_running_leaders(reg):
 # -- yield ------------------------------------------------------------------------------
 
 
-def test_yield_halfway_keeps_every_line_exactly_once_and_never_signals(reg, monkeypatch):
+def test_yield_halfway_keeps_every_line_exactly_once_and_never_signals(reg, monkeypatch, tmp_path):
     signalled: list = []
     real_send = identity.send_signal
     monkeypatch.setattr(identity, "send_signal", lambda *a, **k: signalled.append(a) or real_send(*a, **k))
-    s = reg.spawn(["sh", "-c", COUNT_400], owner="test", background=False)
+    half, rest = tmp_path / "half", tmp_path / "rest"
+    s = reg.spawn(["sh", "-c", count_to_400(half, rest)], owner="test", background=False)
     shown: list[str] = []
     fg = ForegroundRun(reg, s)
-    outcome = fg.stream(shown.append, lambda: "".join(shown).count("\n") >= 200)
+
+    def yield_now() -> bool:
+        if "".join(shown).count("\n") < 200:
+            return False
+        half.touch()  # lines come while it yields; it stops again at 300
+        return True
+
+    outcome = fg.stream(shown.append, yield_now)
+    rest.touch()
     assert outcome.yielded
     moved = outcome.session
     assert moved.id == s.id and moved.background and moved.notify and moved.status == "running"
