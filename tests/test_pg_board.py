@@ -24,6 +24,7 @@ from engine.kanban.pg.errors import BoardUnreachable
 from engine.kanban.pg.url import DatabaseUrl
 from engine.kanban.store import StoreError
 from engine.kanban.workers import NullSpawner
+from tests.support import wait_until_async
 from tests.support.kanban import FakeClock, kanban_settings, open_board
 from tests.support.pg import ADMIN_URL
 
@@ -342,10 +343,8 @@ async def test_a_tick_whose_lock_holding_connection_dropped_ends_instead_of_goin
         async with board.dispatch_guard() as held:
             assert held
             await _terminate_our_connections(pg_url)
-            for _ in range(600):  # the driver sees the server close the session
-                if board._raw is None or board._raw.is_closed():
-                    break
-                await asyncio.sleep(0.05)
+            # the driver sees the server close the session
+            await wait_until_async(lambda: board._raw is None or board._raw.is_closed(), what="the session closed")
             with pytest.raises(BoardUnreachable, match="held this host's dispatch lock"):
                 await board.get_task(card.id)
         assert (await board.get_task(card.id)).title == "kept"  # outside a tick it connects again

@@ -7,8 +7,9 @@ from tests.support.waiting import (
     READING_GROUPS,
     wait_settled,
     wait_until,
+    wait_until_async,
     wait_until_pilot,
     wait_workers,
 )
 
-__all__ = ["DEFAULT_TIMEOUT", "READING_GROUPS", "run_cli", "wait_settled", "wait_until", "wait_until_pilot", "wait_workers"]
+__all__ = ["DEFAULT_TIMEOUT", "READING_GROUPS", "run_cli", "wait_settled", "wait_until", "wait_until_async", "wait_until_pilot", "wait_workers"]

@@ -8,8 +8,9 @@ a loaded one (many workers on two cores) from failing a correct test.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -43,6 +44,23 @@ async def wait_until_pilot(pilot, predicate: Callable[[], T], timeout: float = D
     deadline = time.monotonic() + timeout
     while not (value := _check(predicate, deadline, timeout, what)):
         await pilot.pause(0.05)
+    return value
+
+
+async def wait_until_async(predicate: Callable[[], T | Awaitable[T]], timeout: float = DEFAULT_TIMEOUT,
+                           what: str = "condition") -> T:
+    """:func:`wait_until` for an async test (its event loop keeps running between the
+    checks); ``predicate`` may return an awaitable, such as a query of the board."""
+    deadline = time.monotonic() + timeout
+
+    async def value_now() -> T:
+        value = predicate()
+        return await value if inspect.isawaitable(value) else value
+
+    while not (value := await value_now()):
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{what} not reached in {timeout:g}s")
+        await asyncio.sleep(STEP_SECONDS)
     return value
 
 
