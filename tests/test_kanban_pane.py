@@ -448,11 +448,14 @@ async def test_card_texts_that_look_like_markup_show_literally(home):
         assert app.is_running
 
 
-async def test_the_app_judges_a_worker_s_exit_at_once_not_at_the_next_interval(home):
+async def test_the_app_judges_a_worker_s_exit_at_once_not_at_the_next_interval(home, tmp_path):
     """The interval is an hour and the crash grace 30 s: only the loop waking on the
-    worker's exit can make this card done."""
+    worker's exit can make this card done. The worker ends when the test has seen it
+    running (a gate file: a slow refresh cannot miss the running card)."""
+    gate = tmp_path / "gate"
     config = ("kanban:\n  dispatch: true\n  dispatch_interval_seconds: 3600\n  crash_grace_seconds: 30\n"
-              "  profiles:\n    quick:\n      command: 'sleep 1'\n      complete_on_exit: true\n")
+              f"  profiles:\n    quick:\n      command: 'while [ ! -e {gate} ]; do sleep 0.01; done'\n"
+              "      complete_on_exit: true\n")
     board = await Board.open(home.kanban_db)
     try:
         task = await tr.create_task(board, NewTask("one second", assignee="quick"))
@@ -462,9 +465,9 @@ async def test_the_app_judges_a_worker_s_exit_at_once_not_at_the_next_interval(h
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
         try:
-            await wait_for(pilot, lambda: task.id in pane.cards and pane.cards[task.id].task.status == "running",
-                           timeout=60)
-            await wait_for(pilot, lambda: pane.cards[task.id].task.status == "done", timeout=60)
+            await wait_for(pilot, lambda: task.id in pane.cards and pane.cards[task.id].task.status == "running")
+            gate.touch()
+            await wait_for(pilot, lambda: pane.cards[task.id].task.status == "done")
             assert app.dispatch_loop.last_result is not None
         finally:
             registry = app.dispatch_loop.spawner.registry

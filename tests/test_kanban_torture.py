@@ -20,6 +20,7 @@ from pathlib import Path
 
 from engine.config import load_config
 from engine.home import HomeLayout
+from tests.support import wait_until_pilot
 from tests.support.kanban import CLI, cli_argv, deleted_board_files, integrity, runs_per_card
 
 CREATORS = 3
@@ -212,8 +213,7 @@ async def test_the_app_the_cli_and_real_workers_lose_nothing(home, tmp_path):
     try:
         async with app.run_test(size=(160, 48)) as pilot:
             pane = app.query_one(BoardPane)
-            while pane.service is None:
-                await pilot.pause(0.05)
+            await wait_until_pilot(pilot, lambda: pane.service is not None, what="the board open")
             creators = _start_creators(home, tmp_path)
             dispatcher = _start_cli_dispatcher(home, stop)
             await asyncio.to_thread(_wait_creators, creators)
