@@ -26,21 +26,21 @@ from tests.support.kanban import (
     dispatcher,
     kanban_settings,
     kill_all_workers,
-    open_board,
     read_log,
 )
 from tests.support.kanban import wait_for_exit as wait_exit
 
 
 @pytest.fixture
-def world(home, board_backend):
-    """(home, clock, make(settings) -> (board, dispatcher, spawner)); every worker is killed after.
-    Each test runs on the SQLite board and on a PostgreSQL board (``board_backend``)."""
+def world(home, board_backend, open_test_board):
+    """(home, clock, make(settings) -> (board, dispatcher, spawner)); every worker is killed
+    and every board closed after. Each test runs on the SQLite board and on a PostgreSQL
+    board (``board_backend``)."""
     clock = FakeClock()
     made = []
 
     async def make(settings, spawner=None):
-        board = await open_board(home, clock, board_backend)
+        board = await open_test_board(clock, board_backend)
         spawner = spawner or RegistrySpawner(home, settings)
         made.append((board, spawner))
         return board, dispatcher(board, home, settings, spawner), spawner
