@@ -18,7 +18,7 @@ from engine.fsutil import tree_size
 from engine.hermes.config_keys import HERMES_AGENT_VERSION, HERMES_SECTIONS
 from engine.hermes.guest import home_owner
 from engine.home import HomeLayout
-from engine.identity import pidfd_available, proc_readable
+from engine.identity import HAVE_PIDFD, proc_readable
 
 GIB = 1024**3
 
@@ -135,7 +135,7 @@ def run_doctor(home: HomeLayout, environ: dict[str, str] | None = None) -> tuple
         tmpdir=env.get("TMPDIR"),
         tmpdir_user_set=tmpdir_is_users(env),
         large_cache_dirs=large_unpruned_cache_dirs(home),
-        pidfd_available=pidfd_available(),
+        pidfd_available=HAVE_PIDFD,
         proc_readable=proc_readable(),
         config_exists=home.config_file.is_file(),
         guest_signs=list(home_owner(home.root, settings).signs) if home.root.is_dir() else [],

@@ -8,9 +8,6 @@ import stat as stat_mod
 from pathlib import Path
 from typing import Any
 
-# Re-exported for the modules that still import them from here; engine.text owns them.
-from engine.text import human_bytes, human_duration  # noqa: F401
-
 
 def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
     """Write ``data`` so readers see either the old file or the whole new one."""

@@ -14,7 +14,7 @@ Signals go through a pidfd where the kernel has one (``os.pidfd_open`` +
 ``signal.pidfd_send_signal``): the fd is opened first, the fingerprint is checked
 second, and the signal is sent through the fd, so a pid recycled between the check
 and the signal cannot receive it. Without pidfd we fall back to check-then-kill and
-:func:`pidfd_available` says so (``doctor`` reports it).
+:data:`HAVE_PIDFD` says so (``doctor`` reports it).
 """
 
 from __future__ import annotations
@@ -243,7 +243,7 @@ def parse_lineage(text: str) -> tuple[tuple[int, str], ...]:
 # --------------------------------------------------------------------------------------
 
 
-def pidfd_available() -> bool:
+def _probe_pidfd() -> bool:
     """Whether this kernel and Python can signal through a pidfd (probed on our own pid)."""
     if not (hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal")):
         return False
@@ -255,8 +255,9 @@ def pidfd_available() -> bool:
     return True
 
 
-# Probed once: the kernel cannot gain or lose pidfds while we run. Every module asks this.
-HAVE_PIDFD = pidfd_available()
+# Whether signals go through a pidfd here: probed once (the kernel cannot gain or lose
+# pidfds while we run). The one name for it: the signals, the registry and doctor ask this.
+HAVE_PIDFD = _probe_pidfd()
 
 
 class SignalOutcome(enum.StrEnum):

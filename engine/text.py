@@ -1,8 +1,11 @@
-"""Plain-text phrasing shared by the CLI and the widgets: sizes, durations, shortened
-lines and names made safe to show. No Textual and no Rich here: the CLI prints these
-strings as they are, and a widget wraps them in ``rich.text.Text`` itself."""
+"""Plain-text phrasing shared by the CLI and the widgets: sizes, durations, times,
+shortened lines and names made safe to show. The one home of these: no Textual and no
+Rich here, so the CLI prints these strings as they are, and a widget wraps them in
+``rich.text.Text`` itself."""
 
 from __future__ import annotations
+
+import time
 
 ELLIPSIS = "\u2026"
 
@@ -36,6 +39,11 @@ def human_duration(seconds: float | None) -> str:
     return f"{d}d {h}h" if h else f"{d}d"
 
 
+def local_time(ts: float | None) -> str:
+    """An epoch time as local ``YYYY-MM-DD HH:MM:SS``; '-' for none."""
+    return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
 def ellipsize(text: str, limit: int) -> str:
     """``text`` cut to at most ``limit`` characters, the last one an ellipsis when
     anything was left out."""
@@ -60,3 +68,9 @@ def escape_text(text: str) -> str:
         except UnicodeEncodeError:
             pass
     return repr(text)[1:-1]
+
+
+def show_name(name: str) -> str:
+    """A name, path or reason as a terminal may show it: control characters and bytes
+    that are not UTF-8 escaped (the same escapes as the audit log), never raw."""
+    return escape_text(name)

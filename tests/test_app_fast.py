@@ -242,3 +242,44 @@ async def test_a_card_s_new_prompt_while_its_column_is_hidden_does_not_crash():
         cards.display = True
         await pilot.pause()
         assert any("· 2s" in cards.render_line(y).text for y in range(cards.size.height))
+
+
+async def test_the_fit_table_is_the_keyed_diff_a_pane_hands_its_rows_to():
+    """update_rows builds cells only for new and changed rows and drops the gone ones;
+    sync then adds, removes and updates only those on screen (the processes and scratch
+    panes keep no diff of their own)."""
+    from rich.text import Text
+    from textual.app import App
+
+    from widgets.fit_table import Col, FitTable
+
+    class One(App):
+        def compose(self):
+            yield FitTable((Col("id", "ID"), Col("state", "State", flex=True)), id="t")
+
+    built: list[str] = []
+    calls: list[tuple] = []
+
+    def cells_of(key: str, state: str) -> list[Text]:
+        built.append(key)
+        return [Text(key), Text(state)]
+
+    app = One()
+    async with app.run_test(size=(60, 10)) as pilot:
+        table = app.query_one(FitTable)
+        changes = table.update_rows({"a": "running", "b": "running", "c": "idle"}, cells_of)
+        assert changes.added == ("a", "b", "c") and not changes.removed and not changes.changed
+        table.sync()
+        await pilot.pause()
+        for name in ("add_row", "remove_row", "update_cell"):
+            real = getattr(table, name)
+            setattr(table, name, lambda *a, _n=name, _r=real, **k: calls.append((_n, a[0])) or _r(*a, **k))
+        built.clear()
+        changes = table.update_rows({"a": "running", "b": "exited", "d": "new"}, cells_of)
+        assert changes.added == ("d",) and changes.removed == ("c",) and changes.changed == {"b": "running"}
+        assert built == ["b", "d"]  # "a" did not change: its cells were not built again
+        assert table.values == {"a": "running", "b": "exited", "d": "new"}
+        table.sync()
+        await pilot.pause()
+        assert sorted(calls) == [("add_row", Text("d")), ("remove_row", "c"), ("update_cell", "b")]
+        assert not table.update_rows({"a": "running", "b": "exited", "d": "new"}, cells_of)  # no change

@@ -212,7 +212,7 @@ def test_child_ignoring_term_gets_kill_after_grace(children):
 def test_terminate_reports_pidfd_use(children):
     proc = children(["sleep", "30"])
     report = terminate(proc.pid, fingerprint(proc.pid), grace=2)
-    assert report.via_pidfd is identity.pidfd_available()
+    assert report.via_pidfd is identity.HAVE_PIDFD
     assert report.to_json()["signals"][0] == {"pid": proc.pid, "signal": "SIGTERM"}
 
 

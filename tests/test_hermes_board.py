@@ -66,7 +66,7 @@ def test_show_has_hermes_events_and_comments(hermes):
     before = tree_state(hermes.root)
     r = cli(hermes, "show", "20f9")
     assert r.returncode == 0, r.stderr
-    assert "Comments:" in r.stdout and "default: started on it" in r.stdout
+    assert "Comments (1)" in r.stdout and "default: started on it" in r.stdout
     assert "completed" in r.stdout and "status      done" in r.stdout
     data = json.loads(cli(hermes, "show", DONE_CARD, "--json").stdout)
     assert [c["body"] for c in data["comments"]] == ["started on it"]

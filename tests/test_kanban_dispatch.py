@@ -403,6 +403,7 @@ async def test_caps_priority_and_the_held_back_line(world):
         assert skip_reason(by_id[low.id]) == "waiting: 2 of 2 running, the board's cap"
         result = await disp.tick()
         assert not result.spawned
+        assert result.held_back_counts == {"at_capacity": 2}
         assert result.held_back == "Last tick held back: at_capacity=2"
         assert held_back_words(result) == "held back: 2 cards waiting: 2 of 2 running, the board's cap"
     finally:

@@ -4,6 +4,7 @@ and SVG snapshots of a fixed board (fixed ids, fixed times via the clock)."""
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 from textual.app import App
@@ -18,6 +19,7 @@ from engine.kanban.workers import NullSpawner, claim_lock_here
 from hermes_tui.app import HermesApp
 from tests.support import wait_until_pilot as wait_for
 from tests.support import wait_workers
+from tests.support.cli import run_cli
 from tests.support.kanban import FakeClock, open_board
 from widgets.board_modals import CardDetailsScreen, NewCardScreen
 from widgets.board_pane import BoardPane
@@ -165,6 +167,17 @@ async def test_enter_opens_details_with_runs_events_failure_and_log(home, board_
         await pilot.press("enter")
         body = app.screen.query_one("#details-body")
         await wait_for(pilot, lambda: "Add screenshots." in str(body.render()))
+    # One description (engine.kanban.describe.describe_task) behind both: the dialog shows
+    # what `kanban show` prints, plus the worker log's tail (the ages differ: different clocks).
+    printed = await asyncio.to_thread(run_cli, "--home", str(home.root), "kanban", "show", made["blocked"])
+    assert printed.returncode == 0, printed.stderr
+
+    def without_age(shown: str) -> str:
+        return re.sub(r"\([^()]+ ago\)", "(… ago)", shown)
+
+    dialog, log = text.split("\n\nWorker log (tail)\n")
+    assert without_age(dialog) == without_age(printed.stdout.rstrip("\n"))
+    assert log.splitlines() == ["  connecting", "  HTTP 403 from billing"]
 
 
 async def test_move_keys_follow_the_allowed_transitions(home, board_backend):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engine.kanban.models import RunOutcome
 from engine.kanban.workers import (
     RUN_HEADER_PREFIX,
     WorkerExit,
@@ -25,6 +26,14 @@ def test_exit_classification():
     assert classify_exit(5, WorkerExit(code=0), True).outcome == "completed"
     lost = classify_exit(5, None, True)  # no record: never invented, never "completed"
     assert (lost.outcome, lost.error) == ("crashed", "pid 5 not alive (no exit recorded)")
+    assert lost.outcome is RunOutcome.CRASHED  # an enum, stored and printed as its old text
+
+
+def test_run_outcomes_keep_the_values_the_board_stores():
+    assert {o.name: o.value for o in RunOutcome} == {
+        "COMPLETED": "completed", "BLOCKED": "blocked", "REVIEW": "review", "CRASHED": "crashed",
+        "PROTOCOL_VIOLATION": "protocol_violation", "RATE_LIMITED": "rate_limited", "TIMED_OUT": "timed_out",
+        "RECLAIMED": "reclaimed", "SPAWN_FAILED": "spawn_failed", "ARCHIVED": "archived", "HOST_LOST": "host_lost"}
 
 
 def test_copy_by_offset_rotates_and_restarts_after_a_shrink(tmp_path):

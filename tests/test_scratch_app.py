@@ -52,7 +52,7 @@ async def test_pane_lists_entries_with_state_and_reason(home):
         pane = await _surveyed(pilot, app)
         table = pane.table
         assert table.row_count == 4
-        states = {table.get_row(k)[0].plain: table.get_row(k)[1].plain for k in pane._rows}
+        states = {table.get_row(k)[0].plain: table.get_row(k)[1].plain for k in pane.table.keys}
         assert states == {"idle-lane": "idle", "old-run": "idle", "active-lane": "active", "parked": "kept"}
         why = table.get_row("e:parked")[4].plain
         assert why == ".scratch-keep marker"
@@ -107,11 +107,11 @@ async def test_modal_yes_removes_exactly_the_plan_candidates(home):
         planned = {c.path for c in app.screen.plan.candidates}
         await pilot.click("#yes")
         assert await wait_for(pilot, lambda: not paths["idle-lane"].exists() and not pane._pruning)
-        assert await wait_for(pilot, lambda: "e:idle-lane" not in pane._rows and "e:old-run" not in pane._rows)
+        assert await wait_for(pilot, lambda: "e:idle-lane" not in pane.table.keys and "e:old-run" not in pane.table.keys)
         gone = {str(p) for p in paths.values() if not p.exists()}
         assert gone == planned
         # the quarantined rows are listed; u on one restores it
-        qkeys = [k for k in pane._rows if k.startswith("q:")]
+        qkeys = [k for k in pane.table.keys if k.startswith("q:")]
         assert len(qkeys) == 2
         table = pane.table
         restored = qkeys[0][2:].rsplit(".", 1)[0]

@@ -8,23 +8,22 @@ board service). Outside text (titles, bodies, names, errors) is plain text, neve
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
+from textual.containers import Horizontal, VerticalScroll
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Label, Static
 
-from engine.fsutil import human_duration
+from engine.kanban.describe import Part, describe_task
 from engine.kanban.models import NewTask, TaskDetails
 from engine.kanban.service import BoardService
 from engine.kanban.store import StoreError
 from engine.kanban.workers import read_tail
+from widgets.dialog import Dialog
 
 LOG_TAIL_BYTES = 6000
 LOG_TAIL_LINES = 30
@@ -32,7 +31,7 @@ EVENTS_SHOWN = 20
 DETAILS_REFRESH_SECONDS = 2.0
 
 
-class NewCardScreen(ModalScreen[NewTask | None]):
+class NewCardScreen(Dialog[NewTask | None]):
     """A form for a new card. Dismisses with the NewTask, or None when cancelled."""
 
     BINDINGS = [
@@ -41,51 +40,41 @@ class NewCardScreen(ModalScreen[NewTask | None]):
     ]
 
     DEFAULT_CSS = """
-    NewCardScreen { align: center middle; }
-    NewCardScreen > Vertical {
-        width: 80%; max-width: 90; height: auto; max-height: 95%;
-        border: thick $accent 60%; background: $surface; padding: 1 2;
-    }
-    NewCardScreen .title { text-style: bold; margin-bottom: 1; }
+    NewCardScreen > Vertical { max-width: 90; max-height: 95%; }
+    NewCardScreen .title { margin-bottom: 1; }
     NewCardScreen Label { color: $text-muted; margin-top: 1; }
     NewCardScreen .error { color: $error; height: auto; }
-    NewCardScreen .buttons { height: auto; align-horizontal: right; margin-top: 1; }
-    NewCardScreen Button { margin-left: 2; }
     """
+    FIRST_FOCUS = "#title"
 
     def __init__(self, profiles: Sequence[str], default_assignee: str | None = None) -> None:
         super().__init__()
         self._profiles = list(profiles)
         self._default = default_assignee or ""
 
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static("New card", classes="title")
-            yield Label("Title")
-            yield Input(placeholder="what needs doing", id="title")
-            yield Label("Body (reaches the worker as HERMES_KANBAN_BODY)")
-            yield Input(placeholder="details, links, acceptance", id="body")
-            hint = f" ({', '.join(self._profiles)})" if self._profiles else " (no profiles configured)"
-            yield Label(Text("Assignee: a worker profile" + hint))
-            yield Input(value=self._default, placeholder="profile name, or empty", id="assignee",
-                        suggester=SuggestFromList(self._profiles, case_sensitive=True))
-            yield Label("Priority (higher first)")
-            yield Input(value="0", id="priority", type="integer")
-            yield Label("Parents: card ids it waits for, comma-separated")
-            yield Input(placeholder="t_1a2b3c4d, t_5e6f7a8b", id="parents")
-            yield Static("", classes="error", id="form-error")
-            with Horizontal(classes="buttons"):
-                yield Button("Cancel", id="cancel")
-                yield Button("Create", id="create", variant="primary")
+    def dialog_title(self) -> str:
+        return "New card"
 
-    def on_mount(self) -> None:
-        self.query_one("#title", Input).focus()
+    def compose_body(self) -> ComposeResult:
+        yield Label("Title")
+        yield Input(placeholder="what needs doing", id="title")
+        yield Label("Body (reaches the worker as HERMES_KANBAN_BODY)")
+        yield Input(placeholder="details, links, acceptance", id="body")
+        hint = f" ({', '.join(self._profiles)})" if self._profiles else " (no profiles configured)"
+        yield Label(Text("Assignee: a worker profile" + hint))
+        yield Input(value=self._default, placeholder="profile name, or empty", id="assignee",
+                    suggester=SuggestFromList(self._profiles, case_sensitive=True))
+        yield Label("Priority (higher first)")
+        yield Input(value="0", id="priority", type="integer")
+        yield Label("Parents: card ids it waits for, comma-separated")
+        yield Input(placeholder="t_1a2b3c4d, t_5e6f7a8b", id="parents")
+        yield Static("", classes="error", id="form-error")
+        with Horizontal(classes="buttons"):
+            yield Button("Cancel", id="cancel")
+            yield Button("Create", id="create", variant="primary")
 
     def _value(self, field_id: str) -> str:
         return self.query_one(f"#{field_id}", Input).value.strip()
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
     def action_create(self) -> None:
         title = self._value("title")
@@ -116,20 +105,16 @@ class NewCardScreen(ModalScreen[NewTask | None]):
             self.dismiss(None)
 
 
-class AssignScreen(ModalScreen[str | None]):
+class AssignScreen(Dialog[str | None]):
     """Ask for a card's new assignee. Dismisses with the name ("" = nobody), or None."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="board.assign.cancel")]
 
     DEFAULT_CSS = """
-    AssignScreen { align: center middle; }
-    AssignScreen > Vertical {
-        width: 70%; max-width: 80; height: auto;
-        border: thick $accent 60%; background: $surface; padding: 1 2;
-    }
-    AssignScreen .title { text-style: bold; }
-    AssignScreen .hint { color: $text-muted; margin-top: 1; }
+    AssignScreen > Vertical { width: 70%; max-width: 80; }
+    AssignScreen .hint { margin-top: 1; }
     """
+    FIRST_FOCUS = "Input"
 
     def __init__(self, task_id: str, current: str | None, profiles: Sequence[str]) -> None:
         super().__init__()
@@ -137,20 +122,15 @@ class AssignScreen(ModalScreen[str | None]):
         self._current = current or ""
         self._profiles = list(profiles)
 
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static(Text(f"Assign {self.task_id}"), classes="title")
-            yield Input(value=self._current, placeholder="profile name (empty: nobody)", id="assignee",
-                        suggester=SuggestFromList(self._profiles, case_sensitive=True))
-            known = ", ".join(self._profiles) or "none configured"
-            yield Static(Text(f"Profiles: {known}. A different profile starts with 0 failures. "
-                              "Enter assigns, Escape cancels."), classes="hint")
+    def dialog_title(self) -> str:
+        return f"Assign {self.task_id}"
 
-    def on_mount(self) -> None:
-        self.query_one(Input).focus()
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
+    def compose_body(self) -> ComposeResult:
+        yield Input(value=self._current, placeholder="profile name (empty: nobody)", id="assignee",
+                    suggester=SuggestFromList(self._profiles, case_sensitive=True))
+        known = ", ".join(self._profiles) or "none configured"
+        yield Static(Text(f"Profiles: {known}. A different profile starts with 0 failures. "
+                          "Enter assigns, Escape cancels."), classes="hint")
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
@@ -158,70 +138,24 @@ class AssignScreen(ModalScreen[str | None]):
         self.dismiss(event.value.strip())
 
 
-def _when(ts: float | None) -> str:
-    return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+# How the details dialog styles each part of the card's description.
+PART_STYLES = {Part.TITLE: "bold", Part.LABEL: "dim", Part.NAME: "bold", Part.ERROR: "red", Part.EMPTY: "dim",
+               Part.GOOD: "green", Part.BAD: "yellow", Part.NOTE: "dim"}
 
 
-def render_details(details: TaskDetails, log_tail: str, now: float) -> Text:
-    """The details view as one Rich Text (also what the tests read)."""
-    t = details.task
+def render_details(details: TaskDetails, log_tail: Sequence[str], now: float,
+                   event_limit: int | None = None) -> Text:
+    """The card's description (:func:`describe_task`, what ``kanban show`` prints) with
+    the tail of its worker log, styled, as one Rich Text (also what the tests read)."""
     out = Text()
-    out.append(f"{t.id}  ", style="bold")
-    out.append(t.title + "\n", style="bold")
-    rows = [
-        ("status", t.status),
-        ("assignee", t.assignee or "-"),
-        ("priority", str(t.priority)),
-        ("age", human_duration(now - t.created_at)),
-        ("failures", f"{t.consecutive_failures}" + (f" of {t.max_retries}" if t.max_retries else "")),
-    ]
-    if t.worker_pid:
-        rows.append(("worker", f"pid {t.worker_pid}  claim {t.claim_lock}"))
-    if t.max_runtime_seconds:
-        rows.append(("max runtime", f"{t.max_runtime_seconds:g}s"))
-    if details.parents:
-        rows.append(("parents", ", ".join(details.parents)))
-    if details.children:
-        rows.append(("children", ", ".join(details.children)))
-    if t.result:
-        rows.append(("result", t.result))
-    for key, value in rows:
-        out.append(f"  {key:<12}", style="dim")
-        out.append(value + "\n")
-    if t.last_failure_error:
-        out.append("\nLast failure\n", style="bold")
-        out.append("  " + t.last_failure_error + "\n", style="red")
-    out.append("\nBody\n", style="bold")
-    out.append(("  " + t.body.replace("\n", "\n  ") if t.body else "  (empty)") + "\n")
-    out.append(f"\nRuns ({len(details.runs)})\n", style="bold")
-    if not details.runs:
-        out.append("  none yet\n", style="dim")
-    for r in details.runs:
-        out.append(f"  #{r.id:<4} {r.profile or '-':<10} {_when(r.started_at)}  ")
-        out.append(r.outcome or "open", style="green" if r.outcome in (None, "completed") else "yellow")
-        if r.worker_pid:
-            out.append(f"  pid {r.worker_pid}")
-        if r.error or r.summary:
-            out.append(f"  {r.error or r.summary}", style="dim")
+    for line in describe_task(details, now, event_limit=event_limit, log_tail=log_tail):
+        for text, part in line:
+            out.append(text, style=PART_STYLES.get(part, ""))
         out.append("\n")
-    if details.comments:
-        out.append(f"\nComments ({len(details.comments)})\n", style="bold")
-        for c in details.comments:
-            out.append(f"  {_when(c.created_at)}  ", style="dim")
-            out.append(c.author, style="bold")
-            out.append(f"  {c.body}\n")
-    out.append(f"\nLast events ({len(details.events)})\n", style="bold")
-    for e in details.events:
-        payload = " ".join(f"{k}={v}" for k, v in sorted(e.payload.items()) if v not in (None, "", [], {}))
-        out.append(f"  {_when(e.created_at)}  ", style="dim")
-        out.append(e.kind, style="bold")
-        out.append(f"  {payload}\n" if payload else "\n")
-    out.append("\nWorker log (tail)\n", style="bold")
-    out.append((log_tail.rstrip("\n") or "  (no output yet)") + "\n", style="" if log_tail else "dim")
     return out
 
 
-class CardDetailsScreen(ModalScreen[str | None]):
+class CardDetailsScreen(Dialog[str | None]):
     """A card's body, runs, last events, last failure and the tail of its worker log.
     Dismisses with ``"output"`` when the user asks for the worker's output."""
 
@@ -231,12 +165,8 @@ class CardDetailsScreen(ModalScreen[str | None]):
     ]
 
     DEFAULT_CSS = """
-    CardDetailsScreen { align: center middle; }
-    CardDetailsScreen > Vertical {
-        width: 90%; max-width: 120; height: 90%;
-        border: thick $accent 60%; background: $surface; padding: 0 1;
-    }
-    CardDetailsScreen .hint { color: $text-muted; height: 1; }
+    CardDetailsScreen > Vertical { width: 90%; max-width: 120; height: 90%; padding: 0 1; }
+    CardDetailsScreen .hint { height: 1; }
     """
 
     def __init__(self, service: BoardService, task_id: str, log_path, clock) -> None:
@@ -247,11 +177,10 @@ class CardDetailsScreen(ModalScreen[str | None]):
         self._clock = clock
         self._shown = ""
 
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            with VerticalScroll():
-                yield Static(Text(f"Loading {self.task_id}…"), id="details-body")
-            yield Static("escape close · o worker output in the processes pane", classes="hint")
+    def compose_body(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(Text(f"Loading {self.task_id}…"), id="details-body")
+        yield Static("escape close · o worker output in the processes pane", classes="hint")
 
     def on_mount(self) -> None:
         self.load()
@@ -267,7 +196,7 @@ class CardDetailsScreen(ModalScreen[str | None]):
             return
         raw = await asyncio.to_thread(read_tail, self._log_path, LOG_TAIL_BYTES)
         lines = raw.decode("utf-8", errors="replace").splitlines()[-LOG_TAIL_LINES:]
-        text = render_details(details, "\n".join("  " + line for line in lines), self._clock())
+        text = render_details(details, lines, self._clock(), EVENTS_SHOWN)
         if text.plain != self._shown:
             self._shown = text.plain
             body.update(text)

@@ -33,10 +33,10 @@ from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from engine.config import Settings
-from engine.fsutil import human_duration
 from engine.home import HomeLayout
 from engine.kanban.statuses import ARCHIVED, BLOCKED, RUNNING, STATUSES
 from engine.kanban.wording import held_back_words, skip_reason
+from engine.text import human_duration
 from widgets.fit_table import DetailLine
 from widgets.pane import EmptyState, Pane
 from widgets.partial_repaint import PromptList
@@ -764,19 +764,20 @@ async def _describe_assign(coro) -> str:
 
 def _worker_plan(task: Task, grace: float) -> str:
     """Exactly what will happen to the card's worker, for the confirm dialog."""
-    from engine.kanban.workers import is_host_local, worker_state
+    from engine.identity import Liveness, liveness
+    from engine.kanban.workers import is_host_local
 
     if not task.worker_pid:
         return "No worker process is recorded for it: nothing is signalled."
     if not is_host_local(task.claim_lock):
         return f"Its worker pid {task.worker_pid} runs on another host ({task.claim_lock}): nothing is signalled."
-    state = worker_state(task.worker_pid, task.worker_started_at)
-    if state == "alive":
+    state = liveness(task.worker_pid, task.worker_started_at)
+    if state is Liveness.ALIVE:
         return (f"Its worker pid {task.worker_pid} (identity verified) gets SIGTERM to its process group, then "
                 f"SIGKILL after {grace:g}s if still alive.")
-    if state == "unverified_alive":
+    if state is Liveness.UNVERIFIED_ALIVE:
         return f"Its worker pid {task.worker_pid} was never verified: it is NOT signalled."
-    if state == "recycled":
+    if state is Liveness.RECYCLED:
         return f"Pid {task.worker_pid} now belongs to another process: it is NOT signalled."
     return f"Its worker pid {task.worker_pid} has already exited: nothing is signalled."
 
@@ -799,12 +800,12 @@ def _next_allowed(status: str, step: int) -> str | None:
 def _with_liveness(tasks: list[Task]) -> list[CardView]:
     """Card views with the live marker (reads /proc: run in a thread)."""
     from engine import identity
-    from engine.kanban.workers import is_host_local, worker_state
+    from engine.kanban.workers import is_host_local
 
     views = []
     for t in tasks:
         live = None
         if t.worker_pid and is_host_local(t.claim_lock) and identity.is_verifiable(t.worker_started_at):
-            live = worker_state(t.worker_pid, t.worker_started_at) == "alive"
+            live = identity.liveness(t.worker_pid, t.worker_started_at) is identity.Liveness.ALIVE
         views.append(CardView(t, live))
     return views

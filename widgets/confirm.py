@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
+from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, Static
 
+from widgets.dialog import Dialog
 
-class ConfirmModal(ModalScreen[bool]):
+
+class ConfirmModal(Dialog[bool]):
     """Dismisses with True only when the user picks the destructive button."""
 
     BINDINGS = [
@@ -19,21 +20,11 @@ class ConfirmModal(ModalScreen[bool]):
     ]
 
     DEFAULT_CSS = """
-    ConfirmModal { align: center middle; }
-    ConfirmModal > Vertical {
-        width: 80%;
-        max-width: 110;
-        height: auto;
-        max-height: 90%;
-        border: thick $error 60%;
-        background: $surface;
-        padding: 1 2;
-    }
-    ConfirmModal .title { text-style: bold; margin-bottom: 1; }
+    ConfirmModal > Vertical { max-width: 110; max-height: 90%; border: thick $error 60%; }
+    ConfirmModal .title { margin-bottom: 1; }
     ConfirmModal VerticalScroll { height: auto; max-height: 30; }
-    ConfirmModal .buttons { height: auto; align-horizontal: right; margin-top: 1; }
-    ConfirmModal Button { margin-left: 2; }
     """
+    FIRST_FOCUS = "#no"
 
     def __init__(self, title: str, body: str, yes_label: str = "Yes", no_label: str = "No") -> None:
         super().__init__()
@@ -42,17 +33,15 @@ class ConfirmModal(ModalScreen[bool]):
         self._yes = yes_label
         self._no = no_label
 
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static(self._title, classes="title", markup=False)
-            with VerticalScroll():
-                yield Static(self._body, classes="body", markup=False)
-            with Horizontal(classes="buttons"):
-                yield Button(self._no, id="no", variant="primary")
-                yield Button(self._yes, id="yes", variant="error")
+    def dialog_title(self) -> str:
+        return self._title
 
-    def on_mount(self) -> None:
-        self.query_one("#no", Button).focus()
+    def compose_body(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(self._body, classes="body", markup=False)
+        with Horizontal(classes="buttons"):
+            yield Button(self._no, id="no", variant="primary")
+            yield Button(self._yes, id="yes", variant="error")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()

@@ -11,6 +11,12 @@ first, so the main column never drops below its ``min_width``.
 Nothing is lost: :class:`DetailLine` under the table shows the selected row in full (every
 pane's table has one), so the whole of any cut value is one cursor move away.
 
+It is also the one keyed-diff table of the app: a pane hands :meth:`FitTable.update_rows`
+all its rows by key, each with a value cheap to compare (plain strings, say), and the table
+drops the rows whose key is gone, builds the cells of new and changed rows only, and
+:meth:`FitTable.sync` then touches only those on screen (``update_cell`` for a changed
+cell, ``add_row``, ``remove_row``). No pane keeps a diff of its own.
+
 The table owns its rows' full cells and their order; the DataTable only ever holds
 the cut copies. A change of plan (a resize, a longer value) redraws the rows, which are
 few in this app's tables (sessions, scratch entries, the visible prune log).
@@ -18,8 +24,9 @@ few in this app's tables (sessions, scratch entries, the visible prune log).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from rich.text import Text
 from textual import events
@@ -27,7 +34,7 @@ from textual.widgets import Static
 
 from widgets.partial_repaint import CellTable
 
-ELLIPSIS = "…"
+_ABSENT = object()
 
 
 @dataclass(frozen=True)
@@ -92,11 +99,26 @@ def cut(cell: Text, width: int) -> Text:
     return short
 
 
-class FitTable(CellTable):  # a changed cell repaints its row only
-    """A row-cursor DataTable that plans its columns for its width (see the module doc).
+@dataclass(frozen=True)
+class RowChanges:
+    """What :meth:`FitTable.update_rows` changed: the keys added and removed, and the
+    changed ones with the value each had before."""
 
-    Rows are put by key with all their cells (``put``), removed with ``drop``, ordered
-    with ``order``; ``sync`` brings the screen up to date after a batch of changes.
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    changed: dict[str, Any] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.changed)
+
+
+class FitTable(CellTable):  # a changed cell repaints its row only
+    """A row-cursor DataTable that plans its columns for its width, and the app's keyed-diff
+    table (see the module doc).
+
+    A pane gives all its rows at once to ``update_rows``; rows may also be put by key with
+    all their cells (``put``, an append-only log) and removed with ``drop``. ``order``
+    orders them; ``sync`` brings the screen up to date after a batch of changes.
     """
 
     DEFAULT_CSS = """
@@ -108,11 +130,35 @@ class FitTable(CellTable):  # a changed cell repaints its row only
         super().__init__(**kwargs)
         self.cols = tuple(cols)
         self.full: dict[str, tuple[Text, ...]] = {}  # row key -> every cell, uncut
+        self.values: dict[str, Any] = {}  # row key -> the value update_rows last got for it
         self._order: list[str] = []
         self._shown: dict[str, tuple[Text, ...]] = {}  # row key -> cells as put in the DataTable
         self.plan: Plan | None = None
 
     # -- rows ------------------------------------------------------------------------------
+
+    def update_rows(self, rows: Mapping[str, Any], cells_of: Callable[[str, Any], Sequence[Text]]) -> RowChanges:
+        """Make the rows these (the keyed diff): drop the keys not in ``rows``; for a new
+        key, or one whose value differs (``!=``) from the value last given, put the cells
+        ``cells_of(key, value)`` builds; leave the others alone. ``values`` keeps each key's
+        value in the order the keys came (new keys last). Call ``sync`` (or ``order`` and
+        ``sync``) to show the result."""
+        removed = tuple(key for key in self.values if key not in rows)
+        for key in removed:
+            self.drop(key)
+        added: list[str] = []
+        changed: dict[str, Any] = {}
+        for key, value in rows.items():
+            old = self.values.get(key, _ABSENT)
+            if old is _ABSENT:
+                added.append(key)
+            elif old == value:
+                continue
+            else:
+                changed[key] = old
+            self.put(key, cells_of(key, value))
+            self.values[key] = value
+        return RowChanges(tuple(added), removed, changed)
 
     def put(self, key: str, cells: Sequence[Text]) -> None:
         if key not in self.full:
@@ -120,10 +166,12 @@ class FitTable(CellTable):  # a changed cell repaints its row only
         self.full[key] = tuple(cells)
 
     def drop(self, key: str) -> None:
+        self.values.pop(key, None)
         if self.full.pop(key, None) is not None:
             self._order.remove(key)
 
     def drop_all(self) -> None:
+        self.values.clear()
         self.full.clear()
         self._order.clear()
 

@@ -9,8 +9,9 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
+
+from widgets.dialog import Dialog
 
 
 @dataclass(frozen=True)
@@ -54,21 +55,13 @@ def help_text(rows: Sequence[HelpRow], width: int):
     return out
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(Dialog[None]):
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close", id="help.close")]
 
     DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > Vertical {
-        width: 90%;
-        max-width: 100;
-        height: 90%;
-        border: thick $accent 60%;
-        background: $surface;
-        padding: 0 2;
-    }
-    HelpScreen .title { text-style: bold; padding: 1 0; }
-    HelpScreen .hint { color: $text-muted; padding: 1 0 0 0; }
+    HelpScreen > Vertical { width: 90%; max-width: 100; height: 90%; padding: 0 2; }
+    HelpScreen .title { padding: 1 0; }
+    HelpScreen .hint { padding: 1 0 0 0; }
     """
 
     def __init__(self, rows: Sequence[HelpRow], title: str = "Keys") -> None:

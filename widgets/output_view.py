@@ -22,9 +22,9 @@ from textual.message import Message
 from textual.widgets import Input, RichLog, Static
 from textual.worker import get_current_worker
 
-from engine.fsutil import human_bytes
 from engine.processes.follower import OutputFollower
 from engine.processes.redact import keep_colours_only, maybe_redact
+from engine.text import human_bytes
 
 FLUSH_INTERVAL = 0.1
 # While a file stays quiet the follower looks less often, up to this; new output brings

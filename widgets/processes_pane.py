@@ -25,12 +25,12 @@ from textual.css.query import NoMatches
 from textual.widgets import DataTable, RichLog
 
 from engine.config import Settings
-from engine.fsutil import human_bytes, human_duration
 from engine.home import HomeError, HomeLayout
 from engine.processes import LOST, ProcessLookupFailed, ProcessRegistry, ProcessSession, SpawnFailed
 from engine.processes.notify import COMPLETION, NotificationCenter, ProcessEvent
 from engine.processes.redact import escape_controls, maybe_redact
-from engine.processes.session import SessionSource
+from engine.processes.session import KillOutcome, SessionSource, SessionStatus
+from engine.text import human_bytes, human_duration
 from widgets.confirm import ConfirmModal
 from widgets.fit_table import Col, DetailLine, FitTable
 from widgets.output_view import OutputView
@@ -52,7 +52,7 @@ COLUMNS = (
     Col("owner", "OWNER", hide_rank=4),
 )
 STATUS_COLUMN = 1
-STATUS_STYLES = {"running": "green", "killed": "yellow", "lost": "magenta"}
+STATUS_STYLES = {SessionStatus.RUNNING: "green", SessionStatus.KILLED: "yellow", SessionStatus.LOST: "magenta"}
 FOREGROUND_CHECK_SECONDS = 0.2
 NOTIFICATIONS_KEPT = 200
 BACKGROUND_BINDING_ID = "processes.background"
@@ -76,7 +76,7 @@ class Snapshot:
 
 
 def status_style(s: ProcessSession) -> str:
-    if s.status == "exited":
+    if s.status == SessionStatus.EXITED:  # == : a status read back from the finished index is plain text
         return "red" if s.exit_code else "dim"
     return STATUS_STYLES.get(s.status, "")
 
@@ -85,7 +85,7 @@ def row_cells(s: ProcessSession, usage: Usage | None, now: float, command: str) 
     """The table cells of a session, in COLUMNS order (``command`` already masked)."""
     return (
         s.short_id,
-        s.exit_text() if s.status in ("exited", "killed") else s.status,
+        s.exit_text() if s.status in (SessionStatus.EXITED, SessionStatus.KILLED) else s.status,
         str(s.pid),
         human_duration(s.runtime(now)),
         f"{usage.cpu_percent:.0f}" if usage else "",
@@ -143,7 +143,6 @@ class ProcessesPane(Pane):
         self.foreground: ProcessSession | None = None
         self.sessions: dict[str, ProcessSession] = {}
         self.notifications: list[ProcessEvent] = []
-        self._rows: dict[str, tuple[str, ...]] = {}
         self._commands: dict[str, str] = {}  # session id -> masked, shortened command
         self._sorted_once = False
         self._wanted_selection: str | None = None  # show_session() of a row not in the table yet
@@ -167,6 +166,11 @@ class ProcessesPane(Pane):
     @property
     def table(self) -> FitTable:
         return self.query_one("#proc-table", FitTable)
+
+    @property
+    def _rows(self) -> dict[str, tuple[str, ...]]:
+        """The sessions in the table, by id: their cells as plain text (the table's values)."""
+        return self.table.values
 
     @property
     def output(self) -> OutputView:
@@ -267,19 +271,11 @@ class ProcessesPane(Pane):
             if s.id != fg and (self.show_finished or s.running)
         }
         table = self.table
-        reorder = False
         with self.app.batch_update():
-            for key in [k for k in self._rows if k not in wanted]:
-                table.drop(key)
-                del self._rows[key]
-            for key, cells in wanted.items():
-                old = self._rows.get(key)
-                if old == cells:
-                    continue
-                table.put(key, self._cells(cells, snap.styles[key]))
-                reorder = reorder or old is None or (
-                    (old[STATUS_COLUMN] == "running") != (cells[STATUS_COLUMN] == "running"))
-                self._rows[key] = cells
+            changes = table.update_rows(wanted, lambda key, cells: self._cells(cells, snap.styles[key]))
+            reorder = bool(changes.added) or any(
+                (old[STATUS_COLUMN] == "running") != (wanted[key][STATUS_COLUMN] == "running")
+                for key, old in changes.changed.items())
             if reorder and len(self._rows) > 1:
                 self._sort(snap)
             else:
@@ -573,7 +569,7 @@ class ProcessesPane(Pane):
             return
         if report.ok:
             message, severity = f"{report.id} {report.status}", "information"
-            if report.detail and report.outcome == "killed":
+            if report.detail and report.outcome == KillOutcome.KILLED:
                 message += f": {report.detail}"
         else:
             message, severity = f"{report.id}: {report.outcome} ({report.detail})", "error"

@@ -7,7 +7,7 @@ quarantine, and what stays and why.
 
 from __future__ import annotations
 
-from engine.fsutil import human_bytes
+from engine.text import human_bytes
 from widgets.confirm import ConfirmModal
 
 

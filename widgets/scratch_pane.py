@@ -9,6 +9,7 @@ quarantined entry.
 
 from __future__ import annotations
 
+import enum
 import threading
 import time
 
@@ -20,18 +21,26 @@ from textual.message import Message
 from textual.widgets import DataTable, ProgressBar, Static
 
 from engine.config import Settings
-from engine.fsutil import human_bytes, human_duration
 from engine.home import HomeLayout
+from engine.scratch.entries import EntryState
+from engine.text import human_bytes, human_duration
 from widgets.fit_table import Col, DetailLine, FitTable
 from widgets.pane import EmptyState, Pane
 
 STATE_STYLES = {
-    "active": "green",
-    "idle": "bold yellow",
-    "kept": "cyan",
-    "unknown": "bold red",
-    "quarantined": "magenta",
+    EntryState.ACTIVE: "green",
+    EntryState.IDLE: "bold yellow",
+    EntryState.KEPT: "cyan",
+    EntryState.UNKNOWN: "bold red",
 }
+QUARANTINED_STYLE = "magenta"
+
+
+class RowKind(enum.Enum):
+    """What a row of the table shows: a scratch entry or a quarantined one."""
+
+    ENTRY = enum.auto()
+    QUARANTINED = enum.auto()
 
 # The entry's name and why it is kept share what the short columns leave; the process
 # list hides first (the detail line under the table names the processes in full).
@@ -52,13 +61,13 @@ class SortCell(Text):
 
 
 def _row_cells(row) -> dict[str, SortCell]:
-    from engine.scratch.plan import show_name
+    from engine.text import show_name
 
     kind, item = row
-    if kind == "q":
+    if kind is RowKind.QUARANTINED:
         return {
             "name": SortCell(show_name(item.file_name), (1, item.file_name)),  # quarantine rows last
-            "state": SortCell("quarantined", "zquarantined", STATE_STYLES["quarantined"]),
+            "state": SortCell("quarantined", "zquarantined", QUARANTINED_STYLE),
             "idle": SortCell("-", -1.0),
             "size": SortCell("-", -1),
             "pids": SortCell("-", ""),
@@ -120,7 +129,6 @@ class ScratchPane(Pane):
         super().__init__(**kwargs)
         self.home = home
         self.settings = settings
-        self._rows: dict[str, dict[str, SortCell]] = {}
         self._items: dict[str, tuple] = {}  # row key -> ("e", EntryReport) | ("q", QuarantinedEntry)
         self._sort_index = 0  # into SORTS
         self._sort_reverse = False
@@ -181,8 +189,8 @@ class ScratchPane(Pane):
             return
         survey = message.survey
         self.last_survey = survey
-        rows = {f"e:{e.name}": ("e", e) for e in survey.entries}
-        rows.update({f"q:{q.file_name}": ("q", q) for q in survey.quarantine})
+        rows = {f"e:{e.name}": (RowKind.ENTRY, e) for e in survey.entries}
+        rows.update({f"q:{q.file_name}": (RowKind.QUARANTINED, q) for q in survey.quarantine})
         self._items = rows
         self._apply_rows({key: _row_cells(row) for key, row in rows.items()})
         self._show_detail()
@@ -191,7 +199,7 @@ class ScratchPane(Pane):
         for e in survey.entries:
             counts[e.state] = counts.get(e.state, 0) + 1
         parts = [f"{len(survey.entries)} entries"]
-        parts += [f"{counts[s]} {s}" for s in ("idle", "kept", "unknown") if counts.get(s)]
+        parts += [f"{counts[s]} {s}" for s in (EntryState.IDLE, EntryState.KEPT, EntryState.UNKNOWN) if counts.get(s)]
         if survey.quarantine:
             parts.append(f"{len(survey.quarantine)} quarantined")
         total = sum(e.size_bytes or 0 for e in survey.entries)
@@ -201,22 +209,11 @@ class ScratchPane(Pane):
         self.set_status(" · ".join(parts))
 
     def _apply_rows(self, new: dict[str, dict[str, SortCell]]) -> None:
-        """Keyed diff: update changed cells, add new rows, remove stale ones."""
-        table = self.table
-        changed = False
+        """The table's keyed diff, by each cell's text and sort key; re-sorted on a change."""
+        seen = {key: tuple((cells[c.key].plain, cells[c.key].sort_key) for c in COLUMNS)
+                for key, cells in new.items()}
         with self.app.batch_update():
-            for key in [k for k in self._rows if k not in new]:
-                table.drop(key)
-                del self._rows[key]
-                changed = True
-            for key, cells in new.items():
-                old = self._rows.get(key)
-                if old is None or any(old[c.key].plain != cells[c.key].plain
-                                      or old[c.key].sort_key != cells[c.key].sort_key for c in COLUMNS):
-                    table.put(key, [cells[c.key] for c in COLUMNS])
-                    changed = True
-                self._rows[key] = cells
-            if changed:
+            if self.table.update_rows(seen, lambda key, _seen: [new[key][c.key] for c in COLUMNS]):
                 self._sort()
 
     # -- the selected row in full ------------------------------------------------------------
@@ -225,7 +222,7 @@ class ScratchPane(Pane):
         self._show_detail()
 
     def _show_detail(self) -> None:
-        from engine.scratch.plan import show_name
+        from engine.text import show_name
 
         detail = self.query_one("#scratch-detail", DetailLine)
         row = self._items.get(self.table.selected_key or "")
@@ -233,7 +230,7 @@ class ScratchPane(Pane):
             detail.show("")
             return
         kind, item = row
-        if kind == "q":
+        if kind is RowKind.QUARANTINED:
             expires = "" if self.last_survey is None else time.strftime(
                 "%Y-%m-%d %H:%M", time.localtime(item.expires_at(self.settings.scratch.quarantine_hours)))
             detail.show(f"quarantine/{show_name(item.file_name)} · quarantined {time.strftime('%Y-%m-%d %H:%M', time.localtime(item.quarantined_at))}"
@@ -256,11 +253,11 @@ class ScratchPane(Pane):
     # -- sorting -------------------------------------------------------------------------
 
     def _sort(self) -> None:
-        column = self.SORTS[self._sort_index]
-        rows = self._rows
-        self.table.order(lambda key: (rows[key][column].sort_key, rows[key]["name"].sort_key),
-                         reverse=self._sort_reverse)
-        self.table.sync()
+        table = self.table
+        column, name = table.column_of(self.SORTS[self._sort_index]), table.column_of("name")
+        seen = table.values  # per row, per column: (text, sort key)
+        table.order(lambda key: (seen[key][column][1], seen[key][name][1]), reverse=self._sort_reverse)
+        table.sync()
 
     def action_cycle_sort(self) -> None:
         self._sort_index = (self._sort_index + 1) % len(self.SORTS)
@@ -330,7 +327,7 @@ class ScratchPane(Pane):
         self.post_message(self.PruneFinished(result))
 
     def on_scratch_pane_prune_progress(self, message: PruneProgress) -> None:
-        from engine.scratch.plan import show_name
+        from engine.text import show_name
 
         bar = self.query_one("#scratch-progress", ProgressBar)
         label = self.query_one("#scratch-progress-label", Static)
@@ -359,17 +356,17 @@ class ScratchPane(Pane):
         if table.row_count == 0:
             self.notify("nothing to restore", timeout=2)
             return
-        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value or ""
-        if not key.startswith("q:"):
+        row = self._items.get(table.selected_key or "")
+        if row is None or row[0] is not RowKind.QUARANTINED:
             self.notify("select a quarantined row (state 'quarantined') to restore it", timeout=3)
             return
-        self._restore(key[2:])
+        self._restore(row[1].file_name)
 
     @work(thread=True, exclusive=True, group="scratch-restore")
     def _restore(self, file_name: str) -> None:
         from engine.scratch.execute import restore
-        from engine.scratch.plan import show_name
         from engine.scratch.target import PruneTarget
+        from engine.text import show_name
 
         try:
             rec = restore(PruneTarget.of(self.home), file_name)

@@ -6,6 +6,8 @@
 - :mod:`engine.kanban.dispatcher`  the dispatch tick
 - :mod:`engine.kanban.workers`     spawning, stopping and judging workers
 - :mod:`engine.kanban.breaker`     the failure breaker
+- :mod:`engine.kanban.describe`    a card's details in words (``kanban show``, the details dialog)
+- :mod:`engine.kanban.wording`     why a tick held cards back, in words
 - :mod:`engine.kanban.relocate`    moving an older hermes-tui board out of hermes's ``kanban.db`` name
 - :mod:`engine.kanban.pg`          the PostgreSQL board (several machines, one board)
 """

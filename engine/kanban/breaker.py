@@ -13,12 +13,7 @@ from dataclasses import dataclass
 
 import aiosqlite
 
-from engine.kanban.models import (
-    BLOCKED,
-    OUTCOME_PROTOCOL_VIOLATION,
-    OUTCOME_RATE_LIMITED,
-    Task,
-)
+from engine.kanban.models import BLOCKED, RunOutcome, Task
 from engine.kanban.store import add_event
 
 PROTOCOL_VIOLATION_BUDGET = 3
@@ -39,7 +34,7 @@ def effective_limit(task: Task, failure_limit: int) -> tuple[int, str]:
     return max(1, int(failure_limit)), "dispatcher"
 
 
-def judge(task: Task, failure_limit: int) -> FailureVerdict:
+def count_failure(task: Task, failure_limit: int) -> FailureVerdict:
     """One more counted failure for ``task``: is that the last one allowed?"""
     limit, source = effective_limit(task, failure_limit)
     failures = task.consecutive_failures + 1
@@ -54,9 +49,9 @@ async def protocol_violation_streak(conn: aiosqlite.Connection, task_id: str) ->
     )
     streak = 0
     for (outcome,) in rows:
-        if outcome == OUTCOME_RATE_LIMITED:
+        if outcome == RunOutcome.RATE_LIMITED:
             continue
-        if outcome != OUTCOME_PROTOCOL_VIOLATION:
+        if outcome != RunOutcome.PROTOCOL_VIOLATION:
             break
         streak += 1
     return streak
@@ -67,7 +62,7 @@ async def record_failure(
     task: Task,
     *,
     error: str,
-    outcome: str,
+    outcome: RunOutcome,
     failure_limit: int,
     now: float,
     run_id: int | None,
@@ -76,7 +71,7 @@ async def record_failure(
     """Count one failure for a card already requeued to ``retry_status`` in this
     transaction; block it (``gave_up``) at the limit."""
     error = error[:ERROR_MAX_CHARS]
-    verdict = judge(task, failure_limit)
+    verdict = count_failure(task, failure_limit)
     status = BLOCKED if verdict.gave_up else retry_status
     await conn.execute(
         "UPDATE tasks SET consecutive_failures = ?, last_failure_error = ?, status = ? WHERE id = ?",
@@ -114,6 +109,6 @@ async def record_protocol_violation(
             "effective_limit": budget,
             "limit_source": source,
             "error": error,
-            "trigger_outcome": OUTCOME_PROTOCOL_VIOLATION,
+            "trigger_outcome": RunOutcome.PROTOCOL_VIOLATION,
         }, now, run_id)
     return FailureVerdict(streak, budget, source, gave_up)

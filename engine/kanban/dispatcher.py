@@ -41,21 +41,15 @@ from pathlib import Path
 from engine import identity
 from engine.config import ProfileSettings, Settings
 from engine.home import HomeLayout
+from engine.identity import RUNS, Liveness, liveness
 from engine.kanban import breaker
 from engine.kanban.models import (
     DONE,
-    OUTCOME_COMPLETED,
-    OUTCOME_CRASHED,
-    OUTCOME_HOST_LOST,
-    OUTCOME_PROTOCOL_VIOLATION,
-    OUTCOME_RATE_LIMITED,
-    OUTCOME_RECLAIMED,
-    OUTCOME_SPAWN_FAILED,
-    OUTCOME_TIMED_OUT,
     READY,
     RUNNING,
     TODO,
     DispatchResult,
+    RunOutcome,
     Skip,
     SpawnedCard,
     Task,
@@ -81,7 +75,6 @@ from engine.kanban.workers import (
     stop_worker,
     with_last_words,
     worker_env,
-    worker_state,
 )
 
 HEARTBEAT_STALE_SECONDS = 3600.0
@@ -253,7 +246,7 @@ class Dispatcher:
                 error = f"host_lost: {host} stopped renewing its lease"
                 payload = {"host": host, "claim_lock": task.claim_lock, "worker_pid": task.worker_pid,
                            "signalled": False, "retry_status": READY}
-                if await self._requeue_failed(task, now, outcome=OUTCOME_HOST_LOST, event="host_lost",
+                if await self._requeue_failed(task, now, outcome=RunOutcome.HOST_LOST, event="host_lost",
                                               error=error, payload=payload, tally=tally):
                     tally.reclaimed.append(task.id)
 
@@ -264,15 +257,15 @@ class Dispatcher:
         rows = await self.board.fetch(
             "SELECT id, task_id, worker_pid, worker_started_at, claim_lock FROM task_runs "
             "WHERE ended_at IS NOT NULL AND worker_pid IS NOT NULL AND (ended_at <= ? OR outcome = ?)",
-            (now - self.k.terminal_worker_grace_seconds, OUTCOME_HOST_LOST))
+            (now - self.k.terminal_worker_grace_seconds, RunOutcome.HOST_LOST))
         for run_id, task_id, pid, fp, lock in rows:
             if not is_host_local(lock) or pid == os.getpid():
                 continue
-            state = worker_state(pid, fp)
-            if state == "unverified_alive":
+            state = liveness(pid, fp)
+            if state is Liveness.UNVERIFIED_ALIVE:
                 continue  # never signalled; looked at again once it is gone
             stop = None
-            if state == "alive":
+            if state is Liveness.ALIVE:
                 stop = await asyncio.to_thread(stop_worker, pid, fp, lock, self.grace)
                 if not stop.stopped:
                     tally.warnings.append(f"{task_id}: terminal worker pid {pid} survived; will retry")
@@ -295,7 +288,7 @@ class Dispatcher:
             "SELECT id, task_id, worker_pid, worker_started_at, claim_lock FROM task_runs "
             "WHERE ended_at IS NOT NULL AND worker_pid IS NOT NULL")
         for run_id, task_id, pid, fp, lock in rows:
-            if not is_host_local(lock) or worker_state(pid, fp) != "gone":
+            if not is_host_local(lock) or liveness(pid, fp) is not Liveness.GONE:
                 continue
             leftovers = await asyncio.to_thread(group_leftovers, pid, fp)
             stop = None
@@ -331,17 +324,17 @@ class Dispatcher:
         for task, (run_started, *_rest) in await self._running(
                 "AND t.claim_expires IS NOT NULL AND t.claim_expires < ?", (now,)):
             local = is_host_local(task.claim_lock)
-            state = worker_state(task.worker_pid, task.worker_started_at) if local else "foreign"
+            state = liveness(task.worker_pid, task.worker_started_at) if local else None  # None: another host's
             last_beat = task.last_heartbeat_at or run_started or task.started_at or now
             beat_fresh = now - last_beat <= HEARTBEAT_STALE_SECONDS
-            if state == "alive" and beat_fresh:
+            if state is Liveness.ALIVE and beat_fresh:
                 await self._extend(task, now, tally)
                 continue
-            if state == "unverified_alive":
+            if state is Liveness.UNVERIFIED_ALIVE:
                 await self._defer(task, now, "unverified_worker_alive", tally)
                 continue
             stop = None
-            if state == "alive":
+            if state is Liveness.ALIVE:
                 stop = await asyncio.to_thread(stop_worker, task.worker_pid, task.worker_started_at,
                                                task.claim_lock, self.grace)
                 if stop.survived:
@@ -354,7 +347,7 @@ class Dispatcher:
                 "now": now, "host_local": local, "heartbeat_stale": not beat_fresh, "retry_status": READY,
                 **({"termination": stop.to_json()} if stop else {}),
             }
-            if await self._requeue_failed(task, now, outcome=OUTCOME_RECLAIMED, event="reclaimed", error=error,
+            if await self._requeue_failed(task, now, outcome=RunOutcome.RECLAIMED, event="reclaimed", error=error,
                                           payload=payload, tally=tally):
                 tally.reclaimed.append(task.id)
 
@@ -383,7 +376,7 @@ class Dispatcher:
                                 now, task.current_run_id)
         tally.deferred.append(task.id)
 
-    async def _requeue(self, conn, task: Task, now: float, *, outcome: str, error: str | None,
+    async def _requeue(self, conn, task: Task, now: float, *, outcome: RunOutcome, error: str | None,
                        summary: str | None = None, to_status: str = READY, extra_sets: str = "",
                        extra_params: tuple = ()) -> bool:
         """CAS a running card off its run (inside a transaction). False: it moved on."""
@@ -396,7 +389,7 @@ class Dispatcher:
         await close_run(conn, task.current_run_id, outcome, now, error=error, summary=summary)
         return True
 
-    async def _requeue_failed(self, task: Task, now: float, *, outcome: str, event: str, error: str,
+    async def _requeue_failed(self, task: Task, now: float, *, outcome: RunOutcome, event: str, error: str,
                               payload: dict, tally: _Tally) -> bool:
         """Requeue, record the event, count the failure (blocking at the limit): one transaction."""
         async with self.board.transaction() as conn:
@@ -417,7 +410,7 @@ class Dispatcher:
         for task, (run_started, process_id, _output, profile_name) in await self._running():
             if not is_host_local(task.claim_lock):
                 continue
-            if worker_state(task.worker_pid, task.worker_started_at) in ("alive", "unverified_alive"):
+            if liveness(task.worker_pid, task.worker_started_at) in RUNS:
                 continue
             # A recorded exit is judged at once; the grace is only for a worker that is
             # gone without one (it may not have been recorded yet).
@@ -435,10 +428,10 @@ class Dispatcher:
         run_id = task.current_run_id
         exit_info = {"pid": task.worker_pid, "exit_code": exit_.code if exit_ else None,
                      "signal": exit_.signal if exit_ else None}
-        if verdict.outcome == OUTCOME_COMPLETED:
+        if verdict.outcome == RunOutcome.COMPLETED:
             async with self.board.transaction() as conn:
                 ok = await self._requeue(
-                    conn, task, now, outcome=OUTCOME_COMPLETED, error=None, summary=verdict.error, to_status=DONE,
+                    conn, task, now, outcome=RunOutcome.COMPLETED, error=None, summary=verdict.error, to_status=DONE,
                     extra_sets=", completed_at = ?, result = ?, consecutive_failures = 0, last_failure_error = NULL",
                     extra_params=(now, verdict.error))
                 if ok:
@@ -446,9 +439,9 @@ class Dispatcher:
             if ok:
                 tally.completed_on_exit.append(task.id)
             return
-        if verdict.outcome == OUTCOME_RATE_LIMITED:
+        if verdict.outcome == RunOutcome.RATE_LIMITED:
             async with self.board.transaction() as conn:
-                ok = await self._requeue(conn, task, now, outcome=OUTCOME_RATE_LIMITED, error=verdict.error,
+                ok = await self._requeue(conn, task, now, outcome=RunOutcome.RATE_LIMITED, error=verdict.error,
                                          extra_sets=", last_failure_error = ?", extra_params=(verdict.error,))
                 if ok:
                     await add_event(conn, task.id, "rate_limited", {
@@ -460,9 +453,9 @@ class Dispatcher:
         words = await asyncio.to_thread(last_words, self._log_of(task.id))
         error = with_last_words(verdict.error, words)
         payload = {"error": error, "worker_output": words, **exit_info}
-        if verdict.outcome == OUTCOME_PROTOCOL_VIOLATION:
+        if verdict.outcome == RunOutcome.PROTOCOL_VIOLATION:
             async with self.board.transaction() as conn:
-                ok = await self._requeue(conn, task, now, outcome=OUTCOME_PROTOCOL_VIOLATION, error=error)
+                ok = await self._requeue(conn, task, now, outcome=RunOutcome.PROTOCOL_VIOLATION, error=error)
                 if ok:
                     await add_event(conn, task.id, "protocol_violation", payload, now, run_id)
                     pv = await breaker.record_protocol_violation(conn, task, error=error, now=now, run_id=run_id,
@@ -472,7 +465,7 @@ class Dispatcher:
                 if pv.gave_up:
                     tally.auto_blocked.append(task.id)
             return
-        if await self._requeue_failed(task, now, outcome=OUTCOME_CRASHED, event="crashed", error=error,
+        if await self._requeue_failed(task, now, outcome=RunOutcome.CRASHED, event="crashed", error=error,
                                       payload=payload, tally=tally):
             tally.crashed.append(task.id)
 
@@ -484,13 +477,13 @@ class Dispatcher:
                 "AND t.max_runtime_seconds IS NOT NULL AND r.started_at + t.max_runtime_seconds < ?", (now,)):
             if not is_host_local(task.claim_lock):
                 continue
-            state = worker_state(task.worker_pid, task.worker_started_at)
-            if state == "unverified_alive":
+            state = liveness(task.worker_pid, task.worker_started_at)
+            if state is Liveness.UNVERIFIED_ALIVE:
                 tally.warnings.append(f"{task.id}: over its max runtime, but its worker pid {task.worker_pid} "
                                       "was never verified, so it is not signalled")
                 continue
             stop = None
-            if state == "alive":
+            if state is Liveness.ALIVE:
                 stop = await asyncio.to_thread(stop_worker, task.worker_pid, task.worker_started_at,
                                                task.claim_lock, self.grace)
                 if stop.survived:
@@ -504,7 +497,7 @@ class Dispatcher:
             payload = {"pid": task.worker_pid, "elapsed_seconds": round(elapsed, 3), "limit_seconds": limit,
                        "sigkill": bool(stop and any(s == "SIGKILL" for _p, s in stop.signals)),
                        "retry_status": READY, **({"termination": stop.to_json()} if stop else {})}
-            if await self._requeue_failed(task, now, outcome=OUTCOME_TIMED_OUT, event="timed_out", error=error,
+            if await self._requeue_failed(task, now, outcome=RunOutcome.TIMED_OUT, event="timed_out", error=error,
                                           payload=payload, tally=tally):
                 tally.timed_out.append(task.id)
 
@@ -558,7 +551,7 @@ class Dispatcher:
                 tally.skipped.append(Skip(task_id, SKIPPED_NONSPAWNABLE, profile=assignee))
                 nonspawnable.append((task_id, assignee))
                 continue
-            if (last_outcome == OUTCOME_RATE_LIMITED and last_ended is not None
+            if (last_outcome == RunOutcome.RATE_LIMITED and last_ended is not None
                     and now - last_ended < self.k.rate_limit_cooldown_seconds):
                 tally.skipped.append(Skip(task_id, RATE_LIMIT_COOLDOWN, profile=assignee))
                 continue
@@ -705,7 +698,7 @@ class Dispatcher:
             task = await self.board.get_task(c.task_id)
             if task.current_run_id != c.run_id:
                 continue
-            if await self._requeue_failed(task, now, outcome=OUTCOME_SPAWN_FAILED, event="spawn_failed",
+            if await self._requeue_failed(task, now, outcome=RunOutcome.SPAWN_FAILED, event="spawn_failed",
                                           error=error, payload={"profile": c.profile.name}, tally=tally):
                 tally.spawn_failed.append(c.task_id)
 

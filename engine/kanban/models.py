@@ -3,6 +3,7 @@ the dispatcher and the pane. Rows are turned into these once, in the store."""
 
 from __future__ import annotations
 
+import enum
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -20,18 +21,23 @@ from engine.kanban.statuses import (  # noqa: F401 - re-exported
     TODO,
 )
 
-# Run outcomes (task_runs.outcome); an open run has outcome NULL.
-OUTCOME_COMPLETED = "completed"
-OUTCOME_BLOCKED = "blocked"
-OUTCOME_REVIEW = "review"
-OUTCOME_CRASHED = "crashed"
-OUTCOME_PROTOCOL_VIOLATION = "protocol_violation"
-OUTCOME_RATE_LIMITED = "rate_limited"
-OUTCOME_TIMED_OUT = "timed_out"
-OUTCOME_RECLAIMED = "reclaimed"
-OUTCOME_SPAWN_FAILED = "spawn_failed"
-OUTCOME_ARCHIVED = "archived"
-OUTCOME_HOST_LOST = "host_lost"  # its host's lease expired (shared board): reclaimed, no signal
+
+class RunOutcome(enum.StrEnum):
+    """How a run ended (``task_runs.outcome``; an open run has none). The values are
+    what the board stores and ``--json`` prints. hermes-agent's board may hold others:
+    a run read from it keeps its outcome as the text it found."""
+
+    COMPLETED = "completed"
+    BLOCKED = "blocked"
+    REVIEW = "review"
+    CRASHED = "crashed"
+    PROTOCOL_VIOLATION = "protocol_violation"
+    RATE_LIMITED = "rate_limited"
+    TIMED_OUT = "timed_out"
+    RECLAIMED = "reclaimed"
+    SPAWN_FAILED = "spawn_failed"
+    ARCHIVED = "archived"
+    HOST_LOST = "host_lost"  # its host's lease expired (shared board): reclaimed, no signal
 
 
 @dataclass(frozen=True)
@@ -211,9 +217,25 @@ class DispatchResult:
     warnings: tuple[str, ...] = field(default=())
 
     @property
+    def held_back_counts(self) -> dict[str, int]:
+        """How many ready cards the tick held back, by reason code (``skipped_locked`` when
+        another dispatcher had the board), sorted by code; empty when something spawned.
+        The words for them are engine.kanban.wording's."""
+        if self.spawned:
+            return {}
+        counts: dict[str, int] = {}
+        for skip in self.skipped:
+            counts[skip.reason] = counts.get(skip.reason, 0) + 1
+        if self.skipped_locked:
+            counts["skipped_locked"] = counts.get("skipped_locked", 0) + 1
+        return dict(sorted(counts.items()))
+
+    @property
     def held_back(self) -> str:
-        """``Last tick held back: key=N, ...`` when nothing spawned for a reason, else ""."""
-        return describe_held_back(self)
+        """The counts as codes, ``Last tick held back: key=N, ...`` (the ``--json`` field),
+        or "" when there are none."""
+        counts = self.held_back_counts
+        return "Last tick held back: " + ", ".join(f"{k}={n}" for k, n in counts.items()) if counts else ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -237,17 +259,3 @@ class DispatchResult:
             "warnings": list(self.warnings),
         }
 
-
-def describe_held_back(result: DispatchResult) -> str:
-    """Why nothing spawned, as one sorted ``key=N`` line (empty when something spawned
-    or nothing was waiting)."""
-    if result.spawned:
-        return ""
-    counts: dict[str, int] = {}
-    for skip in result.skipped:
-        counts[skip.reason] = counts.get(skip.reason, 0) + 1
-    if result.skipped_locked:
-        counts["skipped_locked"] = counts.get("skipped_locked", 0) + 1
-    if not counts:
-        return ""
-    return "Last tick held back: " + ", ".join(f"{k}={counts[k]}" for k in sorted(counts))

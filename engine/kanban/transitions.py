@@ -21,16 +21,12 @@ from engine.kanban.models import (
     BLOCKED,
     DONE,
     FINISHED,
-    OUTCOME_ARCHIVED,
-    OUTCOME_BLOCKED,
-    OUTCOME_COMPLETED,
-    OUTCOME_RECLAIMED,
-    OUTCOME_REVIEW,
     READY,
     REVIEW,
     RUNNING,
     TODO,
     NewTask,
+    RunOutcome,
     Task,
 )
 from engine.kanban.store import Board, StoreError, add_event
@@ -162,7 +158,7 @@ async def create_task(board: Board, new: NewTask, **kwargs) -> Task:
 # --------------------------------------------------------------------------------------
 
 
-async def close_run(conn: aiosqlite.Connection, run_id: int | None, outcome: str, now: float, *,
+async def close_run(conn: aiosqlite.Connection, run_id: int | None, outcome: RunOutcome, now: float, *,
                     error: str | None = None, summary: str | None = None) -> None:
     """End a run. Pid, fingerprint and lock stay on the row as evidence for the
     terminal-worker reaper; only the claim's expiry goes."""
@@ -217,7 +213,7 @@ async def _cas_update(conn: aiosqlite.Connection, task: Task, assignments: str, 
 # --------------------------------------------------------------------------------------
 
 
-async def _finish(board: Board, task_id: str, *, to_status: str, from_allowed: tuple[str, ...], outcome: str,
+async def _finish(board: Board, task_id: str, *, to_status: str, from_allowed: tuple[str, ...], outcome: RunOutcome,
                   event: str, text: str | None, text_key: str, call: WorkerCall, verb: str) -> TransitionResult:
     if call.task_id is not None and call.task_id != task_id:
         raise TransitionRefused(f"refused: this worker works card {call.task_id}, not {task_id}")
@@ -243,21 +239,21 @@ async def _finish(board: Board, task_id: str, *, to_status: str, from_allowed: t
 async def complete(board: Board, task_id: str, summary: str | None = None,
                    call: WorkerCall = WorkerCall()) -> TransitionResult:
     return await _finish(board, task_id, to_status=DONE, from_allowed=(RUNNING, READY, BLOCKED, REVIEW),
-                         outcome=OUTCOME_COMPLETED, event="completed", text=summary, text_key="summary",
+                         outcome=RunOutcome.COMPLETED, event="completed", text=summary, text_key="summary",
                          call=call, verb="complete")
 
 
 async def block(board: Board, task_id: str, reason: str | None = None,
                 call: WorkerCall = WorkerCall()) -> TransitionResult:
     return await _finish(board, task_id, to_status=BLOCKED, from_allowed=(RUNNING, READY),
-                         outcome=OUTCOME_BLOCKED, event="blocked", text=reason, text_key="reason",
+                         outcome=RunOutcome.BLOCKED, event="blocked", text=reason, text_key="reason",
                          call=call, verb="block")
 
 
 async def review(board: Board, task_id: str, summary: str | None = None,
                  call: WorkerCall = WorkerCall()) -> TransitionResult:
     return await _finish(board, task_id, to_status=REVIEW, from_allowed=(RUNNING, READY),
-                         outcome=OUTCOME_REVIEW, event="review_requested", text=summary, text_key="summary",
+                         outcome=RunOutcome.REVIEW, event="review_requested", text=summary, text_key="summary",
                          call=call, verb="send to review")
 
 
@@ -343,7 +339,7 @@ async def reclaim(board: Board, task_id: str, *, reason: str = "", grace: float 
     async with board.transaction() as conn:
         await _cas_update(conn, task, f"{CLEAR_WORKER}, status = ?, consecutive_failures = 0", (READY,),
                           WorkerCall())
-        await close_run(conn, task.current_run_id, OUTCOME_RECLAIMED, now, error=error)
+        await close_run(conn, task.current_run_id, RunOutcome.RECLAIMED, now, error=error)
         await add_event(conn, task.id, "reclaimed", {
             "manual": True, "reason": reason, "prev_lock": task.claim_lock, "retry_status": READY,
             **stop.to_json()}, now, task.current_run_id)
@@ -359,7 +355,7 @@ async def archive(board: Board, task_id: str, *, grace: float = 2.0) -> Transiti
     now = board.now()
     async with board.transaction() as conn:
         await _cas_update(conn, task, f"{CLEAR_WORKER}, status = ?", (ARCHIVED,), WorkerCall())
-        await close_run(conn, task.current_run_id, OUTCOME_ARCHIVED, now)
+        await close_run(conn, task.current_run_id, RunOutcome.ARCHIVED, now)
         await add_event(conn, task.id, "archived", {"from_status": task.status}, now, task.current_run_id)
     stop = None
     if task.status == RUNNING and task.worker_pid:

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Protocol
 
 from engine import identity
+from engine.identity import Liveness
+from engine.kanban.models import RunOutcome
 
 RATE_LIMIT_EXIT_CODE = 75  # EX_TEMPFAIL: "try again later", not the worker's fault
 LAST_WORDS_BYTES = 4000
@@ -104,22 +106,6 @@ class StopReport:
         }
 
 
-def worker_state(pid: int | None, fp: str | None) -> str:
-    """``alive`` (verified), ``unverified_alive`` (a pid we may never signal still
-    exists), ``recycled`` (the pid is someone else now), or ``gone``."""
-    if not pid:
-        return "gone"
-    if not identity.is_verifiable(fp):
-        stat = identity.read_stat(pid)
-        return "gone" if stat is None or stat.is_zombie else "unverified_alive"
-    if identity.is_alive(pid, fp):
-        return "alive"
-    stat = identity.read_stat(pid)
-    if stat is not None and not stat.is_zombie and identity.fingerprint_of(stat) != fp:
-        return "recycled"
-    return "gone"
-
-
 def stop_worker(pid: int | None, fp: str | None, lock: str | None, grace: float) -> StopReport:
     """TERM, grace, KILL a host-local worker whose identity is verified. Blocking (up to
     ``grace`` + 1 s): call it from a thread."""
@@ -128,12 +114,12 @@ def stop_worker(pid: int | None, fp: str | None, lock: str | None, grace: float)
         return StopReport(pid, local, stopped=True)
     if not local:
         return StopReport(pid, False, refused="the worker runs on another host")
-    state = worker_state(pid, fp)
-    if state == "gone":
+    state = identity.liveness(pid, fp)
+    if state is Liveness.GONE:
         return StopReport(pid, True, stopped=True)
-    if state == "recycled":
+    if state is Liveness.RECYCLED:
         return StopReport(pid, True, stopped=True, pid_recycled=True)
-    if state == "unverified_alive":
+    if state is Liveness.UNVERIFIED_ALIVE:
         return StopReport(pid, True, refused="its identity was never verified, so it is never signalled")
     report = identity.terminate(pid, fp, grace)
     if report.refused:
@@ -275,7 +261,7 @@ def worker_env(*, home: Path, db: Path | str, task_id: str, run_id: int, profile
 class ExitVerdict:
     """How a worker that ended its run without a board call is judged."""
 
-    outcome: str  # crashed | protocol_violation | rate_limited | completed
+    outcome: RunOutcome  # CRASHED, PROTOCOL_VIOLATION, RATE_LIMITED or COMPLETED
     error: str
     counts_as_failure: bool
 
@@ -284,19 +270,19 @@ def classify_exit(pid: int | None, exit_: WorkerExit | None, complete_on_exit: b
     shown = pid if pid else "?"
     if exit_ is None or (exit_.code is None and exit_.signal is None):
         if not pid:
-            return ExitVerdict("crashed", "no worker process was recorded for this run", True)
-        return ExitVerdict("crashed", f"pid {shown} not alive (no exit recorded)", True)
+            return ExitVerdict(RunOutcome.CRASHED, "no worker process was recorded for this run", True)
+        return ExitVerdict(RunOutcome.CRASHED, f"pid {shown} not alive (no exit recorded)", True)
     if exit_.signal is not None:
-        return ExitVerdict("crashed", f"pid {shown} killed by signal {exit_.signal}", True)
+        return ExitVerdict(RunOutcome.CRASHED, f"pid {shown} killed by signal {exit_.signal}", True)
     if exit_.code == 0:
         if complete_on_exit:
-            return ExitVerdict("completed", f"pid {shown} exited with code 0", False)
-        return ExitVerdict("protocol_violation",
+            return ExitVerdict(RunOutcome.COMPLETED, f"pid {shown} exited with code 0", False)
+        return ExitVerdict(RunOutcome.PROTOCOL_VIOLATION,
                            f"protocol_violation: pid {shown} exited with code 0 without "
                            "calling complete, block or review", False)
     if exit_.code == RATE_LIMIT_EXIT_CODE:
-        return ExitVerdict("rate_limited", f"rate-limited: pid {shown} exited with code 75", False)
-    return ExitVerdict("crashed", f"pid {shown} exited with code {exit_.code}", True)
+        return ExitVerdict(RunOutcome.RATE_LIMITED, f"rate-limited: pid {shown} exited with code 75", False)
+    return ExitVerdict(RunOutcome.CRASHED, f"pid {shown} exited with code {exit_.code}", True)
 
 
 # --------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ prune plan, so the two can never disagree about why an entry stays.
 
 from __future__ import annotations
 
+import enum
 import os
 import time
 from dataclasses import dataclass
@@ -18,7 +19,14 @@ from engine.scratch.procscan import ProcScanError, scan_processes
 from engine.scratch.quarantine import QuarantinedEntry, list_quarantine
 from engine.scratch.target import PruneOptions, PruneTarget, is_entry_name
 
-STATES = ("active", "idle", "kept", "unknown")
+
+class EntryState(enum.StrEnum):
+    """What a survey found an entry to be (printed and in ``--json`` as its value)."""
+
+    ACTIVE = "active"  # written to within the idle window
+    IDLE = "idle"  # nothing written within it: what a pass takes
+    KEPT = "kept"  # a keep rule, or a process working inside, holds it
+    UNKNOWN = "unknown"  # its activity could not be read: kept (fail closed)
 
 
 class SurveyError(Exception):
@@ -30,7 +38,7 @@ class EntryReport:
     name: str
     path: str
     activity: Activity
-    state: str  # active | idle | kept | unknown
+    state: EntryState
     idle_seconds: float | None
     size_bytes: int | None
     kept_reason: str | None
@@ -145,13 +153,13 @@ def survey_scratch(
         if rule is None and act.idle and process_error:
             rule = f"process check failed ({process_error}), nothing is deleted"
         if rule is not None:
-            state, reason = "kept", rule
+            state, reason = EntryState.KEPT, rule
         elif act.failed:
-            state, reason = "unknown", _activity_reason(act)
+            state, reason = EntryState.UNKNOWN, _activity_reason(act)
         elif act.touched:
-            state, reason = "active", None
+            state, reason = EntryState.ACTIVE, None
         else:
-            state, reason = "idle", None
+            state, reason = EntryState.IDLE, None
         idle_s = None
         if not act.failed and act.newest_mtime is not None:
             idle_s = max(0.0, now - act.newest_mtime)

@@ -49,6 +49,7 @@ from engine import identity
 from engine.scratch.activity import Activity, scan_activity, scan_many, walk_start_moment
 from engine.scratch.audit import AuditLog, AuditWriteError, escape_text, open_audit
 from engine.scratch.delete import DeleteStop, WatchedDelete, delete_tree, delete_unless_written
+from engine.scratch.entries import EntryState
 from engine.scratch.keep import check_failed, static_keep_reason
 from engine.scratch.ownership import JudgedProcess, judge_snapshot, victims
 from engine.scratch.plan import Candidate, ExpiringEntry, PrunePlan
@@ -139,7 +140,7 @@ class PruneResult:
     def summary(self, restore_hint: str = "") -> str:
         """One line for a person: what went, what was signalled, rescued, restored or failed.
         The CLI prints it and the scratch pane toasts it (``restore_hint``: how to undo)."""
-        from engine.fsutil import human_bytes
+        from engine.text import human_bytes
 
         n = self.removed_count
         parts = [f"{n} entr{'y' if n == 1 else 'ies'} pruned, {human_bytes(self.bytes_freed)} freed"]
@@ -306,7 +307,7 @@ def execute_plan(
 def _execute(run: _Run) -> PruneResult:
     plan = run.plan
     for k in plan.kept:
-        if k.state in ("kept", "unknown"):  # keep rules and failed scans get a line; activity does not
+        if k.state in (EntryState.KEPT, EntryState.UNKNOWN):  # keep rules and failed scans get a line; activity does not
             run.audit.kept(k.path, k.reason)
         run.kept.append(KeptRecord(k.path, k.reason))
     if plan.process_error:

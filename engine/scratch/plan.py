@@ -9,11 +9,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from engine.fsutil import human_bytes, human_duration, tree_size
-from engine.scratch.entries import Survey, survey_scratch
+from engine.fsutil import tree_size
+from engine.scratch.entries import EntryState, Survey, survey_scratch
 from engine.scratch.ownership import victims
 from engine.scratch.target import PruneOptions, PruneTarget
-from engine.text import escape_text
+from engine.text import human_bytes, human_duration, show_name
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class Candidate:
 class KeptEntry:
     name: str
     path: str
-    state: str
+    state: EntryState
     reason: str
 
 
@@ -81,7 +81,7 @@ class PrunePlan:
 def _kept_reason(report) -> str:
     if report.kept_reason:
         return report.kept_reason
-    if report.state == "active":
+    if report.state is EntryState.ACTIVE:
         return "active: written to within the idle window"
     return report.state
 
@@ -90,7 +90,7 @@ def plan_from_survey(survey: Survey, options: PruneOptions) -> PrunePlan:
     candidates = []
     kept = []
     for e in survey.entries:
-        if e.state == "idle":
+        if e.state is EntryState.IDLE:
             candidates.append(Candidate(e.name, e.path, e.idle_seconds, e.size_bytes or 0))
         else:
             kept.append(KeptEntry(e.name, e.path, e.state, _kept_reason(e)))
@@ -121,12 +121,6 @@ def plan_from_survey(survey: Survey, options: PruneOptions) -> PrunePlan:
 def plan_prune(target: PruneTarget, options: PruneOptions, *, now: float | None = None) -> PrunePlan:
     """Survey the scratch folder and say what a pass would do. Changes nothing."""
     return plan_from_survey(survey_scratch(target, options, now=time.time() if now is None else now), options)
-
-
-def show_name(name: str) -> str:
-    """A name, path or reason as a terminal may show it: control characters and bytes
-    that are not UTF-8 escaped (the same escapes as the audit log), never raw."""
-    return escape_text(name)
 
 
 def describe_plan(plan: PrunePlan) -> list[str]:

@@ -83,7 +83,7 @@ def _shared_board_lines(board: dict | None) -> list[str]:
 
 def run(ctx: Context) -> int:
     from engine.doctor import run_doctor
-    from engine.fsutil import human_bytes
+    from engine.text import human_bytes
 
     report, settings = run_doctor(ctx.home)
     _check_keys(report, settings)

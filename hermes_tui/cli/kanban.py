@@ -13,7 +13,9 @@ import sys
 import time
 from typing import Any
 
+from engine.kanban.describe import describe_task, payload_text, plain_text
 from engine.kanban.wording import LOCKED, held_back_words, skip_reason
+from engine.text import human_duration, local_time
 from hermes_tui.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -193,13 +195,7 @@ def _worker_call():
 
 
 def _ago(now: float, then: float | None) -> str:
-    from engine.fsutil import human_duration
-
     return "-" if then is None else human_duration(now - then)
-
-
-def _when(ts: float | None) -> str:
-    return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
 
 # --------------------------------------------------------------------------------------
@@ -258,53 +254,8 @@ def run_show(ctx: Context) -> int:
     if ctx.json:
         print_json(details.to_json())
         return EXIT_OK
-    t = details.task
-    lines = [
-        f"{t.id}  {t.title}",
-        f"  status      {t.status}",
-        f"  assignee    {t.assignee or '-'}",
-        f"  priority    {t.priority}",
-        f"  created     {_when(t.created_at)}",
-        f"  failures    {t.consecutive_failures}" + (f" (max_retries {t.max_retries})" if t.max_retries else ""),
-    ]
-    if t.worker_pid:
-        lines.append(f"  worker      pid {t.worker_pid}  claim {t.claim_lock}  expires {_when(t.claim_expires)}")
-    if t.max_runtime_seconds:
-        lines.append(f"  max runtime {t.max_runtime_seconds:g}s")
-    if details.parents:
-        lines.append(f"  parents     {', '.join(details.parents)}")
-    if details.children:
-        lines.append(f"  children    {', '.join(details.children)}")
-    if t.last_failure_error:
-        lines.append(f"  last error  {t.last_failure_error}")
-    if t.result:
-        lines.append(f"  result      {t.result}")
-    if t.body:
-        lines += ["", *("  " + line for line in t.body.splitlines())]
-    if details.runs:
-        lines += ["", "Runs:"]
-        for r in details.runs:
-            end = r.outcome or "open"
-            text = f"  #{r.id}  {r.profile or '-'}  {_when(r.started_at)}  {end}"
-            if r.worker_pid:
-                text += f"  pid {r.worker_pid}"
-            if r.error:
-                text += f"  {r.error}"
-            elif r.summary:
-                text += f"  {r.summary}"
-            lines.append(text)
-    if details.comments:
-        lines += ["", "Comments:"]
-        lines += [f"  {_when(c.created_at)}  {c.author}: {c.body}" for c in details.comments]
-    if details.events:
-        lines += ["", "Events:"]
-        lines += [f"  {_when(e.created_at)}  {e.kind}  {_payload_text(e.payload)}" for e in details.events]
-    print("\n".join(lines))
+    print(plain_text(describe_task(details, time.time())))
     return EXIT_OK
-
-
-def _payload_text(payload: dict) -> str:
-    return " ".join(f"{k}={v}" for k, v in sorted(payload.items()) if v not in (None, "", [], {}))
 
 
 _PAST = {"assign": "Assigned", "complete": "Completed", "block": "Blocked", "review": "Sent to review", "reclaim": "Reclaimed",
@@ -522,5 +473,4 @@ def run_tail(ctx: Context) -> int:
 
 
 def _print_event(e) -> None:
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.created_at))
-    print(f"[{stamp}] {e.task_id} {e.kind} {_payload_text(e.payload)}".rstrip(), flush=True)
+    print(f"[{local_time(e.created_at)}] {e.task_id} {e.kind} {payload_text(e.payload)}".rstrip(), flush=True)

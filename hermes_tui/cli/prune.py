@@ -40,8 +40,9 @@ def run(ctx: Context) -> int:
     from engine.scratch.audit import AuditWriteError
     from engine.scratch.entries import SurveyError
     from engine.scratch.execute import PruneBusy, execute_plan, result_of_plan
-    from engine.scratch.plan import describe_plan, plan_prune, show_name
+    from engine.scratch.plan import describe_plan, plan_prune
     from engine.scratch.target import PruneOptions, PruneTarget
+    from engine.text import show_name
 
     args = ctx.args
     interactive = not (args.dry_run or args.yes)

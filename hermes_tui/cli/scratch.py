@@ -41,8 +41,7 @@ def _survey(ctx: Context):
 
 
 def run_list(ctx: Context) -> int:
-    from engine.fsutil import human_bytes, human_duration
-    from engine.scratch.plan import show_name as _show_name
+    from engine.text import human_bytes, human_duration, show_name
 
     survey, options = _survey(ctx)
     quarantine = [
@@ -71,27 +70,27 @@ def run_list(ctx: Context) -> int:
         rows = [("NAME", "STATE", "IDLE", "SIZE", "PIDS", "WHY KEPT")]
         for e in survey.entries:
             rows.append((
-                _show_name(e.name), e.state, human_duration(e.idle_seconds) if e.idle_seconds is not None else "-",
+                show_name(e.name), e.state, human_duration(e.idle_seconds) if e.idle_seconds is not None else "-",
                 human_bytes(e.size_bytes) if e.size_bytes is not None else "?",
-                ",".join(map(str, e.pids)) or "-", _show_name(e.kept_reason or ""),
+                ",".join(map(str, e.pids)) or "-", show_name(e.kept_reason or ""),
             ))
         widths = [max(len(r[i]) for r in rows) for i in range(5)]
         for r in rows:
             print("  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=True)) + "  " + r[5])
     if survey.process_error:
-        print(f"processes: {_show_name(survey.process_error)} (nothing would be deleted)")
+        print(f"processes: {show_name(survey.process_error)} (nothing would be deleted)")
     if quarantine:
         print(f"\nquarantine ({survey.target.quarantine_dir}): restore with 'hermes-tui scratch restore NAME'")
         for q in survey.quarantine:
-            print(f"  {_show_name(q.file_name)}")
+            print(f"  {show_name(q.file_name)}")
     return EXIT_OK
 
 
 def run_restore(ctx: Context) -> int:
     from engine.scratch.execute import restore
-    from engine.scratch.plan import show_name as _show_name
     from engine.scratch.quarantine import RestoreError
     from engine.scratch.target import PruneTarget
+    from engine.text import show_name
 
     try:
         rec = restore(PruneTarget.of(ctx.home), ctx.args.name)
@@ -100,5 +99,5 @@ def run_restore(ctx: Context) -> int:
     if ctx.json:
         print_json({"path": rec.path, "from": rec.from_path})
     else:
-        print(f"restored {_show_name(rec.path)} (from {_show_name(rec.from_path)})")
+        print(f"restored {show_name(rec.path)} (from {show_name(rec.from_path)})")
     return EXIT_OK
