@@ -19,19 +19,26 @@ DEFAULT_TIMEOUT = 60.0
 STEP_SECONDS = 0.02
 
 
-def _check(predicate: Callable[[], T], deadline: float, timeout: float, what: str) -> T | None:
+Described = str | Callable[[], str]  # what is waited for; a callable says it when the wait fails
+
+
+def _timed_out(what: Described, timeout: float) -> AssertionError:
+    return AssertionError(f"{what() if callable(what) else what} not reached in {timeout:g}s")
+
+
+def _check(predicate: Callable[[], T], deadline: float, timeout: float, what: Described) -> T | None:
     """The predicate's value when truthy; None to keep waiting; fails past the deadline."""
     value = predicate()
     if value:
         return value
     if time.monotonic() >= deadline:
-        raise AssertionError(f"{what} not reached in {timeout:g}s")
+        raise _timed_out(what, timeout)
     return None
 
 
-def wait_until(predicate: Callable[[], T], timeout: float = DEFAULT_TIMEOUT, what: str = "condition") -> T:
-    """The first truthy value of ``predicate()``; fails the test, naming ``what``, when
-    none comes within ``timeout`` seconds."""
+def wait_until(predicate: Callable[[], T], timeout: float = DEFAULT_TIMEOUT, what: Described = "condition") -> T:
+    """The first truthy value of ``predicate()``; fails the test, naming ``what`` (or
+    what ``what()`` says then), when none comes within ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while not (value := _check(predicate, deadline, timeout, what)):
         time.sleep(STEP_SECONDS)
@@ -39,7 +46,7 @@ def wait_until(predicate: Callable[[], T], timeout: float = DEFAULT_TIMEOUT, wha
 
 
 async def wait_until_pilot(pilot, predicate: Callable[[], T], timeout: float = DEFAULT_TIMEOUT,
-                           what: str = "condition") -> T:
+                           what: Described = "condition") -> T:
     """:func:`wait_until` for a Pilot test: the app keeps running between the checks."""
     deadline = time.monotonic() + timeout
     while not (value := _check(predicate, deadline, timeout, what)):
@@ -48,7 +55,7 @@ async def wait_until_pilot(pilot, predicate: Callable[[], T], timeout: float = D
 
 
 async def wait_until_async(predicate: Callable[[], T | Awaitable[T]], timeout: float = DEFAULT_TIMEOUT,
-                           what: str = "condition") -> T:
+                           what: Described = "condition") -> T:
     """:func:`wait_until` for an async test (its event loop keeps running between the
     checks); ``predicate`` may return an awaitable, such as a query of the board."""
     deadline = time.monotonic() + timeout
@@ -59,7 +66,7 @@ async def wait_until_async(predicate: Callable[[], T | Awaitable[T]], timeout: f
 
     while not (value := await value_now()):
         if time.monotonic() >= deadline:
-            raise AssertionError(f"{what} not reached in {timeout:g}s")
+            raise _timed_out(what, timeout)
         await asyncio.sleep(STEP_SECONDS)
     return value
 
