@@ -174,14 +174,16 @@ def test_prefix_lookup(reg, monkeypatch):
 
 def test_kill_terminates_the_group(reg):
     s = reg.spawn("sleep 30 & sleep 30; wait")
-    wait_until(lambda: len(identity.group_members(s.pid)) >= 3)
+    members = wait_until(lambda: m if len(m := identity.group_members(s.pid)) >= 3 else None)
     report = reg.kill(s.id, grace=2)
     assert report.outcome == "killed" and report.status == "killed"
     assert not report.survivors
-    assert {sig for _p, sig in report.signals} == {"SIGTERM"}
+    # TERM went to every member first. (Whether a KILL followed depends on whether each
+    # had ended within the 2 s grace: on a loaded machine one may not have.)
+    assert {p for p, sig in report.signals if sig == "SIGTERM"} >= set(members)
     assert identity.group_members(s.pid) == {}
     after = reg.get(s.id)
-    assert after.status == "killed" and after.signal == "SIGTERM"
+    assert after.status == "killed" and after.signal == report.signals[-1][1]  # the last signal it sent
 
 
 def test_kill_escalates_to_sigkill_for_a_child_that_traps_term(reg):
@@ -389,7 +391,9 @@ def test_a_listing_between_the_exit_and_the_kill_record_does_not_freeze_exited(r
     assert seen == ["killed"]
     assert report.outcome == "killed" and report.status == "killed"
     assert reg.get(s.id).status == "killed"
-    assert ProcessRegistry(reg.home, reg.settings).get(s.id).signal == "SIGTERM"
+    # A registry of its own reads the kill's record: the last signal sent (TERM, or KILL
+    # when the 1 s grace ran out first on a loaded machine: seen 1 in 3 full runs at -n 4).
+    assert ProcessRegistry(reg.home, reg.settings).get(s.id).signal == report.signals[-1][1]
 
 
 def test_kill_refused_leaves_no_kill_record(reg, monkeypatch):
