@@ -6,7 +6,6 @@ from __future__ import annotations
 import fcntl
 import os
 import pty
-import re
 import select
 import shutil
 import signal
@@ -129,13 +128,11 @@ def test_a_hangup_after_the_terminal_is_gone_still_cleans_up(tmp_path):
         home = HomeLayout(_demo_root(tmp_path))
         running = _running_sessions(home)  # the home fills in after the first frame
         assert running
-        # A dialog opens (the kill question for the selected session, a running one: they
-        # sort first) once the processes pane lists them. Their ids show only there (a pid
-        # also shows on the board's running card: that was not enough, 1 run in 6).
-        os.write(master, b"2")
-        _read_until(master, screen, lambda: any(s.id.encode() in screen for s in running))
-        os.write(master, b"k")
-        _read_until(master, screen, lambda: re.search(rb"Kill proc_[0-9a-f]{12} \(pid \d+\)\?", screen))
+        # A dialog opens: the help (the kill question, tried first, depends on which row
+        # is selected when the key comes, and a demo worker may just have finished:
+        # no dialog, 2 full runs in 7)...
+        os.write(master, b"?")
+        _read_until(master, screen, lambda: b"app.quit" in screen)  # the keys, laid out in the dialog
         # ...then the terminal stops reading (a frozen or closing window) while the app
         # keeps drawing: a resize makes it draw the whole screen again, more than the
         # terminal's buffer holds, so its writes back up. Then the window closes for good.
