@@ -42,7 +42,7 @@ def board_backend(request):
     if request.param == "sqlite":
         yield None
         return
-    from pg_support import fresh_database
+    from tests.support.pg import fresh_database
 
     with fresh_database() as url:
         yield url
@@ -51,10 +51,29 @@ def board_backend(request):
 @pytest.fixture
 def pg_url():
     """A fresh PostgreSQL database for this test (dropped after it)."""
-    from pg_support import fresh_database
+    from tests.support.pg import fresh_database
 
     with fresh_database() as url:
         yield url
+
+
+@pytest.fixture
+async def open_test_board(home):
+    """Opens a board for the test: ``await open_test_board(clock=..., url=...)`` is the
+    home's SQLite board, or the PostgreSQL board at ``url``. Every board it opened is
+    closed after the test, whatever the test did (closing twice is harmless)."""
+    from tests.support.kanban import open_board
+
+    opened = []
+
+    async def open_(clock=None, url: str | None = None):
+        board = await open_board(home, clock, url)
+        opened.append(board)
+        return board
+
+    yield open_
+    for board in reversed(opened):
+        await board.close()
 
 
 @pytest.fixture

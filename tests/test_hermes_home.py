@@ -21,7 +21,8 @@ from engine import identity
 from engine.config import load_config
 from engine.home import HomeLayout
 from tests.conftest import run_cli
-from tests.scratch_util import make_entry, wait_until
+from tests.support import READING_GROUPS, wait_settled, wait_until
+from tests.support.scratch import make_entry
 
 FIXTURE = Path(__file__).parent / "fixtures" / "hermes_home_0_19_0"
 HERMES_FILES = ("config.yaml", "kanban.db", "processes.json", "state.db", "SOUL.md")
@@ -127,7 +128,7 @@ async def test_an_app_session_changes_no_hermes_file_and_signals_nothing(hermes_
         for key in ("1", "2", "3", "4", "r", "1"):
             await pilot.press(key)
             await pilot.pause()
-        await pilot.pause(0.5)
+        await wait_settled(pilot, (*READING_GROUPS, "board-dispatch"))  # what the keys started has ended
         await pilot.press("q")
     assert proc.poll() is None and entry.exists()
     assert hermes_bytes(home.root) == files

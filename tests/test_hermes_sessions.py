@@ -143,12 +143,10 @@ def test_own_sessions_are_listed_beside_hermes_sessions(hermes_home):
 
 async def test_the_pane_lists_a_hermes_session_and_kills_it_only_after_yes(hermes_home):
     from hermes_tui.app import HermesApp
-    from tests.support import wait_until_pilot as wait_briefly
+    from tests.support import wait_until_pilot as wait_until
+    from tests.support import wait_workers
     from widgets.confirm import ConfirmModal
     from widgets.processes_pane import NO_OUTPUT_NOTE, ProcessesPane
-
-    def wait_until(pilot, predicate):
-        return wait_briefly(pilot, predicate, timeout=60.0)  # generous: the machine is shared
 
     home, proc, _entry = hermes_home
     before = (home.root / "processes.json").read_bytes()
@@ -174,7 +172,7 @@ async def test_the_pane_lists_a_hermes_session_and_kills_it_only_after_yes(herme
         assert "hermes-agent started it" in str(app.screen._body) and str(proc.pid) in str(app.screen._body)
         await pilot.press("enter")  # the focused default is No
         await wait_until(pilot, lambda: not isinstance(app.screen, ConfirmModal))
-        await pilot.pause(0.3)
+        await wait_workers(app, ["processes-kill"])  # none was started; any would be done
         assert proc.poll() is None
         pane.table.focus()
         await pilot.press("k")

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from tests.conftest import run_cli
+from tests.support import wait_until
 
 
 @pytest.fixture
@@ -135,10 +136,8 @@ def test_dispatch_json_spawns_a_real_worker_and_reports_reasons(home, board_env)
     for key in ("reclaimed", "crashed", "timed_out", "reaped_terminal_workers", "promoted", "skipped_locked",
                 "held_back"):
         assert key in result
-    deadline = time.monotonic() + 30
-    while json.loads(kanban(home, "show", first, "--json").stdout)["status"] != "done":
-        assert time.monotonic() < deadline, "worker never completed its card"
-        time.sleep(0.1)
+    wait_until(lambda: json.loads(kanban(home, "show", first, "--json").stdout)["status"] == "done",
+               what="the worker completing its card")
     text = kanban(home, "dispatch").stdout
     assert f"- {second}  ->  w" in text
     assert "Held back (unassigned, and no default assignee is set): " + nobody in text

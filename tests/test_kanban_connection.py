@@ -9,7 +9,7 @@ import threading
 from collections import Counter
 
 import pytest
-from kanban_support import dispatcher, kanban_settings, open_board
+from tests.support.kanban import dispatcher, kanban_settings, open_board
 
 from engine.home import HomeLayout
 from engine.kanban import transitions as tr

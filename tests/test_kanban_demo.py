@@ -43,7 +43,7 @@ async def test_demo_board_is_lived_in_and_its_cleanup_stops_workers(home):
     assert not identity.is_alive(worker.worker_pid, worker.worker_started_at)
 
 
-async def test_the_app_s_own_dispatcher_completes_the_demo_s_slow_card(home):
+async def test_the_app_s_own_dispatcher_completes_the_demo_s_slow_card(home, tmp_path, monkeypatch):
     """The demo's last card is left for the app: its worker (a real CLI `complete`, while
     the app holds the board open) must finish it. It used to be refused with "run N is
     not the current run": the app's second Board.open read the header with Python's
@@ -52,8 +52,13 @@ async def test_the_app_s_own_dispatcher_completes_the_demo_s_slow_card(home):
     import os
 
     from hermes_tui.app import HermesApp
+    from tests.support import wait_until_pilot
     from widgets.board_pane import BoardPane
 
+    # The slow card's worker works until the test lets it finish (a gate file, not 12 s).
+    gate = tmp_path / "gate"
+    monkeypatch.setattr(demo_kanban, "DEMO_WORKER", demo_kanban.DEMO_WORKER.replace(
+        f"sleep {demo_kanban.SLOW_WORK_SECONDS}", f"while [ ! -e {gate} ]; do sleep 0.05; done"))
     await __import__("asyncio").to_thread(demo_kanban.build, home)
     app = HermesApp(home, load_config(home.config_file))
     async with app.run_test(size=(160, 48)) as pilot:
@@ -62,12 +67,12 @@ async def test_the_app_s_own_dispatcher_completes_the_demo_s_slow_card(home):
             def slow_card():
                 return next((v.task for v in pane.cards.values() if v.task.title == "Refactor the auth module"), None)
 
-            for _ in range(2400):  # generous: the worker itself sleeps 12 s
-                card = slow_card()
-                if card is not None and card.status in ("done", "ready", "blocked") and card.current_run_id is None \
-                        and (card.started_at is not None):
-                    break
-                await pilot.pause(0.05)
+            # Its worker runs while the app holds the board open; then it completes the card.
+            await wait_until_pilot(pilot, lambda: (card := slow_card()) is not None and card.status == "running",
+                                   what="the slow card running")
+            gate.touch()
+            await wait_until_pilot(pilot, lambda: (card := slow_card()) is not None and card.current_run_id is None
+                                   and card.status in ("done", "ready", "blocked"), what="the slow card's run ended")
             card = slow_card()
             assert card is not None and card.status == "done", card
             details = await pane.service.details(card.id)

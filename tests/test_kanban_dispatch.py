@@ -11,8 +11,6 @@ import subprocess
 import sys
 
 import pytest
-from kanban_support import CLI, FakeClock, dispatcher, kanban_settings, kill_all_workers, open_board, read_log
-from kanban_support import wait_for_exit as wait_exit
 
 from engine import identity
 from engine.kanban import transitions as tr
@@ -21,17 +19,28 @@ from engine.kanban.models import NewTask
 from engine.kanban.registry_spawner import RegistrySpawner
 from engine.kanban.wording import held_back_words, skip_reason
 from engine.kanban.workers import NullSpawner, claim_lock_here
+from tests.support import wait_until_async
+from tests.support.kanban import (
+    CLI,
+    FakeClock,
+    dispatcher,
+    kanban_settings,
+    kill_all_workers,
+    read_log,
+)
+from tests.support.kanban import wait_for_exit as wait_exit
 
 
 @pytest.fixture
-def world(home, board_backend):
-    """(home, clock, make(settings) -> (board, dispatcher, spawner)); every worker is killed after.
-    Each test runs on the SQLite board and on a PostgreSQL board (``board_backend``)."""
+def world(home, board_backend, open_test_board):
+    """(home, clock, make(settings) -> (board, dispatcher, spawner)); every worker is killed
+    and every board closed after. Each test runs on the SQLite board and on a PostgreSQL
+    board (``board_backend``)."""
     clock = FakeClock()
     made = []
 
     async def make(settings, spawner=None):
-        board = await open_board(home, clock, board_backend)
+        board = await open_test_board(clock, board_backend)
         spawner = spawner or RegistrySpawner(home, settings)
         made.append((board, spawner))
         return board, dispatcher(board, home, settings, spawner), spawner
@@ -50,15 +59,6 @@ async def _status_is(board, task_id: str, status: str) -> bool:
     return (await board.get_task(task_id)).status == status
 
 
-async def _until(condition, timeout: float = 60.0) -> None:
-    """Wait for an async condition (a generous timeout: only a broken build hits it)."""
-    import asyncio
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not await condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.05)
 
 
 async def test_worker_completes_its_card_through_the_cli(world):
@@ -282,7 +282,7 @@ async def test_worker_alive_120s_after_its_run_closed_is_reaped(world):
         t = await tr.create_task(board, NewTask("lingers", assignee="w"))
         first = await disp.tick()
         pid = first.spawned[0].pid
-        await _until(lambda: _status_is(board, t.id, "done"))
+        await wait_until_async(lambda: _status_is(board, t.id, "done"), what="the card done by its worker")
         run = (await board.runs_of(t.id))[0]
         assert run.outcome == "completed" and run.worker_pid == pid  # evidence kept on the closed run
         # The run was closed by the worker's own CLI call, at a real time: the fake clock

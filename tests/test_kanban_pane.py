@@ -7,7 +7,6 @@ import asyncio
 import re
 
 import pytest
-from kanban_support import FakeClock, open_board
 from textual.app import App
 
 from engine.config import load_config
@@ -18,7 +17,10 @@ from engine.kanban.store import Board
 from engine.kanban.wording import held_back_words, skip_reason
 from engine.kanban.workers import NullSpawner, claim_lock_here
 from hermes_tui.app import HermesApp
+from tests.support import wait_until_pilot as wait_for
+from tests.support import wait_workers
 from tests.support.cli import run_cli
+from tests.support.kanban import FakeClock, open_board
 from tests.support.notes import capture_notes
 from widgets.board_modals import CardDetailsScreen, NewCardScreen
 from widgets.board_pane import BoardPane
@@ -85,14 +87,6 @@ def make_app(home: HomeLayout, config: str = CONFIG, url: str | None = None) -> 
     return HermesApp(home, load_config(home.config_file), home_label="~/.hermes")
 
 
-async def wait_for(pilot, predicate, timeout: float = 20.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"condition not reached in {timeout}s")
-
-
 async def card_status(home: HomeLayout, task_id: str, url: str | None = None) -> str:
     board = await open_board(home, url=url)
     try:
@@ -147,7 +141,8 @@ async def test_new_card_form_creates_a_card_and_cancel_creates_nothing(home):
         await pilot.press("n")
         await pilot.press(*"never")
         await pilot.press("escape")
-        await pilot.pause(0.3)
+        await wait_workers(app, ["board-change"])  # a card the escape made by mistake is written
+        await wait_workers(app, ["board-refresh"])  # and read back
         assert not isinstance(app.screen, NewCardScreen)
         assert all(v.task.title != "never" for v in pane.cards.values())
 
@@ -203,11 +198,11 @@ async def test_move_keys_follow_the_allowed_transitions(home, board_backend):
         await wait_for(pilot, lambda: pane.cards[made["ready"]].task.status == "ready")
         await select(pilot, pane, made["done"])
         await pilot.press("greater_than_sign")  # done cannot move: a warning, nothing changes
-        await pilot.pause(0.3)
+        await wait_workers(app, ["board-change"])
         assert await card_status(home, made["done"], board_backend) == "done"
         await select(pilot, pane, made["todo"])
         await pilot.press("greater_than_sign")  # its parent is not done: refused
-        await pilot.pause(0.3)
+        await wait_workers(app, ["board-change"])
         assert await card_status(home, made["todo"], board_backend) == "todo"
 
 
@@ -223,7 +218,7 @@ async def test_unblock_and_archive_go_through_a_confirm_whose_default_is_no(home
         assert isinstance(app.screen, ConfirmModal)
         assert "HTTP 403" in str(app.screen.query_one(".body").render())
         await pilot.press("enter")  # the focused default is No
-        await pilot.pause(0.3)
+        await wait_workers(app, ["board-change"])
         assert await card_status(home, made["blocked"]) == "blocked"
         await pilot.press("u")
         await pilot.press("y")
@@ -315,11 +310,13 @@ async def test_in_app_dispatcher_ticks_on_its_interval_and_can_be_off(home):
         await wait_for(pilot, lambda: pane.last_tick_at is not None and pane.last_held_back)
         assert "skipped_nonspawnable" in pane.last_held_back  # the code; the board shows words
         assert await card_status(home, made["ready"]) == "ready"
-    app = make_app(home)  # dispatch: false
+    app = make_app(home, CONFIG.replace("dispatch: false", "dispatch: false\n  dispatch_interval_seconds: 0.2"))
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
         await wait_for(pilot, lambda: len(pane.cards) == 7)
-        await asyncio.sleep(0.5)
+        # Two refresh timer ticks (1 s each) hold ten dispatch intervals: none ticked.
+        await wait_for(pilot, lambda: pane._timer_ticks >= 2)
+        assert app.dispatch_loop.ticks == 0 and not app.dispatch_loop._running
         assert pane.last_tick_at is None
         assert "dispatch off" in pane.border_subtitle
 
@@ -386,8 +383,9 @@ def _snapshot_app(tmp_path) -> App:
 async def _loaded(pilot) -> None:
     pane = pilot.app.query_one(BoardPane)
     await wait_for(pilot, lambda: len(pane.cards) == 7)
-    pane.query_one("#cards-ready").focus()
-    await pilot.pause(0.2)
+    cards = pane.query_one("#cards-ready")
+    cards.focus()
+    await wait_for(pilot, lambda: cards.has_focus)
 
 
 def test_board_snapshot_wide(snap_compare, tmp_path, fixed_clock):
@@ -417,10 +415,12 @@ async def test_assign_key_reassigns_and_resets_failures(home):
 
 
 async def test_a_home_without_a_board_gets_no_file_until_the_first_card(home):
-    app = make_app(home, CONFIG.replace("dispatch: false", "dispatch: true\n  dispatch_interval_seconds: 0.2"))
+    app = make_app(home, CONFIG.replace("dispatch: false", "dispatch: true\n  dispatch_interval_seconds: 0.2")
+                   + "ui:\n  refresh_seconds: 0.2\n")
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
-        await pilot.pause(0.8)  # a few refreshes and ticks
+        await wait_for(pilot, lambda: pane._timer_ticks >= 3)  # a few refreshes and dispatch ticks
+        await wait_workers(app, ["board-refresh", "board-dispatch"])
         assert not home.kanban_db.exists()
         assert "No board yet" in str(pane.query_one("#board-info").render())
         assert pane.border_subtitle == "no board yet"
@@ -470,11 +470,14 @@ async def test_card_texts_that_look_like_markup_show_literally(home):
         assert app.is_running
 
 
-async def test_the_app_judges_a_worker_s_exit_at_once_not_at_the_next_interval(home):
+async def test_the_app_judges_a_worker_s_exit_at_once_not_at_the_next_interval(home, tmp_path):
     """The interval is an hour and the crash grace 30 s: only the loop waking on the
-    worker's exit can make this card done."""
+    worker's exit can make this card done. The worker ends when the test has seen it
+    running (a gate file: a slow refresh cannot miss the running card)."""
+    gate = tmp_path / "gate"
     config = ("kanban:\n  dispatch: true\n  dispatch_interval_seconds: 3600\n  crash_grace_seconds: 30\n"
-              "  profiles:\n    quick:\n      command: 'sleep 1'\n      complete_on_exit: true\n")
+              f"  profiles:\n    quick:\n      command: 'while [ ! -e {gate} ]; do sleep 0.01; done'\n"
+              "      complete_on_exit: true\n")
     board = await Board.open(home.kanban_db)
     try:
         task = await tr.create_task(board, NewTask("one second", assignee="quick"))
@@ -484,9 +487,9 @@ async def test_the_app_judges_a_worker_s_exit_at_once_not_at_the_next_interval(h
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
         try:
-            await wait_for(pilot, lambda: task.id in pane.cards and pane.cards[task.id].task.status == "running",
-                           timeout=60)
-            await wait_for(pilot, lambda: pane.cards[task.id].task.status == "done", timeout=60)
+            await wait_for(pilot, lambda: task.id in pane.cards and pane.cards[task.id].task.status == "running")
+            gate.touch()
+            await wait_for(pilot, lambda: pane.cards[task.id].task.status == "done")
             assert app.dispatch_loop.last_result is not None
         finally:
             registry = app.dispatch_loop.spawner.registry

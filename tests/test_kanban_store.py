@@ -7,35 +7,29 @@ import asyncio
 import sqlite3
 
 import pytest
-from kanban_support import FakeClock, open_board
 
 from engine.kanban import transitions as tr
 from engine.kanban.models import NewTask
 from engine.kanban.store import APPLICATION_ID, SCHEMA_VERSION, Board, StoreError, UnknownTask
+from tests.support.kanban import FakeClock, open_board
 
 
-async def test_new_board_is_wal_full_sync_versioned_and_private(home):
-    board = await open_board(home)
-    try:
-        assert (await board.fetch("PRAGMA journal_mode"))[0][0] == "wal"
-        assert (await board.fetch("PRAGMA synchronous"))[0][0] == 2  # FULL
-        assert (await board.fetch("PRAGMA busy_timeout"))[0][0] > 0
-        assert (await board.fetch("PRAGMA user_version"))[0][0] == SCHEMA_VERSION
-        assert (await board.fetch("PRAGMA application_id"))[0][0] == APPLICATION_ID
-    finally:
-        await board.close()
+async def test_new_board_is_wal_full_sync_versioned_and_private(home, open_test_board):
+    board = await open_test_board()
+    assert (await board.fetch("PRAGMA journal_mode"))[0][0] == "wal"
+    assert (await board.fetch("PRAGMA synchronous"))[0][0] == 2  # FULL
+    assert (await board.fetch("PRAGMA busy_timeout"))[0][0] > 0
+    assert (await board.fetch("PRAGMA user_version"))[0][0] == SCHEMA_VERSION
+    assert (await board.fetch("PRAGMA application_id"))[0][0] == APPLICATION_ID
     assert home.kanban_db.stat().st_mode & 0o777 == 0o600
 
 
-async def test_reopening_keeps_cards(home):
+async def test_reopening_keeps_cards(home, open_test_board):
     board = await open_board(home)
     task = await tr.create_task(board, NewTask("keep me"))
     await board.close()
-    board = await open_board(home)
-    try:
-        assert (await board.get_task(task.id)).title == "keep me"
-    finally:
-        await board.close()
+    board = await open_test_board()
+    assert (await board.get_task(task.id)).title == "keep me"
 
 
 @pytest.mark.parametrize("content", [b"not a database at all\n" * 10, b"SQLite format 3\x00" + b"\xff" * 4000])
@@ -76,93 +70,78 @@ async def test_two_openers_initialise_the_schema_once(home):
             await b.close()
 
 
-async def test_card_with_open_parent_is_todo_then_promoted_status_on_create(home, board_backend):
-    board = await open_board(home, url=board_backend)
-    try:
-        parent = await tr.create_task(board, NewTask("parent"))
-        child = await tr.create_task(board, NewTask("child", parents=(parent.id,)))
-        assert (parent.status, child.status) == ("ready", "todo")
-        await tr.complete(board, parent.id, "done")
-        late = await tr.create_task(board, NewTask("late child", parents=(parent.id,)))
-        assert late.status == "ready"
-        with pytest.raises(StoreError, match="no parent"):
-            await tr.create_task(board, NewTask("orphan", parents=("t_00000000",)))
-    finally:
-        await board.close()
+async def test_card_with_open_parent_is_todo_then_promoted_status_on_create(home, board_backend, open_test_board):
+    board = await open_test_board(url=board_backend)
+    parent = await tr.create_task(board, NewTask("parent"))
+    child = await tr.create_task(board, NewTask("child", parents=(parent.id,)))
+    assert (parent.status, child.status) == ("ready", "todo")
+    await tr.complete(board, parent.id, "done")
+    late = await tr.create_task(board, NewTask("late child", parents=(parent.id,)))
+    assert late.status == "ready"
+    with pytest.raises(StoreError, match="no parent"):
+        await tr.create_task(board, NewTask("orphan", parents=("t_00000000",)))
 
 
-async def test_ids_resolve_by_unique_prefix(home, board_backend):
+async def test_ids_resolve_by_unique_prefix(home, board_backend, open_test_board):
     ids = iter(["t_aaaa0001", "t_aaaa0002", "t_bbbb0001"])
-    board = await open_board(home, url=board_backend)
-    try:
-        await tr.create_tasks(board, [NewTask("a"), NewTask("b"), NewTask("c")], id_factory=lambda: next(ids))
-        assert await board.resolve_id("bbbb") == "t_bbbb0001"
-        assert await board.resolve_id("t_aaaa0002") == "t_aaaa0002"
-        with pytest.raises(UnknownTask, match="several"):
-            await board.resolve_id("aaaa")
-        with pytest.raises(UnknownTask, match="no card"):
-            await board.resolve_id("cccc")
-        # LIKE wildcards in the input are literal characters, not patterns.
-        with pytest.raises(UnknownTask):
-            await board.resolve_id("%")
-    finally:
-        await board.close()
+    board = await open_test_board(url=board_backend)
+    await tr.create_tasks(board, [NewTask("a"), NewTask("b"), NewTask("c")], id_factory=lambda: next(ids))
+    assert await board.resolve_id("bbbb") == "t_bbbb0001"
+    assert await board.resolve_id("t_aaaa0002") == "t_aaaa0002"
+    with pytest.raises(UnknownTask, match="several"):
+        await board.resolve_id("aaaa")
+    with pytest.raises(UnknownTask, match="no card"):
+        await board.resolve_id("cccc")
+    # LIKE wildcards in the input are literal characters, not patterns.
+    with pytest.raises(UnknownTask):
+        await board.resolve_id("%")
 
 
-async def test_bulk_create_is_one_transaction(home, board_backend):
-    board = await open_board(home, url=board_backend)
-    try:
-        tasks = await tr.create_tasks(board, [NewTask(f"card {i}") for i in range(500)])
-        assert len({t.id for t in tasks}) == 500
-        assert (await board.counts())["ready"] == 500
-        assert len(await board.events()) == 500
-        with pytest.raises(StoreError):
-            await tr.create_tasks(board, [NewTask("fine"), NewTask("   ")])
-        assert (await board.counts())["ready"] == 500
-    finally:
-        await board.close()
+async def test_bulk_create_is_one_transaction(home, board_backend, open_test_board):
+    board = await open_test_board(url=board_backend)
+    tasks = await tr.create_tasks(board, [NewTask(f"card {i}") for i in range(500)])
+    assert len({t.id for t in tasks}) == 500
+    assert (await board.counts())["ready"] == 500
+    assert len(await board.events()) == 500
+    with pytest.raises(StoreError):
+        await tr.create_tasks(board, [NewTask("fine"), NewTask("   ")])
+    assert (await board.counts())["ready"] == 500
 
 
-async def test_transitions_follow_the_allowed_moves(home, board_backend):
-    board = await open_board(home, url=board_backend)
-    try:
-        t = await tr.create_task(board, NewTask("card"))
-        with pytest.raises(tr.TransitionRefused, match="not blocked"):
-            await tr.unblock(board, t.id)
-        with pytest.raises(tr.TransitionRefused, match="not running"):
-            await tr.reclaim(board, t.id)
-        await tr.move(board, t.id, "review")
-        await tr.move(board, t.id, "ready")
-        await tr.move(board, t.id, "blocked", reason="needs a key")
-        assert (await board.get_task(t.id)).status == "blocked"
-        await tr.move(board, t.id, "ready")
-        await tr.move(board, t.id, "done")
-        with pytest.raises(tr.TransitionRefused, match="allowed: none"):
-            await tr.move(board, t.id, "ready")
-        result = await tr.archive(board, t.id)
-        assert (result.from_status, result.to_status, result.stop) == ("done", "archived", None)
-        with pytest.raises(tr.TransitionRefused, match="already archived"):
-            await tr.archive(board, t.id)
-        kinds = [e.kind for e in await board.events(t.id)]
-        assert kinds == ["created", "review_requested", "reopened", "blocked", "unblocked", "completed", "archived"]
-    finally:
-        await board.close()
-
-
-async def test_complete_and_unblock_reset_the_failure_counter(home, board_backend):
-    board = await open_board(home, url=board_backend)
-    try:
-        t = await tr.create_task(board, NewTask("card"))
-        await board.conn.execute("UPDATE tasks SET consecutive_failures = 2, status = 'blocked', "
-                                 "last_failure_error = 'boom' WHERE id = ?", (t.id,))
+async def test_transitions_follow_the_allowed_moves(home, board_backend, open_test_board):
+    board = await open_test_board(url=board_backend)
+    t = await tr.create_task(board, NewTask("card"))
+    with pytest.raises(tr.TransitionRefused, match="not blocked"):
         await tr.unblock(board, t.id)
-        assert (await board.get_task(t.id)).consecutive_failures == 0
-        await board.conn.execute("UPDATE tasks SET consecutive_failures = 1 WHERE id = ?", (t.id,))
-        await tr.complete(board, t.id, "ok")
-        done = await board.get_task(t.id)
-        assert (done.consecutive_failures, done.last_failure_error, done.result) == (0, None, "ok")
-    finally:
-        await board.close()
+    with pytest.raises(tr.TransitionRefused, match="not running"):
+        await tr.reclaim(board, t.id)
+    await tr.move(board, t.id, "review")
+    await tr.move(board, t.id, "ready")
+    await tr.move(board, t.id, "blocked", reason="needs a key")
+    assert (await board.get_task(t.id)).status == "blocked"
+    await tr.move(board, t.id, "ready")
+    await tr.move(board, t.id, "done")
+    with pytest.raises(tr.TransitionRefused, match="allowed: none"):
+        await tr.move(board, t.id, "ready")
+    result = await tr.archive(board, t.id)
+    assert (result.from_status, result.to_status, result.stop) == ("done", "archived", None)
+    with pytest.raises(tr.TransitionRefused, match="already archived"):
+        await tr.archive(board, t.id)
+    kinds = [e.kind for e in await board.events(t.id)]
+    assert kinds == ["created", "review_requested", "reopened", "blocked", "unblocked", "completed", "archived"]
+
+
+async def test_complete_and_unblock_reset_the_failure_counter(home, board_backend, open_test_board):
+    board = await open_test_board(url=board_backend)
+    t = await tr.create_task(board, NewTask("card"))
+    await board.conn.execute("UPDATE tasks SET consecutive_failures = 2, status = 'blocked', "
+                             "last_failure_error = 'boom' WHERE id = ?", (t.id,))
+    await tr.unblock(board, t.id)
+    assert (await board.get_task(t.id)).consecutive_failures == 0
+    await board.conn.execute("UPDATE tasks SET consecutive_failures = 1 WHERE id = ?", (t.id,))
+    await tr.complete(board, t.id, "ok")
+    done = await board.get_task(t.id)
+    assert (done.consecutive_failures, done.last_failure_error, done.result) == (0, None, "ok")
 
 
 async def _running_card(board: Board) -> tuple[str, int]:
@@ -178,28 +157,25 @@ async def _running_card(board: Board) -> tuple[str, int]:
     return t.id, run_id
 
 
-async def test_worker_calls_only_act_on_their_own_current_run(home, board_backend):
-    board = await open_board(home, url=board_backend)
-    try:
-        task_id, run_id = await _running_card(board)
-        other, _ = await _running_card(board)
-        with pytest.raises(tr.TransitionRefused, match="works card"):
-            await tr.complete(board, other, "stolen", call=tr.WorkerCall(task_id, run_id))
-        with pytest.raises(tr.TransitionRefused, match="not the current run"):
-            await tr.complete(board, task_id, "old run", call=tr.WorkerCall(task_id, run_id + 100))
-        with pytest.raises(tr.TransitionRefused, match="heartbeat is a worker call"):
-            await tr.heartbeat(board, task_id, tr.WorkerCall(), 900)
-        await tr.heartbeat(board, task_id, tr.WorkerCall(task_id, run_id), 900)
-        assert (await board.get_task(task_id)).last_heartbeat_at is not None
-        await tr.review(board, task_id, "please look", call=tr.WorkerCall(task_id, run_id))
-        assert (await board.get_task(task_id)).status == "review"
-        # The run is closed now: the same worker cannot act again.
-        with pytest.raises(tr.TransitionRefused, match="not the current run"):
-            await tr.complete(board, task_id, "again", call=tr.WorkerCall(task_id, run_id))
-        run = await board.get_run(run_id)
-        assert (run.outcome, run.summary, run.claim_lock) == ("review", "please look", "elsewhere:1")
-    finally:
-        await board.close()
+async def test_worker_calls_only_act_on_their_own_current_run(home, board_backend, open_test_board):
+    board = await open_test_board(url=board_backend)
+    task_id, run_id = await _running_card(board)
+    other, _ = await _running_card(board)
+    with pytest.raises(tr.TransitionRefused, match="works card"):
+        await tr.complete(board, other, "stolen", call=tr.WorkerCall(task_id, run_id))
+    with pytest.raises(tr.TransitionRefused, match="not the current run"):
+        await tr.complete(board, task_id, "old run", call=tr.WorkerCall(task_id, run_id + 100))
+    with pytest.raises(tr.TransitionRefused, match="heartbeat is a worker call"):
+        await tr.heartbeat(board, task_id, tr.WorkerCall(), 900)
+    await tr.heartbeat(board, task_id, tr.WorkerCall(task_id, run_id), 900)
+    assert (await board.get_task(task_id)).last_heartbeat_at is not None
+    await tr.review(board, task_id, "please look", call=tr.WorkerCall(task_id, run_id))
+    assert (await board.get_task(task_id)).status == "review"
+    # The run is closed now: the same worker cannot act again.
+    with pytest.raises(tr.TransitionRefused, match="not the current run"):
+        await tr.complete(board, task_id, "again", call=tr.WorkerCall(task_id, run_id))
+    run = await board.get_run(run_id)
+    assert (run.outcome, run.summary, run.claim_lock) == ("review", "please look", "elsewhere:1")
 
 
 async def test_concurrent_changes_from_two_connections_never_both_win(home, board_backend):
@@ -224,40 +200,34 @@ async def test_concurrent_changes_from_two_connections_never_both_win(home, boar
         await b.close()
 
 
-async def test_board_view_keeps_finished_columns_short_but_counts_everything(home, board_backend):
+async def test_board_view_keeps_finished_columns_short_but_counts_everything(home, board_backend, open_test_board):
     clock = FakeClock(1_000_000.0)
-    board = await open_board(home, clock, board_backend)
-    try:
-        cards = await tr.create_tasks(board, [NewTask(f"c{i}") for i in range(130)])
-        for i, card in enumerate(cards[:120]):
-            clock.now = 1_000_000.0 + i
-            await tr.complete(board, card.id)
-        tasks, counts = await board.board_view(["ready", "done"], recent_limit=100)
-        done = [t for t in tasks if t.status == "done"]
-        assert counts == {"done": 120, "ready": 10}
-        assert len(done) == 100 and done[0].id == cards[119].id  # newest first
-        assert cards[0].id not in {t.id for t in done}
-        assert len([t for t in tasks if t.status == "ready"]) == 10
-    finally:
-        await board.close()
+    board = await open_test_board(clock=clock, url=board_backend)
+    cards = await tr.create_tasks(board, [NewTask(f"c{i}") for i in range(130)])
+    for i, card in enumerate(cards[:120]):
+        clock.now = 1_000_000.0 + i
+        await tr.complete(board, card.id)
+    tasks, counts = await board.board_view(["ready", "done"], recent_limit=100)
+    done = [t for t in tasks if t.status == "done"]
+    assert counts == {"done": 120, "ready": 10}
+    assert len(done) == 100 and done[0].id == cards[119].id  # newest first
+    assert cards[0].id not in {t.id for t in done}
+    assert len([t for t in tasks if t.status == "ready"]) == 10
 
 
-async def test_reassigning_to_another_profile_resets_the_failures(home, board_backend):
-    board = await open_board(home, url=board_backend)
-    try:
-        t = await tr.create_task(board, NewTask("card", assignee="a"))
-        await board.conn.execute("UPDATE tasks SET consecutive_failures = 1 WHERE id = ?", (t.id,))
-        await tr.assign(board, t.id, "a")  # same profile: nothing changes
-        assert (await board.get_task(t.id)).consecutive_failures == 1
-        await tr.assign(board, t.id, "b")
-        card = await board.get_task(t.id)
-        assert (card.assignee, card.consecutive_failures) == ("b", 0)
-        assert (await board.events(t.id))[-1].payload["previous"] == "a"
-        running, _run = await _running_card(board)
-        with pytest.raises(tr.TransitionRefused, match="reclaim it first"):
-            await tr.assign(board, running, "b")
-    finally:
-        await board.close()
+async def test_reassigning_to_another_profile_resets_the_failures(home, board_backend, open_test_board):
+    board = await open_test_board(url=board_backend)
+    t = await tr.create_task(board, NewTask("card", assignee="a"))
+    await board.conn.execute("UPDATE tasks SET consecutive_failures = 1 WHERE id = ?", (t.id,))
+    await tr.assign(board, t.id, "a")  # same profile: nothing changes
+    assert (await board.get_task(t.id)).consecutive_failures == 1
+    await tr.assign(board, t.id, "b")
+    card = await board.get_task(t.id)
+    assert (card.assignee, card.consecutive_failures) == ("b", 0)
+    assert (await board.events(t.id))[-1].payload["previous"] == "a"
+    running, _run = await _running_card(board)
+    with pytest.raises(tr.TransitionRefused, match="reclaim it first"):
+        await tr.assign(board, running, "b")
 
 
 async def test_an_empty_file_from_a_newer_program_is_refused_and_left_byte_identical(home):
@@ -286,16 +256,13 @@ async def test_a_new_board_appears_whole_and_leaves_no_temporary_file(home):
     assert home.kanban_db.stat().st_size > 0
 
 
-async def test_an_id_prefix_needs_four_characters_after_t_(home, board_backend):
-    board = await open_board(home, url=board_backend)
-    try:
-        await tr.create_tasks(board, [NewTask("a")], id_factory=lambda: "t_abcd1234")
-        for short in ("t_", "t_a", "abc", ""):
-            with pytest.raises(UnknownTask):
-                await board.resolve_id(short)
-        assert await board.resolve_id("t_abcd") == "t_abcd1234"
-    finally:
-        await board.close()
+async def test_an_id_prefix_needs_four_characters_after_t_(home, board_backend, open_test_board):
+    board = await open_test_board(url=board_backend)
+    await tr.create_tasks(board, [NewTask("a")], id_factory=lambda: "t_abcd1234")
+    for short in ("t_", "t_a", "abc", ""):
+        with pytest.raises(UnknownTask):
+            await board.resolve_id(short)
+    assert await board.resolve_id("t_abcd") == "t_abcd1234"
 
 
 async def test_opening_the_board_again_keeps_this_process_s_locks(home):

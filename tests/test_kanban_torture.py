@@ -15,13 +15,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
-
-from kanban_support import CLI, cli_argv, deleted_board_files, integrity, runs_per_card
 
 from engine.config import load_config
 from engine.home import HomeLayout
+from tests.support import wait_until, wait_until_pilot
+from tests.support.kanban import CLI, cli_argv, deleted_board_files, integrity, runs_per_card
 
 CREATORS = 3
 CARDS_EACH = 12
@@ -45,7 +44,7 @@ import asyncio, json, os, sys
 from pathlib import Path
 
 sys.path.insert(0, sys.argv[5])
-from kanban_support import deleted_board_files
+from tests.support.kanban import deleted_board_files
 from engine.config import load_config
 from engine.home import HomeLayout
 from engine.kanban.service import BoardService
@@ -133,14 +132,15 @@ def _wait_creators(creators: list[subprocess.Popen]) -> None:
 
 
 def _wait_all_done(db: Path, ids: list[str], holder_deleted) -> None:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while True:
-        holder_deleted()
+    def not_done() -> dict[str, str | None]:
         statuses = _statuses(db)
-        if all(statuses.get(i) == "done" for i in ids):
-            return
-        assert time.monotonic() < deadline, {i: statuses.get(i) for i in ids if statuses.get(i) != "done"}
-        time.sleep(0.2)
+        return {i: statuses.get(i) for i in ids if statuses.get(i) != "done"}
+
+    def all_done() -> bool:
+        holder_deleted()
+        return not not_done()
+
+    wait_until(all_done, WAIT_SECONDS, lambda: f"every card done (not yet: {not_done()})")
 
 
 def _kill_workers(home: HomeLayout) -> None:
@@ -163,19 +163,16 @@ def _check_board(db: Path, ids: list[str]) -> None:
 def test_a_board_service_process_the_cli_and_real_workers_lose_nothing(home, tmp_path):
     _write_home(home)
     ready, stop, report = tmp_path / "ready", tmp_path / "stop", tmp_path / "report.json"
-    tests_dir = str(Path(__file__).parent)
+    repo = str(Path(__file__).resolve().parent.parent)  # the holder imports tests.support
     # The board exists before the holder opens it, as a board does when the app starts
     # (a process that created the board itself did not show the old lock loss).
     subprocess.run(cli_argv(home, "list"), check=True, capture_output=True, timeout=120)
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(home.root), str(ready), str(stop), str(report),
-                               tests_dir], stderr=subprocess.PIPE, start_new_session=True)
+                               repo], stderr=subprocess.PIPE, start_new_session=True)
     dispatcher = None
     try:
-        deadline = time.monotonic() + WAIT_SECONDS
-        while not ready.exists():
-            assert holder.poll() is None, holder.stderr.read().decode(errors="replace")
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        wait_until(lambda: ready.exists() or holder.poll() is not None, WAIT_SECONDS, "the holder ready")
+        assert holder.poll() is None, holder.stderr.read().decode(errors="replace")
         creators = _start_creators(home, tmp_path)
         dispatcher = _start_cli_dispatcher(home, stop)
         _wait_creators(creators)
@@ -213,26 +210,24 @@ async def test_the_app_the_cli_and_real_workers_lose_nothing(home, tmp_path):
     try:
         async with app.run_test(size=(160, 48)) as pilot:
             pane = app.query_one(BoardPane)
-            while pane.service is None:
-                await pilot.pause(0.05)
+            await wait_until_pilot(pilot, lambda: pane.service is not None, what="the board open")
             creators = _start_creators(home, tmp_path)
             dispatcher = _start_cli_dispatcher(home, stop)
             await asyncio.to_thread(_wait_creators, creators)
             ids = _created_ids(tmp_path)
-            deadline = time.monotonic() + WAIT_SECONDS
-            while not all(i in pane.cards and pane.cards[i].task.status == "done" for i in ids):
+
+            def shown_done() -> bool:
                 deleted.update(deleted_board_files())
-                assert time.monotonic() < deadline, "the app never showed every card done"
-                await pilot.pause(0.1)
-            deleted.update(deleted_board_files())
+                return all(i in pane.cards and pane.cards[i].task.status == "done" for i in ids)
+
+            await wait_until_pilot(pilot, shown_done, WAIT_SECONDS, "the app showing every card done")
             assert app.dispatch_loop.ticks > 0
             # The app and the CLI agree, card for card.
             listed = await asyncio.to_thread(subprocess.run, cli_argv(home, "list", "--all", "--json"),
                                              capture_output=True, timeout=120)
             cli_cards = {t["id"]: t["status"] for t in json.loads(listed.stdout)["tasks"]}
-            while cli_cards != {i: v.task.status for i, v in pane.cards.items()}:
-                assert time.monotonic() < deadline, "the app and the CLI show different boards"
-                await pilot.pause(0.1)
+            await wait_until_pilot(pilot, lambda: cli_cards == {i: v.task.status for i, v in pane.cards.items()},
+                                   WAIT_SECONDS, "the app showing the board the CLI lists")
             stop.write_text("stop")
             await asyncio.to_thread(dispatcher.communicate, timeout=WAIT_SECONDS)
         assert deleted == set()
@@ -278,10 +273,10 @@ def test_kill_9_of_a_dispatcher_mid_ticks_loses_no_committed_write(home, tmp_pat
     daemon = subprocess.Popen(cli_argv(home, "daemon", "--interval", "0.05"), stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        deadline = time.monotonic() + WAIT_SECONDS
-        while _rows(db, "SELECT count(*) FROM task_events WHERE kind = 'spawned'")[0][0] < 8:
-            assert daemon.poll() is None and time.monotonic() < deadline
-            time.sleep(0.02)
+        wait_until(lambda: daemon.poll() is not None
+                   or _rows(db, "SELECT count(*) FROM task_events WHERE kind = 'spawned'")[0][0] >= 8,
+                   WAIT_SECONDS, "8 workers spawned")
+        assert daemon.poll() is None
         committed_events = _rows(db, "SELECT id, task_id, kind FROM task_events ORDER BY id")
         committed_runs = _rows(db, "SELECT id, task_id FROM task_runs ORDER BY id")
         daemon.send_signal(signal.SIGKILL)  # the dispatcher only: its workers live in their own sessions
@@ -294,12 +289,15 @@ def test_kill_9_of_a_dispatcher_mid_ticks_loses_no_committed_write(home, tmp_pat
         assert _rows(db, "SELECT t.id FROM tasks t LEFT JOIN task_runs r ON r.id = t.current_run_id "
                          "WHERE t.status = 'running' AND (r.id IS NULL OR r.ended_at IS NOT NULL)") == []
         # Another dispatcher takes over and finishes every card, never with two open runs.
-        while not all(s == "done" for s in _statuses(db).values()):
+        def all_done_after_a_dispatch() -> bool:
+            if all(s == "done" for s in _statuses(db).values()):
+                return True
             r = subprocess.run(cli_argv(home, "dispatch", "--json"), capture_output=True, timeout=120)
             assert r.returncode == 0, r.stderr
             assert _two_open_runs(db) == []
-            assert time.monotonic() < deadline, _statuses(db)
-            time.sleep(0.1)
+            return False
+
+        wait_until(all_done_after_a_dispatch, WAIT_SECONDS, lambda: f"every card done: {_statuses(db)}")
         assert integrity(db) == "ok"
         assert set(_statuses(db)) == set(ids)
     finally:

@@ -8,10 +8,9 @@ import subprocess
 import sys
 import textwrap
 
-from kanban_support import open_board
-
 from engine.kanban import transitions as tr
 from engine.kanban.models import NewTask
+from tests.support.kanban import open_board
 
 TICKER = textwrap.dedent("""
     import asyncio, dataclasses, os, random, sys
@@ -92,10 +91,9 @@ async def test_without_the_lock_the_compare_and_set_still_claims_each_card_once(
     import asyncio
     import contextlib
 
-    from kanban_support import FakeClock, dispatcher, kanban_settings
-
     from engine.kanban import dispatcher as dispatcher_mod
     from engine.kanban.workers import NullSpawner
+    from tests.support.kanban import FakeClock, dispatcher, kanban_settings
 
     @contextlib.contextmanager
     def no_lock(_db):

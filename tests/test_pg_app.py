@@ -9,12 +9,12 @@ import asyncio
 import contextlib
 
 from conftest import run_cli
-from kanban_support import open_board
 from test_kanban_pane import WIDE, make_app, wait_for
 
 from engine.home import HomeLayout
 from engine.kanban import transitions as tr
 from engine.kanban.models import NewTask
+from tests.support.kanban import open_board
 from tests.support.notes import capture_notes
 from widgets.board_pane import BoardPane
 

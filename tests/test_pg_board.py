@@ -1,6 +1,6 @@
 """The PostgreSQL board: choosing it, never printing its password, refusing a database
 that is not ours, the per-host dispatch lock, and losing the server. Against the real
-server on 127.0.0.1:5432 (a fresh database per test; tests/pg_support.py)."""
+server on 127.0.0.1:5432 (a fresh database per test; tests/support/pg.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ import sys
 
 import pytest
 from conftest import run_cli
-from kanban_support import FakeClock, kanban_settings, open_board
-from pg_support import ADMIN_URL
 
 from engine.config import ConfigError, Settings, parse_config
 from engine.kanban import board_location
@@ -26,6 +24,9 @@ from engine.kanban.pg.errors import BoardUnreachable
 from engine.kanban.pg.url import DatabaseUrl
 from engine.kanban.store import StoreError
 from engine.kanban.workers import NullSpawner
+from tests.support import wait_until_async
+from tests.support.kanban import FakeClock, kanban_settings, open_board
+from tests.support.pg import ADMIN_URL
 
 SECRET = "hunter2-not-shown"
 
@@ -253,7 +254,7 @@ async def test_a_transition_cut_by_a_lost_server_is_not_half_applied(home, pg_ur
 
 
 def test_without_a_server_the_postgresql_tests_fail_under_ci_and_skip_elsewhere(monkeypatch):
-    from pg_support import require_server
+    from tests.support.pg import require_server
 
     nowhere = "postgresql://postgres@127.0.0.1:1/postgres"
     monkeypatch.setenv("CI", "1")
@@ -342,10 +343,8 @@ async def test_a_tick_whose_lock_holding_connection_dropped_ends_instead_of_goin
         async with board.dispatch_guard() as held:
             assert held
             await _terminate_our_connections(pg_url)
-            for _ in range(600):  # the driver sees the server close the session
-                if board._raw is None or board._raw.is_closed():
-                    break
-                await asyncio.sleep(0.05)
+            # the driver sees the server close the session
+            await wait_until_async(lambda: board._raw is None or board._raw.is_closed(), what="the session closed")
             with pytest.raises(BoardUnreachable, match="held this host's dispatch lock"):
                 await board.get_task(card.id)
         assert (await board.get_task(card.id)).title == "kept"  # outside a tick it connects again

@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from kanban_support import FakeClock, dispatcher, kanban_settings, kill_all_workers, open_board
 
 from engine import identity
 from engine.kanban import transitions as tr
 from engine.kanban.models import NewTask
 from engine.kanban.registry_spawner import RegistrySpawner
 from engine.kanban.workers import HOST_ID_VARIABLE, NullSpawner
+from tests.support.kanban import FakeClock, dispatcher, kanban_settings, kill_all_workers, open_board
 
-DRIVER = Path(__file__).with_name("pg_race_driver.py")
+DRIVER = Path(__file__).parent / "support" / "pg_race_driver.py"
 PROFILE_CAP = 3  # as in pg_race_driver.py
 CARDS = 240
 TICKS = 500

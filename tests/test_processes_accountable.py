@@ -204,7 +204,7 @@ def test_the_real_prune_spares_a_malformed_sessions_cwd_and_works_everywhere_els
     spared; another idle entry with a stranger in it is pruned and the stranger TERMed
     (before: one unreadable session switched all signalling off)."""
     from engine.scratch.execute import prune_pass
-    from tests.scratch_util import make_entry, options, target_of
+    from tests.support.scratch import make_entry, options, target_of
 
     t = target_of(home)
     theirs = make_entry(t.scratch_dir, "theirs")

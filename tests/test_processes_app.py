@@ -18,7 +18,8 @@ from engine.config import Settings, UiSettings
 from engine.home import HomeLayout
 from engine.processes import ProcessRegistry
 from hermes_tui.app import HermesApp
-from tests.support import wait_until_pilot, wait_workers
+from tests.support import wait_settled, wait_until_pilot, wait_workers
+from tests.support.commands import count_to_400
 from widgets.command_bar import CommandBar
 from widgets.confirm import ConfirmModal
 from widgets.processes_pane import ProcessesPane
@@ -27,9 +28,11 @@ WIDE = (160, 48)
 FAST = replace(Settings(), ui=UiSettings(refresh_seconds=0.2))
 
 
-def count_cmd(marker: Path) -> str:
+def count_cmd(marker: Path, half: Path, rest: Path) -> str:
+    """The command line typed for :func:`count_to_400` (gated at lines 200 and 300);
+    each signal it gets is written to ``marker``."""
     traps = " ".join(f"trap 'echo {s} >> {marker}' {s};" for s in ("HUP", "INT", "TERM", "TSTP", "CONT", "USR1"))
-    return f"sh -c \"{traps} for i in \\$(seq 1 400); do echo \\$i; sleep 0.01; done\""
+    return f'sh -c "{traps} {count_to_400(half, rest).replace("$", chr(92) + "$")}"'
 
 
 @pytest.fixture
@@ -70,12 +73,12 @@ async def submit(pilot, app, command: str) -> None:
 
 
 async def test_ctrl_b_yields_the_foreground_run_from_the_command_bar(home, tmp_path, cleanup, spy_signals):
-    marker = tmp_path / "signals"
+    marker, half, rest = tmp_path / "signals", tmp_path / "half", tmp_path / "rest"
     app = make_app(home)
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
         bar = app.query_one(CommandBar)
-        await submit(pilot, app, count_cmd(marker))
+        await submit(pilot, app, count_cmd(marker, half, rest))
         # The bar is told through a message to the app: it says so within a moment.
         await wait_until_pilot(pilot, lambda: pane.foreground is not None and "running" in bar.border_title)
         fg = pane.foreground
@@ -83,8 +86,10 @@ async def test_ctrl_b_yields_the_foreground_run_from_the_command_bar(home, tmp_p
         assert fg.id not in pane.row_ids  # the foreground run is not a table row yet
         await wait_until_pilot(pilot, lambda: len(pane.output.lines) >= 200)
         assert app.focused is bar
+        half.touch()  # lines come while it moves to the background
         await pilot.press("ctrl+b")  # with the command bar focused
         await wait_until_pilot(pilot, lambda: pane.foreground is None and "running" not in bar.border_title)
+        rest.touch()
         assert any(f"moved to background as {fg.id}" in t for t in app.toasts)
         await wait_until_pilot(pilot, lambda: fg.id in pane.row_ids)
         await wait_until_pilot(pilot, lambda: pane.sessions[fg.id].finished and len(pane.output.lines) >= 400)
@@ -101,16 +106,18 @@ async def test_ctrl_b_yields_the_foreground_run_from_the_command_bar(home, tmp_p
 
 
 async def test_submitting_while_one_runs_redirects(home, tmp_path, cleanup, spy_signals):
-    marker = tmp_path / "signals"
+    marker, half, rest = tmp_path / "signals", tmp_path / "half", tmp_path / "rest"
     app = make_app(home)
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
-        await submit(pilot, app, count_cmd(marker))
+        await submit(pilot, app, count_cmd(marker, half, rest))
         await wait_until_pilot(pilot, lambda: pane.foreground is not None and len(pane.output.lines) >= 100)
         first = pane.foreground
         await submit(pilot, app, "echo second; sleep 30")
         await wait_until_pilot(pilot, lambda: pane.foreground is not None and pane.foreground.id != first.id)
         second = pane.foreground
+        half.touch()
+        rest.touch()
         assert any("redirect" in t and first.id in t for t in app.toasts)
         await wait_until_pilot(pilot, lambda: first.id in pane.row_ids)
         assert pane.output.session_id == second.id
@@ -188,13 +195,17 @@ async def test_completions_while_no_app_was_open_show_once(home):
         assert pane.notifications == []
 
 
-async def test_watch_match_appears_as_toast_and_in_the_list(home, cleanup):
+async def test_watch_match_appears_as_toast_and_in_the_list(home, cleanup, tmp_path):
     reg = ProcessRegistry(home, Settings())
+    gate = tmp_path / "gate"
     app = PaneOnly(home, FAST)
     async with app.run_test(size=WIDE) as pilot:
         pane: ProcessesPane = app.pane("processes")
         await wait_until_pilot(pilot, lambda: pane.refresh_count >= 1)
-        s = reg.spawn("sleep 0.3; echo 'server READY token=abc123secret'; sleep 30", watch=["READY"])
+        s = reg.spawn(f"while [ ! -e '{gate}' ]; do sleep 0.01; done; echo 'server READY token=abc123secret'; "
+                      "sleep 30", watch=["READY"])
+        await wait_until_pilot(pilot, lambda: s.id in pane._rows)  # watched while it runs: then the line
+        gate.touch()
         await wait_until_pilot(pilot, lambda: any(e.kind == "watch_match" for e in pane.notifications))
         event = next(e for e in pane.notifications if e.kind == "watch_match")
         assert event.session_id == s.id
@@ -303,7 +314,7 @@ def test_pane_snapshot(snap_compare, tmp_path):
         detail = pane.query_one("#proc-detail")
         # The selected row in full takes two lines at this width: wait for the layout that gives them.
         await wait_until_pilot(pilot, lambda: detail.size.height == 2, what="the detail line laid out")
-        await pilot.pause(0.3)
+        await wait_settled(pilot)
 
     assert snap_compare(PaneOnly(home), terminal_size=(110, 24), run_before=loaded)
 

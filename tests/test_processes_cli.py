@@ -9,7 +9,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -17,8 +16,8 @@ from engine.config import Settings
 from engine.home import HomeLayout
 from engine.processes import ProcessRegistry
 from tests.conftest import run_cli
-
-COUNT_400 = "for i in $(seq 1 400); do echo $i; sleep 0.01; done"
+from tests.support import wait_until
+from tests.support.commands import count_to_400
 
 
 @pytest.fixture
@@ -76,10 +75,7 @@ def test_background_survives_the_cli_and_a_second_cli_follows_it(cli, home, tmp_
     assert row["status"] == "running"
     for field in ("id", "pid", "command", "cwd", "status", "exit_code", "signal", "started_at", "ended_at", "owner"):
         assert field in row
-    deadline = time.monotonic() + 10
-    while "started" not in cli("proc", "log", sid).stdout:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_until(lambda: "started" in cli("proc", "log", sid).stdout, what="its first line logged")
     gate.touch()
     w = cli("proc", "wait", sid[:9], "--timeout", "20", "--json")
     assert w.returncode == 0
@@ -151,13 +147,15 @@ def _read_until(proc: subprocess.Popen, wanted: str) -> list[str]:
 
 
 def test_ctrl_z_yields_without_signalling_and_no_line_is_lost_or_repeated(cli, home, tmp_path):
-    marker = tmp_path / "signals"
+    marker, half, rest = tmp_path / "signals", tmp_path / "half", tmp_path / "rest"
     traps = " ".join(f"trap 'echo {s} >> {marker}' {s};" for s in ("HUP", "INT", "TERM", "TSTP", "CONT", "USR1"))
-    proc = spawn_cli(home, "run", "--", "sh", "-c", traps + " " + COUNT_400)
+    proc = spawn_cli(home, "run", "--", "sh", "-c", traps + " " + count_to_400(half, rest))
     try:
         shown = _read_until(proc, "200")
+        half.touch()  # lines come while it moves to the background; it stops again at 300
         proc.send_signal(signal.SIGTSTP)
         out, err = proc.communicate(timeout=20)
+        rest.touch()
     finally:
         if proc.poll() is None:
             proc.kill()

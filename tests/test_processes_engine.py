@@ -21,8 +21,7 @@ from engine.processes.foreground import ForegroundRun
 from engine.processes.retention import prune_finished
 from engine.processes.session import EXIT_FILE, KILLED_FILE
 from tests.support import wait_until
-
-COUNT_400 = "for i in $(seq 1 400); do echo $i; sleep 0.01; done"
+from tests.support.commands import count_to_400
 
 
 @pytest.fixture
@@ -104,13 +103,16 @@ def test_signal_death_is_reported_as_128_plus_n(reg):
     assert done.exit_code == 143 and done.signal == "SIGTERM"
 
 
-def test_a_second_registry_sees_it_running_then_its_exit(home, settings, reg):
-    s = reg.spawn(["sh", "-c", "echo started; read x < /dev/null; sleep 0.3; echo done; exit 5"])
+def test_a_second_registry_sees_it_running_then_its_exit(home, settings, reg, tmp_path):
+    gate = tmp_path / "gate"  # it runs until the test has seen it running
+    s = reg.spawn(["sh", "-c", 'echo started; read x < /dev/null; while [ ! -e "$1" ]; do sleep 0.01; done; '
+                   "echo done; exit 5", "sh", str(gate)])
     other = ProcessRegistry(home, settings)  # knows nothing of our Popen
     assert other.get(s.id).status == "running"
     assert other.popen_of(s.id) is None
     follower = OutputFollower(other.get(s.id).output_path)
     wait_until(lambda: "started" in follower.read().text)
+    gate.touch()
     done = other.wait(s.id, timeout=10)
     assert done.status == "exited" and done.exit_code == 5
     assert "done" in follower.read().text
@@ -172,14 +174,16 @@ def test_prefix_lookup(reg, monkeypatch):
 
 def test_kill_terminates_the_group(reg):
     s = reg.spawn("sleep 30 & sleep 30; wait")
-    wait_until(lambda: len(identity.group_members(s.pid)) >= 3)
+    members = wait_until(lambda: m if len(m := identity.group_members(s.pid)) >= 3 else None)
     report = reg.kill(s.id, grace=2)
     assert report.outcome == "killed" and report.status == "killed"
     assert not report.survivors
-    assert {sig for _p, sig in report.signals} == {"SIGTERM"}
+    # TERM went to every member first. (Whether a KILL followed depends on whether each
+    # had ended within the 2 s grace: on a loaded machine one may not have.)
+    assert {p for p, sig in report.signals if sig == "SIGTERM"} >= set(members)
     assert identity.group_members(s.pid) == {}
     after = reg.get(s.id)
-    assert after.status == "killed" and after.signal == "SIGTERM"
+    assert after.status == "killed" and after.signal == report.signals[-1][1]  # the last signal it sent
 
 
 def test_kill_escalates_to_sigkill_for_a_child_that_traps_term(reg):
@@ -251,14 +255,23 @@ def test_live_processes_lists_verified_running_leaders(reg):
 # -- yield ------------------------------------------------------------------------------
 
 
-def test_yield_halfway_keeps_every_line_exactly_once_and_never_signals(reg, monkeypatch):
+def test_yield_halfway_keeps_every_line_exactly_once_and_never_signals(reg, monkeypatch, tmp_path):
     signalled: list = []
     real_send = identity.send_signal
     monkeypatch.setattr(identity, "send_signal", lambda *a, **k: signalled.append(a) or real_send(*a, **k))
-    s = reg.spawn(["sh", "-c", COUNT_400], owner="test", background=False)
+    half, rest = tmp_path / "half", tmp_path / "rest"
+    s = reg.spawn(["sh", "-c", count_to_400(half, rest)], owner="test", background=False)
     shown: list[str] = []
     fg = ForegroundRun(reg, s)
-    outcome = fg.stream(shown.append, lambda: "".join(shown).count("\n") >= 200)
+
+    def yield_now() -> bool:
+        if "".join(shown).count("\n") < 200:
+            return False
+        half.touch()  # lines come while it yields; it stops again at 300
+        return True
+
+    outcome = fg.stream(shown.append, yield_now)
+    rest.touch()
     assert outcome.yielded
     moved = outcome.session
     assert moved.id == s.id and moved.background and moved.notify and moved.status == "running"
@@ -381,7 +394,9 @@ def test_a_listing_between_the_exit_and_the_kill_record_does_not_freeze_exited(r
     assert seen == ["killed"]
     assert report.outcome == "killed" and report.status == "killed"
     assert reg.get(s.id).status == "killed"
-    assert ProcessRegistry(reg.home, reg.settings).get(s.id).signal == "SIGTERM"
+    # A registry of its own reads the kill's record: the last signal sent (TERM, or KILL
+    # when the 1 s grace ran out first on a loaded machine: seen 1 in 3 full runs at -n 4).
+    assert ProcessRegistry(reg.home, reg.settings).get(s.id).signal == report.signals[-1][1]
 
 
 def test_kill_refused_leaves_no_kill_record(reg, monkeypatch):

@@ -36,7 +36,8 @@ async def test_a_foreground_run_that_ends_stays_in_view(home, cleanup):  # noqa:
         await wait_until_pilot(pilot, lambda: pane.foreground is None and ended() is not None)
         fg = ended()
         await wait_until_pilot(pilot, lambda: pane.selected is not None and pane.selected.id == fg.id)
-        await pilot.pause(0.5)  # a few more refreshes: nothing takes the view away
+        seen = pane.refresh_count  # two more refreshes: nothing takes the view away
+        await wait_until_pilot(pilot, lambda: pane.refresh_count >= seen + 2)
         assert pane.output.session_id == fg.id
         assert pane.selected.id == fg.id
         assert "exit 3" in pane.output.title_text().plain
@@ -87,7 +88,6 @@ async def test_after_a_search_the_arrows_move_the_list_and_enter_lands_on_the_fi
         if pane.selected.id != many.id:
             await pilot.press("down")
         await wait_until_pilot(pilot, lambda: pane.output.session_id == many.id and len(pane.output.lines) == 600)
-        await pilot.pause(0.3)
         log = pane.output.log
         await wait_until_pilot(pilot, lambda: log.scroll_y > 500)  # following: at the bottom
         await pilot.press("slash")
@@ -95,7 +95,8 @@ async def test_after_a_search_the_arrows_move_the_list_and_enter_lands_on_the_fi
         await pilot.press(*"needle", "enter")
         # The first Enter shows the first match (line 301, index 300), not the bottom.
         await wait_until_pilot(pilot, lambda: log.scroll_y == 298)
-        await pilot.pause(0.3)
+        seen = pane.refresh_count  # two more refreshes: nothing scrolls it away
+        await wait_until_pilot(pilot, lambda: pane.refresh_count >= seen + 2)
         assert log.scroll_y == 298
         # Focus is back on the list: the arrow keys move the cursor, not the output.
         assert app.focused is pane.table

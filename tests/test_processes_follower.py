@@ -3,26 +3,32 @@ no re-reads."""
 
 from __future__ import annotations
 
-import time
-
 from engine.processes import ProcessRegistry
 from engine.processes.follower import OutputFollower, read_tail
+from tests.support import wait_until
 
 
-def test_multibyte_char_split_across_two_writes_with_a_pause(home, settings):
+def test_multibyte_char_split_across_two_writes_with_a_pause(home, settings, tmp_path):
     reg = ProcessRegistry(home, settings)
-    # é is \303\251; the emoji 😀 is \360\237\230\200, split 1+3.
-    s = reg.spawn("printf '\\303'; sleep 0.4; printf '\\251 \\360'; sleep 0.4; printf '\\237\\230\\200 end\\n'")
+    # é is \303\251; the emoji 😀 is \360\237\230\200, split 1+3. Each part is written
+    # only once the test has read the one before (gate files), so every split is read.
+    first, second = tmp_path / "first", tmp_path / "second"
+    s = reg.spawn(f"printf '\\303'; while [ ! -e '{first}' ]; do sleep 0.01; done; printf '\\251 \\360'; "
+                  f"while [ ! -e '{second}' ]; do sleep 0.01; done; printf '\\237\\230\\200 end\\n'")
     f = OutputFollower(s.output_path)
     pieces = []
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        chunk = f.read()
-        pieces.append(chunk.text)
+
+    def read_to(text: str, pending: int) -> bool:
+        pieces.append(f.read().text)
         assert f.pending_bytes <= 3
-        if reg.get(s.id).finished and not chunk.text:
-            break
-        time.sleep(0.02)
+        return "".join(pieces) == text and f.pending_bytes == pending
+
+    wait_until(lambda: read_to("", 1), what="the first byte of é held back")
+    first.touch()
+    wait_until(lambda: read_to("é ", 1), what="é, and the first byte of the emoji held back")
+    second.touch()
+    wait_until(lambda: read_to("é 😀 end\n", 0), what="the whole text")
+    assert reg.wait(s.id, timeout=30).finished
     pieces.append(f.read().text)
     text = "".join(pieces)
     assert text == "é 😀 end\n"

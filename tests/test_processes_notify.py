@@ -3,8 +3,6 @@ shown exactly once (across centers and restarts), redaction of what is shown."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from engine.processes import ProcessRegistry
@@ -18,6 +16,7 @@ from engine.processes.notify import (
     WatchOverflow,
     WatchPolicy,
 )
+from tests.support import wait_until
 
 
 class Clock:
@@ -136,15 +135,16 @@ def test_watch_overflow_does_not_trip_when_spread_out():
 # -- the center over real sessions ------------------------------------------------------
 
 
-def _poll_until(center, reg, predicate, timeout=10.0):
+def _poll_until(center, predicate) -> list:
+    """The center's events, polled until ``predicate(events so far)`` holds."""
     got = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got += center.poll()
-        if predicate(got):
-            return got
-        time.sleep(0.02)
-    raise AssertionError(f"events so far: {[e.kind for e in got]}")
+
+    def more() -> bool:
+        got.extend(center.poll())
+        return predicate(got)
+
+    wait_until(more, what="the events wanted")
+    return got
 
 
 def test_watch_match_event_is_redacted_and_capped(reg):
@@ -152,7 +152,7 @@ def test_watch_match_event_is_redacted_and_capped(reg):
     s = reg.spawn(f"{lines}; sleep 30", watch=["FAIL"])
     clock = Clock()
     center = NotificationCenter(reg, clock=clock)
-    events = _poll_until(center, reg, lambda ev: any(e.kind == WATCH_MATCH for e in ev))
+    events = _poll_until(center, lambda ev: any(e.kind == WATCH_MATCH for e in ev))
     match = next(e for e in events if e.kind == WATCH_MATCH)
     assert match.session_id == s.id and match.pattern == "FAIL"
     assert 1 <= len(match.lines) <= 20
@@ -163,10 +163,9 @@ def test_watch_match_event_is_redacted_and_capped(reg):
 def test_watch_progress_is_saved_so_a_restart_does_not_repeat(reg, home, settings):
     s = reg.spawn("echo 'ready now'; sleep 30", watch=["ready"])
     c1 = NotificationCenter(reg, clock=Clock())
-    _poll_until(c1, reg, lambda ev: any(e.kind == WATCH_MATCH for e in ev))
+    _poll_until(c1, lambda ev: any(e.kind == WATCH_MATCH for e in ev))
     c1.close()
     c2 = NotificationCenter(ProcessRegistry(home, settings), clock=Clock(2000.0))
-    time.sleep(0.1)
     assert [e for e in c2.poll() if e.session_id == s.id] == []
 
 
@@ -190,11 +189,13 @@ def test_no_completion_event_without_notify(reg):
     assert NotificationCenter(reg).poll() == []
 
 
-def test_completion_of_a_running_session_arrives_when_it_ends(reg):
-    s = reg.spawn("sleep 0.3; echo bye", notify=True)
+def test_completion_of_a_running_session_arrives_when_it_ends(reg, tmp_path):
+    gate = tmp_path / "gate"  # it ends when the test lets it
+    s = reg.spawn(f"while [ ! -e '{gate}' ]; do sleep 0.01; done; echo bye", notify=True)
     center = NotificationCenter(reg)
     assert center.poll() == []
-    events = _poll_until(center, reg, lambda ev: any(e.kind == COMPLETION for e in ev))
+    gate.touch()
+    events = _poll_until(center, lambda ev: any(e.kind == COMPLETION for e in ev))
     assert [e.session_id for e in events if e.kind == COMPLETION] == [s.id]
     assert "bye" in events[-1].detail
 
@@ -202,21 +203,19 @@ def test_completion_of_a_running_session_arrives_when_it_ends(reg):
 def test_lifetime_cap_falls_back_to_notify_on_complete(reg, tmp_path):
     # The test paces the output: line i is printed once the gate file i exists, so each
     # poll sees exactly one new match, in a new cooldown window.
-    script = (f"for i in $(seq 1 10); do while [ ! -e {tmp_path}/gate$i ]; do sleep 0.01; done; "
-              "echo HIT $i; done; sleep 0.2")
+    script = (f"for i in $(seq 1 11); do while [ ! -e {tmp_path}/gate$i ]; do sleep 0.01; done; "
+              "[ $i -le 10 ] && echo HIT $i; done; exit 0")
     s = reg.spawn(script, watch=["HIT"])
     clock = Clock()
     center = NotificationCenter(reg, clock=clock)
     got = []
     for i in range(1, 11):
         (tmp_path / f"gate{i}").touch()
-        deadline = time.monotonic() + 10
-        while f"HIT {i}\n" not in s.output_path.read_text():
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        wait_until(lambda i=i: f"HIT {i}\n" in s.output_path.read_text(), what=f"line {i}")
         clock.t += 20  # a new cooldown window
         got += center.poll()
-    got += _poll_until(center, reg, lambda ev: any(e.kind == COMPLETION for e in got + ev))
+    (tmp_path / "gate11").touch()  # now it may end
+    got += _poll_until(center, lambda ev: any(e.kind == COMPLETION for e in got + ev))
     kinds = [e.kind for e in got if e.session_id == s.id]
     assert kinds.count(WATCH_MATCH) == 8
     assert kinds.count(WATCH_DISABLED) == 1
@@ -228,9 +227,7 @@ def test_lifetime_cap_falls_back_to_notify_on_complete(reg, tmp_path):
 def test_watch_overflow_across_18_sessions(reg):
     sessions = [reg.spawn("echo BOOM; sleep 30", watch=["BOOM"]) for _ in range(18)]
     for s in sessions:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and "BOOM" not in s.output_path.read_text():
-            time.sleep(0.01)
+        wait_until(lambda s=s: "BOOM" in s.output_path.read_text(), what=f"{s.id}'s line")
     clock = Clock()
     center = NotificationCenter(reg, clock=clock)
     events = center.poll()

@@ -22,6 +22,7 @@ import pytest
 from engine.config import Settings
 from engine.processes import ProcessRegistry
 from tests.conftest import REPO, run_cli
+from tests.support import wait_until
 
 # What a hostile process prints: an OSC 52 clipboard write, a screen clear, a title,
 # a C1 CSI, a bell; the tab and newline stay.
@@ -119,13 +120,6 @@ def _demo_processes(tmp: str) -> list[int]:
     return [pid for pid in found if pid != os.getpid()]
 
 
-def _wait(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"{what} not reached in {timeout}s"
-        time.sleep(0.05)
-
-
 def _read_until(master: int, screen: bytearray, needle: bytes, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while needle not in screen:
@@ -170,8 +164,8 @@ def test_the_app_exits_and_cleans_up_when_its_terminal_closes(tmp_path, moment):
         os.close(master)
         master = None
         proc.wait(timeout=60)
-        _wait(lambda: not any(n.startswith("hermes-demo-") for n in os.listdir(tmp)), 30, "demo home removed")
-        _wait(lambda: not _demo_processes(str(tmp)), 30, "demo processes gone")
+        wait_until(lambda: not any(n.startswith("hermes-demo-") for n in os.listdir(tmp)), what="demo home removed")
+        wait_until(lambda: not _demo_processes(str(tmp)), what="demo processes gone")
     finally:
         if master is not None:
             os.close(master)

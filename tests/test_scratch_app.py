@@ -11,7 +11,9 @@ from engine.config import Settings
 from engine.home import HomeLayout
 from engine.scratch.audit import AuditLog
 from hermes_tui.app import HermesApp
-from tests.scratch_util import HOUR, make_entry, target_of
+from tests.support import wait_until_pilot as wait_for
+from tests.support import wait_workers
+from tests.support.scratch import HOUR, make_entry, target_of
 from widgets.prune_log_pane import PruneLogPane
 from widgets.prune_modal import PruneModal
 from widgets.scratch_pane import ScratchPane
@@ -35,14 +37,6 @@ def build(home: HomeLayout) -> dict[str, Path]:
 
 def make_app(home: HomeLayout) -> HermesApp:
     return HermesApp(home, Settings(), home_label="~/.hermes")
-
-
-async def wait_for(pilot, predicate, tries: int = 750) -> bool:
-    for _ in range(tries):
-        if predicate():
-            return True
-        await pilot.pause(0.02)
-    return predicate()
 
 
 async def _surveyed(pilot, app):
@@ -98,7 +92,7 @@ async def test_modal_no_changes_nothing(home):
         assert app.focused.id == "no"  # default No
         await pilot.press("enter")
         assert await wait_for(pilot, lambda: not isinstance(app.screen, PruneModal))
-        await pilot.pause(0.2)
+        await wait_workers(app, ["scratch-prune"])  # a prune the No started by mistake has ended
     assert all(p.exists() for p in paths.values())
     assert not home.prune_log.exists()
 
@@ -130,14 +124,14 @@ async def test_modal_yes_removes_exactly_the_plan_candidates(home):
             if table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value != qkeys[0]:
                 continue
             await pilot.press("u")
-            if await wait_for(pilot, lambda: paths[restored].exists(), tries=250):
+            await wait_workers(app, ["scratch-restore"])
+            if paths[restored].exists():
                 break
         assert paths[restored].exists()
         # the prune log pane shows what happened
         log = app.query_one(PruneLogPane)
-        assert await wait_for(pilot, lambda: sum(r.action == "quarantined" for r in log.records) == 2, tries=400)
-        assert any(r.action == "restored" for r in log.records) or await wait_for(
-            pilot, lambda: any(r.action == "restored" for r in log.records), tries=400)
+        assert await wait_for(pilot, lambda: sum(r.action == "quarantined" for r in log.records) == 2)
+        assert await wait_for(pilot, lambda: any(r.action == "restored" for r in log.records))
 
 
 async def test_prune_log_pane_reads_rotations_colours_and_filters(home):
@@ -167,7 +161,7 @@ async def test_prune_log_pane_reads_rotations_colours_and_filters(home):
         # live tail: a new record appears without a restart
         with AuditLog(home.prune_log) as audit:
             audit.removed("/s/new", 1)
-        assert await wait_for(pilot, lambda: len(pane.records) == 6, tries=400)
+        assert await wait_for(pilot, lambda: len(pane.records) == 6)
 
 
 def test_scratch_pane_snapshot(snap_compare, tmp_path):
@@ -178,7 +172,7 @@ def test_scratch_pane_snapshot(snap_compare, tmp_path):
         pane = pilot.app.query_one(ScratchPane)
         await wait_for(pilot, lambda: pane.last_survey is not None)
         await pilot.press("3", "z")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: pane.region.width == pilot.app.size.width)  # zoomed, laid out
 
     assert snap_compare(make_app(home), terminal_size=(120, 24), run_before=run_before)
 

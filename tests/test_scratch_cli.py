@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from tests.conftest import REPO, run_cli
-from tests.scratch_util import make_entry, prune_on_pty, target_of
+from tests.support.scratch import make_entry, prune_on_pty, target_of
 
 
 def _cli(home, *args, **kw):

@@ -19,7 +19,7 @@ from engine.scratch.execute import PassFailed, PassLock, PruneBusy, execute_plan
 from engine.scratch.plan import plan_prune
 from engine.scratch.quarantine import RestoreError, list_quarantine
 from engine.scratch.target import TRASH_PREFIX
-from tests.scratch_util import HOUR, age_tree, log_text, make_entry, options, target_of
+from tests.support.scratch import HOUR, age_tree, log_text, make_entry, options, target_of
 
 
 def run(home, opts=None):
@@ -404,7 +404,7 @@ def test_flock_held_by_another_process_keeps(home, children):
     e = make_entry(t.scratch_dir, "locked")
     holder = children(["flock", str(e), "sleep", "60"], cwd="/")
     from engine.scratch.keep import lock_reason
-    from tests.scratch_util import wait_until
+    from tests.support import wait_until
 
     assert wait_until(lambda: lock_reason(str(e)) is not None)
     result = run(home)
@@ -564,7 +564,7 @@ def test_log_parser_reads_reference_shapes():
 
 
 def _wait_cwd(pid: int, path: Path) -> bool:
-    from tests.scratch_util import wait_until
+    from tests.support import wait_until
 
     def there():
         try:

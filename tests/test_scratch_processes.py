@@ -13,7 +13,8 @@ from engine.scratch import execute as execute_mod
 from engine.scratch.execute import execute_plan, prune_pass
 from engine.scratch.plan import plan_prune
 from engine.scratch.registered import RegistryUnreadable, registry_provider
-from tests.scratch_util import exited, in_cwd, log_text, make_entry, options, start_in, target_of, wait_until
+from tests.support import wait_until
+from tests.support.scratch import exited, in_cwd, log_text, make_entry, options, start_in, target_of
 
 
 def test_s6_idle_sleeper_is_termed_live_sleeper_survives(home, children):

@@ -16,7 +16,8 @@ from engine.scratch import schedule
 from engine.scratch.auto_pass import main as auto_pass_main
 from engine.scratch.schedule import maybe_start_auto_prune, stamp_is_fresh
 from tests.conftest import REPO
-from tests.scratch_util import log_text, make_entry, target_of, wait_until
+from tests.support import wait_until
+from tests.support.scratch import log_text, make_entry, target_of
 
 NO_QUARANTINE = Settings(scratch=ScratchSettings(quarantine_hours=0.0))
 

@@ -29,7 +29,8 @@ from engine.scratch.plan import plan_prune
 from engine.scratch.quarantine import list_quarantine
 from engine.scratch.target import TRASH_PREFIX
 from tests.conftest import REPO, run_cli
-from tests.scratch_util import (
+from tests.support import wait_until
+from tests.support.scratch import (
     HOUR,
     exited,
     log_text,
@@ -38,7 +39,6 @@ from tests.scratch_util import (
     prune_on_pty,
     start_in,
     target_of,
-    wait_until,
 )
 
 RECORD = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} scratch prune: ")

@@ -13,7 +13,7 @@ PromptList: an OptionList whose ``replace_option_prompt`` (a card's age, once a
 second) drops only that option's cached render, when its height stays the same.
 
 Both rely on private caches of Textual's widgets (Textual is pinned below 8.3 in
-pyproject.toml); tests/test_app_fast.py checks what they draw against the plain widgets.
+pyproject.toml); tests/test_app_drawing.py checks what they draw against the plain widgets.
 """
 
 from __future__ import annotations

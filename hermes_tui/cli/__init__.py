@@ -16,7 +16,7 @@ from hermes_tui import __version__
 from hermes_tui.cli.common import EXIT_FAILED, EXIT_USAGE, CliError, Context, guard_terminal_output
 
 # Every subcommand: the module under hermes_tui.cli that registers it, and the line
-# `hermes-tui --help` shows for it (tests/test_foundation_cli.py checks each line is the
+# `hermes-tui --help` shows for it (tests/test_cli.py checks each line is the
 # one the module registers). Only the module of the command being run is imported, so
 # `--help` and every command start without building parsers they do not use.
 COMMANDS: dict[str, tuple[str, str]] = {

@@ -66,8 +66,7 @@ HOLDER = """
 import asyncio, json, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-sys.path.insert(0, sys.argv[1] + "/tests")
-from kanban_support import deleted_board_files as deleted
+from tests.support.kanban import deleted_board_files as deleted
 from engine.config import Settings
 from engine.home import HomeLayout
 from engine.kanban.service import BoardService

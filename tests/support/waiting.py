@@ -7,8 +7,10 @@ a loaded one (many workers on two cores) from failing a correct test.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -17,19 +19,26 @@ DEFAULT_TIMEOUT = 60.0
 STEP_SECONDS = 0.02
 
 
-def _check(predicate: Callable[[], T], deadline: float, timeout: float, what: str) -> T | None:
+Described = str | Callable[[], str]  # what is waited for; a callable says it when the wait fails
+
+
+def _timed_out(what: Described, timeout: float) -> AssertionError:
+    return AssertionError(f"{what() if callable(what) else what} not reached in {timeout:g}s")
+
+
+def _check(predicate: Callable[[], T], deadline: float, timeout: float, what: Described) -> T | None:
     """The predicate's value when truthy; None to keep waiting; fails past the deadline."""
     value = predicate()
     if value:
         return value
     if time.monotonic() >= deadline:
-        raise AssertionError(f"{what} not reached in {timeout:g}s")
+        raise _timed_out(what, timeout)
     return None
 
 
-def wait_until(predicate: Callable[[], T], timeout: float = DEFAULT_TIMEOUT, what: str = "condition") -> T:
-    """The first truthy value of ``predicate()``; fails the test, naming ``what``, when
-    none comes within ``timeout`` seconds."""
+def wait_until(predicate: Callable[[], T], timeout: float = DEFAULT_TIMEOUT, what: Described = "condition") -> T:
+    """The first truthy value of ``predicate()``; fails the test, naming ``what`` (or
+    what ``what()`` says then), when none comes within ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while not (value := _check(predicate, deadline, timeout, what)):
         time.sleep(STEP_SECONDS)
@@ -37,7 +46,7 @@ def wait_until(predicate: Callable[[], T], timeout: float = DEFAULT_TIMEOUT, wha
 
 
 async def wait_until_pilot(pilot, predicate: Callable[[], T], timeout: float = DEFAULT_TIMEOUT,
-                           what: str = "condition") -> T:
+                           what: Described = "condition") -> T:
     """:func:`wait_until` for a Pilot test: the app keeps running between the checks."""
     deadline = time.monotonic() + timeout
     while not (value := _check(predicate, deadline, timeout, what)):
@@ -45,10 +54,44 @@ async def wait_until_pilot(pilot, predicate: Callable[[], T], timeout: float = D
     return value
 
 
-async def wait_workers(app, groups: Iterable[str]) -> None:
-    """Wait until every worker of the app in one of ``groups`` has finished (workers
-    that loop for the app's whole life, like an output follower, are left alone)."""
+async def wait_until_async(predicate: Callable[[], T | Awaitable[T]], timeout: float = DEFAULT_TIMEOUT,
+                           what: Described = "condition") -> T:
+    """:func:`wait_until` for an async test (its event loop keeps running between the
+    checks); ``predicate`` may return an awaitable, such as a query of the board."""
+    deadline = time.monotonic() + timeout
+
+    async def value_now() -> T:
+        value = predicate()
+        return await value if inspect.isawaitable(value) else value
+
+    while not (value := await value_now()):
+        if time.monotonic() >= deadline:
+            raise _timed_out(what, timeout)
+        await asyncio.sleep(STEP_SECONDS)
+    return value
+
+
+# The app's one-shot reading workers (each started again by its pane's timer).
+READING_GROUPS = ("board-refresh", "processes-sample", "scratch-survey", "prune-log-read")
+
+
+async def wait_settled(pilot, groups: Iterable[str] = READING_GROUPS) -> None:
+    """Wait until the readings under way (``groups``) have ended and what they read is
+    drawn: for a snapshot or a check of the whole screen after the data is in."""
+    await wait_workers(pilot.app, groups)
+    await pilot.pause()
+
+
+async def wait_workers(app, groups: Iterable[str], timeout: float = DEFAULT_TIMEOUT) -> None:
+    """Wait until no worker of the app in one of ``groups`` runs (workers that loop for
+    the app's whole life, like an output follower, belong in no group asked for).
+
+    A worker of an exclusive group may be cancelled by a newer one, and a worker may
+    fail: neither is this wait's business, so each is awaited without raising, and the
+    workers are looked up again until none of those groups has one running."""
     wanted = set(groups)
-    workers = [w for w in app.workers if w.group in wanted]
-    if workers:  # Textual reads an empty list as "every worker", looping ones included
-        await app.workers.wait_for_complete(workers)
+    deadline = time.monotonic() + timeout
+    while busy := [w for w in app.workers if w.group in wanted and not w.is_finished]:
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"workers {sorted({w.group for w in busy})} still running after {timeout:g}s")
+        await asyncio.gather(*(w.wait() for w in busy), return_exceptions=True)

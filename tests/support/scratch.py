@@ -13,6 +13,7 @@ from pathlib import Path
 from engine.config import Settings
 from engine.home import HomeLayout
 from engine.scratch.target import PruneOptions, PruneTarget
+from tests.support.waiting import wait_until
 
 HOUR = 3600.0
 
@@ -65,15 +66,6 @@ def log_text(home: HomeLayout) -> str:
     return p.read_text(encoding="utf-8") if p.exists() else ""
 
 
-def wait_until(predicate, timeout: float = 10.0, step: float = 0.02) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return predicate()
-
-
 def default_settings() -> Settings:
     return Settings()
 
@@ -82,7 +74,7 @@ def prune_on_pty(home: HomeLayout, answer: bytes, *args: str, at_prompt=None) ->
     """Run ``hermes-tui prune`` on a real pseudo-terminal and type ``answer`` at its
     question; ``at_prompt()`` runs first, while the plan is on screen (what a person
     could do between reading the plan and answering)."""
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     master, slave = pty.openpty()
     env = {**os.environ, "PYTHONPATH": str(repo)}
     env.pop("HERMES_HOME", None)

@@ -4,22 +4,15 @@
 from __future__ import annotations
 
 import threading
-import time
 
 from engine.config import load_config
 from hermes_tui.app import HermesApp
 from hermes_tui.demo import cleanup_demo_home, fill_demo_home, prepare_demo_home
+from tests.support import wait_until_pilot
 from widgets.board_pane import BoardPane
 from widgets.processes_pane import ProcessesPane
 
 GENEROUS = 120.0  # seconds: the builders start real workers on a loaded machine
-
-
-async def _until(pilot, condition, what: str, timeout: float = GENEROUS) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"never: {what}"
-        await pilot.pause(0.05)
 
 
 def _header(app) -> str:
@@ -45,12 +38,14 @@ async def test_the_demo_draws_before_its_home_is_built_and_fills_in(tmp_path):
             board, processes = app.query_one(BoardPane), app.query_one(ProcessesPane)
             assert not board.cards and not processes.sessions
             gate.set()
-            await _until(pilot, app.home_filled.is_set, "the home filled")
-            await _until(pilot, lambda: "starting…" not in _header(app), "the header lost its 'starting…'")
-            await _until(pilot, lambda: len(board.cards) >= 6, "the board's cards shown")
-            await _until(pilot, lambda: any(s.running for s in processes.sessions.values()),
-                         "the demo's running processes shown")
-            await _until(pilot, lambda: app.dispatch_loop.ticks > 0, "the app's own dispatcher ticking")
+            await wait_until_pilot(pilot, app.home_filled.is_set, GENEROUS, "the home filled")
+            await wait_until_pilot(pilot, lambda: "starting…" not in _header(app), GENEROUS,
+                                   "the header lost its 'starting…'")
+            await wait_until_pilot(pilot, lambda: len(board.cards) >= 6, GENEROUS, "the board's cards shown")
+            await wait_until_pilot(pilot, lambda: any(s.running for s in processes.sessions.values()), GENEROUS,
+                                   "the demo's running processes shown")
+            await wait_until_pilot(pilot, lambda: app.dispatch_loop.ticks > 0, GENEROUS,
+                                   "the app's own dispatcher ticking")
     finally:
         gate.set()
         app.home_filled.wait(GENEROUS)
@@ -165,21 +160,21 @@ async def test_the_help_dialog_opens_then_lists_every_key_laid_out_for_its_width
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         await pilot.press("question_mark")
-        await _until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help dialog shown")
+        await wait_until_pilot(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help dialog shown")
         keys = app.screen.query_one("#help-keys")
 
         def listed() -> str:
             content = keys.content
             return getattr(content, "plain", "")
 
-        await _until(pilot, lambda: "app.quit" in listed(), "the keys listed")
+        await wait_until_pilot(pilot, lambda: "app.quit" in listed(), what="the keys listed")
         assert all(binding_id in listed() for binding_id in known_binding_ids())
         width = keys.size.width
         assert max(len(line) for line in listed().splitlines()) <= width
         await pilot.resize_terminal(100, 40)
-        await _until(pilot, lambda: keys.size.width < width, "the dialog narrower")
-        await _until(pilot, lambda: max(len(line) for line in listed().splitlines()) <= keys.size.width,
-                     "the keys laid out again for the new width")
+        await wait_until_pilot(pilot, lambda: keys.size.width < width, what="the dialog narrower")
+        await wait_until_pilot(pilot, lambda: max(len(line) for line in listed().splitlines()) <= keys.size.width,
+                               what="the keys laid out again for the new width")
         assert all(binding_id in listed() for binding_id in known_binding_ids())
 
 
@@ -196,28 +191,28 @@ async def test_zoom_restyles_no_pane_and_agrees_with_the_narrow_layout(home):
 
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.press("2")
-        await _until(pilot, lambda: app.active_pane.id == "processes", "the processes pane active")
+        await wait_until_pilot(pilot, lambda: app.active_pane.id == "processes", what="the processes pane active")
         await pilot.pause()
         restyled = []
         update_styles = app.update_styles
         app.update_styles = lambda node=None, *a, **k: (restyled.append(node), update_styles(node, *a, **k))[1]
         await pilot.press("z")
-        await _until(pilot, lambda: shown() == ["processes"], "only the zoomed pane shown")
+        await wait_until_pilot(pilot, lambda: shown() == ["processes"], what="only the zoomed pane shown")
         assert not [n for n in restyled if n is app.query_one("#panes") or isinstance(n, Pane)]
         await pilot.resize_terminal(80, 24)  # narrow while zoomed
-        await _until(pilot, lambda: app.narrow and shown() == ["processes"], "one pane, narrow")
+        await wait_until_pilot(pilot, lambda: app.narrow and shown() == ["processes"], what="one pane, narrow")
         await pilot.press("z")  # unzoom while narrow: still one pane (the narrow layout's)
-        await _until(pilot, lambda: not app.zoomed, "unzoomed")
+        await wait_until_pilot(pilot, lambda: not app.zoomed, what="unzoomed")
         await pilot.pause()
         assert shown() == ["processes"]
         await pilot.press("z", "3")  # zoom again, switch pane: the new one is the one shown
-        await _until(pilot, lambda: shown() == ["scratch"], "the switched-to pane shown")
+        await wait_until_pilot(pilot, lambda: shown() == ["scratch"], what="the switched-to pane shown")
         await pilot.resize_terminal(160, 48)
-        await _until(pilot, lambda: not app.narrow, "wide again")
+        await wait_until_pilot(pilot, lambda: not app.narrow, what="wide again")
         await pilot.pause()
         assert shown() == ["scratch"]  # still zoomed
         await pilot.press("z")
-        await _until(pilot, lambda: len(shown()) == 4, "all four panes back")
+        await wait_until_pilot(pilot, lambda: len(shown()) == 4, what="all four panes back")
         assert shown() == ["board", "processes", "scratch", "prune-log"]
 
 

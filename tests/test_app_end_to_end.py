@@ -10,7 +10,8 @@ from engine.config import load_config
 from engine.processes import ProcessRegistry
 from hermes_tui.app import HermesApp
 from tests.conftest import run_cli
-from tests.test_kanban_pane import select, wait_for
+from tests.support import wait_until_pilot as wait_for
+from tests.test_kanban_pane import select
 from widgets.board_pane import BoardPane
 from widgets.command_bar import CommandBar
 from widgets.processes_pane import ProcessesPane
@@ -73,7 +74,7 @@ async def test_outside_text_that_looks_like_markup_is_shown_literally(home):
     holding markup: the app starts and shows every one as typed (before: MarkupError
     at every start while such a session was listed)."""
     from engine.scratch.audit import AuditLog
-    from tests.scratch_util import make_entry, target_of
+    from tests.support.scratch import make_entry, target_of
     from widgets.prune_log_pane import PruneLogPane
     from widgets.scratch_pane import ScratchPane
 

@@ -30,15 +30,28 @@ from engine.identity import (
     send_signal,
     terminate,
 )
+from tests.support import wait_until
 
 
-def wait_until(predicate, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
+@pytest.fixture
+def signals_sent(monkeypatch) -> list[tuple[str, int, int]]:
+    """Every signal sent through os.kill, os.killpg or a pidfd (not the 0 probe), as
+    (how, target, signal): a refusal is seen as no call at all, at once, rather than as
+    a process still alive after a pause."""
+    sent: list[tuple[str, int, int]] = []
+
+    def spy(how, real):
+        def call(target, sig, *rest):
+            if sig:
+                sent.append((how, target, sig))
+            return real(target, sig, *rest)
+        return call
+
+    monkeypatch.setattr(os, "kill", spy("kill", os.kill))
+    monkeypatch.setattr(os, "killpg", spy("killpg", os.killpg))
+    if hasattr(signal, "pidfd_send_signal"):
+        monkeypatch.setattr(signal, "pidfd_send_signal", spy("pidfd", signal.pidfd_send_signal))
+    return sent
 
 
 def running(proc: subprocess.Popen) -> bool:
@@ -86,18 +99,17 @@ def test_parse_stat_tricky_comm_bytes():
     assert parse_stat(42, b"42 (x) S 1") is None
 
 
-def test_signal_to_unverified_or_missing_fingerprint_is_refused(children):
+def test_signal_to_unverified_or_missing_fingerprint_is_refused(children, signals_sent):
     proc = children(["sleep", "30"])
     for stored in (UNVERIFIED, None, "", "nonsense", "boot|notanumber"):
         result = send_signal(proc.pid, stored, signal.SIGTERM)
         assert result.outcome is SignalOutcome.UNVERIFIED, stored
-    time.sleep(0.05)
-    assert running(proc)
     report = terminate(proc.pid, UNVERIFIED, grace=0.1)
-    assert report.refused and report.signals == [] and running(proc)
+    assert report.refused and report.signals == []
+    assert signals_sent == [] and running(proc)
 
 
-def test_fingerprint_from_another_boot_is_never_signalled(children):
+def test_fingerprint_from_another_boot_is_never_signalled(children, signals_sent):
     proc = children(["sleep", "30"])
     real = fingerprint(proc.pid)
     _boot, _, ticks = real.partition("|")
@@ -107,21 +119,19 @@ def test_fingerprint_from_another_boot_is_never_signalled(children):
     assert result.outcome is SignalOutcome.PID_RECYCLED
     report = terminate(proc.pid, other_boot, grace=0.1)
     assert report.outcome is SignalOutcome.PID_RECYCLED and report.signals == []
-    time.sleep(0.05)
-    assert running(proc)
+    assert signals_sent == [] and running(proc)
 
 
-def test_recycled_pid_with_other_start_time_is_never_signalled(children):
+def test_recycled_pid_with_other_start_time_is_never_signalled(children, signals_sent):
     proc = children(["sleep", "30"])
     boot, _, ticks = fingerprint(proc.pid).partition("|")
     stale = f"{boot}|{int(ticks) - 1}"  # what we stored for the pid's previous owner
     assert send_signal(proc.pid, stale, signal.SIGKILL).outcome is SignalOutcome.PID_RECYCLED
     assert terminate(proc.pid, stale, grace=0.1).signals == []
-    time.sleep(0.05)
-    assert running(proc)
+    assert signals_sent == [] and running(proc)
 
 
-def test_pid_recycled_between_open_and_check_is_not_signalled(children, monkeypatch):
+def test_pid_recycled_between_open_and_check_is_not_signalled(children, monkeypatch, signals_sent):
     """The kernel reports a new owner of the pid after the pidfd is opened (faked at the
     /proc boundary): the fingerprint check fails and nothing is sent through the fd."""
     proc = children(["sleep", "30"])
@@ -140,8 +150,7 @@ def test_pid_recycled_between_open_and_check_is_not_signalled(children, monkeypa
     monkeypatch.setattr(identity, "_read_stat_bytes", recycled)
     assert send_signal(proc.pid, fp, signal.SIGKILL).outcome is SignalOutcome.PID_RECYCLED
     monkeypatch.undo()
-    time.sleep(0.05)
-    assert running(proc)
+    assert signals_sent == [] and running(proc)
     assert is_same_process(proc.pid, fp)
 
 

@@ -1,5 +1,5 @@
 """One host of the race test (tests/test_pg_hosts.py), as its own process:
-``python pg_race_driver.py URL HOST_ID TICKS OUT.json``.
+``python tests/support/pg_race_driver.py URL HOST_ID TICKS OUT.json``.
 
 Cards of profile ``g`` (capped at PROFILE_CAP over all hosts) and of ``w`` (only the
 host cap of 4). It ticks the shared board TICKS times with a spawner that starts nothing but records
@@ -15,19 +15,20 @@ import os
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: engine, tests.support
+
 PROFILE_CAP = 3  # profile "g" runs at most this many cards over all hosts
 
 
 async def main(url: str, host: str, ticks: int, out: str) -> None:
     os.environ["HERMES_KANBAN_HOST_ID"] = host
-    from kanban_support import kanban_settings
-
     from engine.home import HomeLayout
     from engine.kanban import transitions as tr
     from engine.kanban.dispatcher import Dispatcher
     from engine.kanban.pg.board import PgBoard
     from engine.kanban.pg.url import DatabaseUrl
     from engine.kanban.workers import NullSpawner
+    from tests.support.kanban import kanban_settings
 
     home = HomeLayout(Path(out).parent / f"home-{host}").ensure()
     settings = kanban_settings({"w": "true", "g": {"command": "true", "max_in_progress": PROFILE_CAP}},

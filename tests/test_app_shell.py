@@ -7,14 +7,14 @@ from dataclasses import replace
 from types import MappingProxyType
 
 import pytest
-from textual.command import CommandPalette
+from textual.command import CommandList, CommandPalette
 from textual.widgets import Tabs
 
 from engine.config import Settings
 from engine.home import HomeLayout
 from hermes_tui.app import HermesApp
 from hermes_tui.keymap import known_binding_ids
-from tests.support import wait_until_pilot
+from tests.support import wait_settled, wait_until_pilot, wait_workers
 from widgets.help_screen import HelpScreen
 from widgets.pane import Pane
 
@@ -119,7 +119,9 @@ async def test_palette_offers_every_action(home):
         await pilot.pause()
         assert isinstance(app.screen, CommandPalette)
         await pilot.press(*"zoom")
-        await pilot.pause(0.3)
+        palette = app.screen
+        await wait_until_pilot(pilot, lambda: palette.query_one(CommandList).option_count, what="zoom offered")
+        await wait_workers(app, [CommandPalette._GATHER_COMMANDS_GROUP])  # the search for "zoom" has ended
         await pilot.press("enter")
         await pilot.pause()
         assert app.zoomed
@@ -173,7 +175,7 @@ async def _settled(pilot) -> None:
     await wait_until_pilot(pilot, lambda: board.service is None and board.db_path is not None, what="no board yet")
     await wait_until_pilot(pilot, lambda: app.pane("processes").refresh_count >= 1, what="processes read")
     await wait_until_pilot(pilot, lambda: app.pane("scratch").last_survey is not None, what="scratch surveyed")
-    await pilot.pause(0.3)
+    await wait_settled(pilot)
 
 
 @pytest.mark.parametrize("size", [WIDE, NARROW], ids=["160x48", "80x24"])
@@ -207,8 +209,7 @@ async def test_focus_dropped_to_nowhere_returns_to_the_active_pane(home):
         await pilot.pause()
         assert app.focused is not None
         app.screen.set_focus(None)
-        await pilot.pause(0.2)
-        assert app.focused is not None
+        await wait_until_pilot(pilot, lambda: app.focused is not None, what="the focus back")
         assert app.active_pane.id == "scratch"
         assert app.focused is app.pane("scratch") or app.pane("scratch") in app.focused.ancestors
 

@@ -14,7 +14,6 @@ import subprocess
 import sys
 import termios
 import threading
-import time
 from pathlib import Path
 
 from engine.config import load_config
@@ -22,27 +21,22 @@ from engine.home import HomeLayout
 from engine.identity import is_alive
 from engine.processes import ProcessRegistry
 from tests.conftest import REPO
+from tests.support import wait_until
 
 
-def _demo_root(tmp: Path, deadline: float) -> Path:
+def _demo_root(tmp: Path) -> Path:
     """The demo home the app built under ``TMPDIR=tmp`` (the app no longer prints it)."""
-    while time.monotonic() < deadline:
-        found = sorted(tmp.glob("hermes-demo-*"))
-        if found:
-            return found[0]
-        time.sleep(0.05)
-    raise AssertionError("the demo built no home")
+    return wait_until(lambda: next(iter(sorted(tmp.glob("hermes-demo-*"))), None), what="the demo's home")
 
 
-def _running_sessions(home: HomeLayout, deadline: float) -> list:
+def _running_sessions(home: HomeLayout) -> list:
     """The demo's running sessions, once its home (filled after the first frame) has some."""
-    while time.monotonic() < deadline:
-        if home.config_file.exists():
-            running = [s for s in ProcessRegistry(home, load_config(home.config_file)).list() if s.running]
-            if running:
-                return running
-        time.sleep(0.1)
-    return []
+    def running() -> list:
+        if not home.config_file.exists():
+            return []
+        return [s for s in ProcessRegistry(home, load_config(home.config_file)).list() if s.running]
+
+    return wait_until(running, what="the demo's running processes")
 
 
 def test_a_hangup_still_stops_the_demo_and_removes_its_home(tmp_path):
@@ -65,24 +59,15 @@ def test_a_hangup_still_stops_the_demo_and_removes_its_home(tmp_path):
 
     threading.Thread(target=drain, daemon=True).start()
     try:
-        deadline = time.monotonic() + 60
-        home = HomeLayout(_demo_root(tmp_path, deadline))
-        while b"Board" not in screen and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert b"Board" in screen and b"Processes" in screen
+        home = HomeLayout(_demo_root(tmp_path))
+        wait_until(lambda: b"Board" in screen and b"Processes" in screen, what="the app drawn")
         # The app is drawn first; the home fills in behind it (issue 12).
-        running = _running_sessions(home, deadline)
+        running = _running_sessions(home)
         assert running, "the demo starts real background processes"
         proc.send_signal(signal.SIGHUP)
         assert proc.wait(timeout=30) is not None
-        deadline = time.monotonic() + 10
-        while home.root.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not home.root.exists()
-        deadline = time.monotonic() + 10
-        while any(is_alive(s.pid, s.fingerprint) for s in running) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not any(is_alive(s.pid, s.fingerprint) for s in running)
+        wait_until(lambda: not home.root.exists(), what="the demo home removed")
+        wait_until(lambda: not any(is_alive(s.pid, s.fingerprint) for s in running), what="its processes gone")
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -100,14 +85,24 @@ def _stop_demo_sessions(tmp: Path) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _read_for(master: int, screen: bytearray, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+def _read_until(master: int, screen: bytearray, done) -> None:
+    """Read what the app draws until ``done()`` holds, or the terminal's other end is gone."""
+    def read_some() -> bool:
         if select.select([master], [], [], 0.1)[0]:
             try:
-                screen.extend(os.read(master, 65536))
-            except OSError:
-                return
+                chunk = os.read(master, 65536)
+            except OSError:  # the app and every holder of the terminal have gone
+                return True
+            if not chunk:
+                return True
+            screen.extend(chunk)
+        return done()
+
+    wait_until(read_some, what="the terminal showing what the test waits for")
+
+
+def _unread_bytes(master: int) -> int:
+    return struct.unpack("i", fcntl.ioctl(master, termios.FIONREAD, b"\0\0\0\0"))[0]
 
 
 def _start_demo(tmp: Path) -> tuple[subprocess.Popen, int]:
@@ -129,26 +124,25 @@ def test_a_hangup_after_the_terminal_is_gone_still_cleans_up(tmp_path):
     proc, master = _start_demo(tmp_path)
     screen = bytearray()
     try:
-        deadline = time.monotonic() + 60
-        while b"Board" not in screen and time.monotonic() < deadline:
-            _read_for(master, screen, 0.2)
-        home = HomeLayout(_demo_root(tmp_path, deadline))
-        running = _running_sessions(home, deadline)  # the home fills in after the first frame
+        _read_until(master, screen, lambda: b"Board" in screen)
+        home = HomeLayout(_demo_root(tmp_path))
+        running = _running_sessions(home)  # the home fills in after the first frame
         assert running
-        _read_for(master, screen, 3.0)
-        # The terminal stops reading (a frozen or closing window) while the app keeps
-        # drawing and a dialog opens; then it closes for good.
-        for key in (b"2", b"k"):
-            os.write(master, key)
-            time.sleep(1.5)
+        # A dialog opens: the help (the kill question, tried first, depends on which row
+        # is selected when the key comes, and a demo worker may just have finished:
+        # no dialog, 2 full runs in 7)...
+        os.write(master, b"?")
+        _read_until(master, screen, lambda: b"app.quit" in screen)  # the keys, laid out in the dialog
+        # ...then the terminal stops reading (a frozen or closing window) while the app
+        # keeps drawing: a resize makes it draw the whole screen again, more than the
+        # terminal's buffer holds, so its writes back up. Then the window closes for good.
+        fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 46, 150, 0, 0))
+        wait_until(lambda: _unread_bytes(master) >= 4095, what="the app's drawing backed up in the terminal")
         os.close(master)  # the terminal window closes...
         master = None
         proc.send_signal(signal.SIGHUP)  # ...and the kernel hangs up on the session
         assert proc.wait(timeout=30) is not None
-        deadline = time.monotonic() + 10
-        while home.root.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not home.root.exists()
+        wait_until(lambda: not home.root.exists(), what="the demo home removed")
         assert not any(is_alive(s.pid, s.fingerprint) for s in running)
     finally:
         if proc.poll() is None:
@@ -164,15 +158,12 @@ def test_quitting_the_demo_prints_no_path_of_the_removed_home(tmp_path):
     proc, master = _start_demo(tmp_path)
     screen = bytearray()
     try:
-        deadline = time.monotonic() + 60
-        root = _demo_root(tmp_path, deadline)
-        while b"Board" not in screen and time.monotonic() < deadline:
-            _read_for(master, screen, 0.2)
+        root = _demo_root(tmp_path)
+        _read_until(master, screen, lambda: b"Board" in screen)
         os.write(master, b"q")
-        while proc.poll() is None and time.monotonic() < deadline:
-            _read_for(master, screen, 0.2)
-        _read_for(master, screen, 0.3)
-        assert proc.poll() is not None and not root.exists()
+        _read_until(master, screen, lambda: False)  # all it writes, to the end of its terminal
+        proc.wait(timeout=60)
+        assert not root.exists()
         before_app = bytes(screen).split(b"\x1b[?1049h", 1)[0]
         after_app = bytes(screen).rsplit(b"\x1b[?1049l", 1)[-1]
         assert root.name.encode() not in before_app + after_app
