@@ -9,7 +9,6 @@ import threading
 from collections import Counter
 
 import pytest
-from tests.support.kanban import dispatcher, kanban_settings, open_board
 
 from engine.home import HomeLayout
 from engine.kanban import transitions as tr
@@ -17,6 +16,7 @@ from engine.kanban.dispatcher import LAUNCH_THREADS, LAUNCHES_PER_THREAD
 from engine.kanban.models import NewTask
 from engine.kanban.sqlite_conn import SqliteConnection
 from engine.kanban.workers import NullSpawner
+from tests.support.kanban import dispatcher, kanban_settings, open_board
 
 
 @pytest.fixture
