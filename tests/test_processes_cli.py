@@ -191,7 +191,8 @@ def test_ctrl_c_terminates_the_command_and_exits_130(cli, home):
 
 
 def test_a_reader_that_goes_away_stops_the_command_like_sigpipe(cli, home):
-    proc = spawn_cli(home, "run", "--", "yes")
+    # bounded (100 MB): if the stop failed, an endless `yes` would fill the disk
+    proc = spawn_cli(home, "run", "--", "sh", "-c", "yes | head -n 50000000")
     try:
         assert proc.stdout.readline() == "y\n"
         proc.stdout.close()  # like `| head -1`

@@ -134,11 +134,11 @@ def test_a_session_read_from_the_index_has_the_same_status_as_from_its_folder(ho
     wait_until(ready.exists, what="the command to run")  # a TERM before it runs would find only the wrapper
     assert reg.kill(s.id, grace=5).outcome == "killed"
     from_folder = reg.get(s.id)
-    assert from_folder.status is sess.KILLED and from_folder.exit_text() == "killed (SIGTERM)"
+    assert from_folder.status is sess.SessionStatus.KILLED and from_folder.exit_text() == "killed (SIGTERM)"
     ProcessRegistry(home, Settings()).list()  # writes the index
     assert s.id in json.loads((home.processes_dir / INDEX_FILE).read_text())["sessions"]
     [from_index] = ProcessRegistry(home, Settings()).list()  # reads it
-    assert from_index.status is sess.KILLED
+    assert from_index.status is sess.SessionStatus.KILLED
     assert from_index.exit_text() == "killed (SIGTERM)"
     assert from_index == from_folder
 

@@ -27,7 +27,7 @@ from textual.widgets import DataTable, RichLog
 
 from engine.config import Settings
 from engine.home import HomeError, HomeLayout
-from engine.processes import LOST, ProcessLookupFailed, ProcessRegistry, ProcessSession, SpawnFailed
+from engine.processes import ProcessLookupFailed, ProcessRegistry, ProcessSession, SpawnFailed
 from engine.processes.notify import COMPLETION, NotificationCenter, ProcessEvent
 from engine.processes.redact import escape_controls, maybe_redact
 from engine.processes.session import KillOutcome, SessionSource, SessionStatus
@@ -567,7 +567,7 @@ class ProcessesPane(Pane):
         if s is None:
             self.app.notify("no session selected", severity="warning")
             return
-        if not s.running and s.status != LOST:
+        if not s.running and s.status != SessionStatus.LOST:
             self.app.notify(f"{s.id} already {s.exit_text()}", markup=False)
             return
         grace = self.settings.processes.kill_grace_seconds
@@ -580,7 +580,7 @@ class ProcessesPane(Pane):
                    f"{grace:g}s, then SIGKILL to whatever is left, only if hermes-agent's processes.json still "
                    "names it and the start time recorded there matches the live process: a reused pid is never "
                    "signalled. processes.json is not changed.")
-        elif s.status == LOST:  # its wrapper is gone; its command may still run on
+        elif s.status == SessionStatus.LOST:  # its wrapper is gone; its command may still run on
             how = (f"Its supervising wrapper is gone. Sends SIGTERM to each process left in group {s.pid} that "
                    f"is verified as this session's (its own fingerprint, its HERMES_PROCESS_ID), waits {grace:g}s, "
                    "then SIGKILL to whatever is left. Nothing else is signalled.")

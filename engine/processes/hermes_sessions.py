@@ -24,7 +24,7 @@ from engine.hermes.processes import (
     read_processes,
     verified_fingerprint,
 )
-from engine.processes.session import LOST, RUNNING, KillOutcome, ProcessSession, SessionSource
+from engine.processes.session import KillOutcome, ProcessSession, SessionSource, SessionStatus
 
 OWNER = "hermes-agent"
 NO_OUTPUT = Path(os.devnull)  # followed, it reads as empty; never written
@@ -63,7 +63,7 @@ def session_of(proc: HermesProcess, home_root: Path) -> ProcessSession:
         cwd=proc.cwd or "",
         owner=OWNER,
         started_at=proc.started_at or 0.0,
-        status=RUNNING if fp is not None else LOST,
+        status=SessionStatus.RUNNING if fp is not None else SessionStatus.LOST,
         exit_code=None,
         signal=None,
         ended_at=None,

@@ -96,7 +96,7 @@ class ProcessEvent:
     @property
     def ok(self) -> bool:
         if self.kind is COMPLETION:
-            return self.status is sess.EXITED and self.exit_code == 0
+            return self.status is sess.SessionStatus.EXITED and self.exit_code == 0
         return self.kind not in (WATCH_DISABLED, TRIPPED)
 
 

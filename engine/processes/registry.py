@@ -608,10 +608,10 @@ class ProcessRegistry:
         if s.source is SessionSource.HERMES:
             return self._kill_hermes(s, grace)
         base = dict(id=s.id, pid=s.pid, command=s.command)
-        if s.status is sess.LOST and _pid_reused(s):
+        if s.status is sess.SessionStatus.LOST and _pid_reused(s):
             return KillReport(**base, status=s.status, outcome=KillOutcome.PID_RECYCLED,
                               detail=f"pid {s.pid} now belongs to another process: not signalled")
-        if s.status is sess.LOST:
+        if s.status is sess.SessionStatus.LOST:
             verified, unverified = _orphaned_group(s)
             if verified:
                 return self._kill_orphans(s, verified, unverified, grace)
@@ -652,7 +652,7 @@ class ProcessRegistry:
         if report.outcome is identity.SignalOutcome.SENT:
             if survivors:
                 outcome, detail = KillOutcome.SURVIVORS, f"{len(survivors)} process(es) still alive after SIGKILL"
-            elif after.status is sess.KILLED:
+            elif after.status is sess.SessionStatus.KILLED:
                 outcome, detail = KillOutcome.KILLED, ""
             else:
                 outcome, detail = KillOutcome.GONE, f"it ended on its own ({after.exit_text()})"
@@ -678,7 +678,7 @@ class ProcessRegistry:
         base = dict(id=s.id, pid=s.pid, command=s.command)
         target = signal_target(self.home.root, s.id)
         if target.fingerprint is None:
-            return KillReport(**base, status=sess.LOST if target.refusal is KillOutcome.GONE else s.status,
+            return KillReport(**base, status=sess.SessionStatus.LOST if target.refusal is KillOutcome.GONE else s.status,
                               outcome=target.refusal, detail=target.detail)
         grace = self.settings.processes.kill_grace_seconds if grace is None else max(0.0, float(grace))
         report = identity.terminate(s.pid, target.fingerprint, grace)
@@ -692,8 +692,8 @@ class ProcessRegistry:
             outcome, detail = KillOutcome.PID_RECYCLED, f"pid {s.pid} now belongs to another process: not signalled"
         else:
             outcome, detail = KillOutcome(report.outcome.value), report.detail or "not signalled"
-        status = {KillOutcome.SURVIVORS: sess.RUNNING, KillOutcome.KILLED: sess.KILLED,
-                  KillOutcome.GONE: sess.LOST}.get(outcome, s.status)
+        status = {KillOutcome.SURVIVORS: sess.SessionStatus.RUNNING, KillOutcome.KILLED: sess.SessionStatus.KILLED,
+                  KillOutcome.GONE: sess.SessionStatus.LOST}.get(outcome, s.status)
         return KillReport(**base, status=status, outcome=outcome, detail=detail, signals=signals,
                           survivors=survivors)
 

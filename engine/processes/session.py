@@ -43,11 +43,6 @@ class SessionStatus(enum.StrEnum):
     LOST = "lost"
 
 
-RUNNING = SessionStatus.RUNNING
-EXITED = SessionStatus.EXITED
-KILLED = SessionStatus.KILLED
-LOST = SessionStatus.LOST
-STATUSES = tuple(SessionStatus)
 
 
 class KillOutcome(enum.StrEnum):
@@ -166,11 +161,11 @@ class ProcessSession:
 
     @property
     def running(self) -> bool:
-        return self.status is RUNNING
+        return self.status is SessionStatus.RUNNING
 
     @property
     def finished(self) -> bool:
-        return self.status is not RUNNING
+        return self.status is not SessionStatus.RUNNING
 
     @property
     def short_id(self) -> str:
@@ -182,13 +177,13 @@ class ProcessSession:
 
     def exit_text(self) -> str:
         """'exit 0', 'SIGKILL', 'exit 143 (SIGTERM)', 'lost', 'running'."""
-        if self.status is RUNNING:
+        if self.status is SessionStatus.RUNNING:
             return "running"
-        if self.status is LOST and self.source is SessionSource.HERMES:
+        if self.status is SessionStatus.LOST and self.source is SessionSource.HERMES:
             return "not running (hermes keeps no exit record)"
-        if self.status is LOST:
+        if self.status is SessionStatus.LOST:
             return "lost (no exit record)"
-        if self.status is KILLED:
+        if self.status is SessionStatus.KILLED:
             return f"killed ({self.signal})" if self.signal else "killed"
         if self.signal:
             return f"exit {self.exit_code} ({self.signal})"
@@ -356,7 +351,7 @@ def session_from_meta(session_dir: Path, meta: dict[str, Any]) -> ProcessSession
         cwd=meta.get("cwd", ""),
         owner=str(meta.get("owner") or ""),
         started_at=float(meta.get("started_at") or 0.0),
-        status=RUNNING,
+        status=SessionStatus.RUNNING,
         exit_code=None,
         signal=None,
         ended_at=None,
@@ -390,12 +385,12 @@ def derive(base: ProcessSession, alive: Callable[[ProcessSession], bool] = leade
     record = read_exit_record(d)
     if record is None:
         if alive(base):
-            return replace(base, status=RUNNING)  # also while a kill is in progress
+            return replace(base, status=SessionStatus.RUNNING)  # also while a kill is in progress
         # The wrapper may have written its record just before it exited: look again.
         record = read_exit_record(d)
     kill = read_kill_record(d)
     if record is None and kill is None:
-        return replace(base, status=LOST)
+        return replace(base, status=SessionStatus.LOST)
     if kill is not None and (record is None or record.signal is not None):
         sig = kill.get("signal") if isinstance(kill.get("signal"), str) else None
         if sig is None and record is not None:
@@ -403,13 +398,13 @@ def derive(base: ProcessSession, alive: Callable[[ProcessSession], bool] = leade
         ended = record.ended_at if record is not None else float(kill.get("at") or time.time())
         return replace(
             base,
-            status=KILLED,
+            status=SessionStatus.KILLED,
             exit_code=record.code if record is not None else None,
             signal=sig,
             ended_at=ended,
         )
     assert record is not None
-    return replace(base, status=EXITED, exit_code=record.code, signal=record.signal, ended_at=record.ended_at)
+    return replace(base, status=SessionStatus.EXITED, exit_code=record.code, signal=record.signal, ended_at=record.ended_at)
 
 
 def is_settled(s: ProcessSession, now: float | None = None) -> bool:
