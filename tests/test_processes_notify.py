@@ -7,11 +7,7 @@ import pytest
 
 from engine.processes import ProcessRegistry
 from engine.processes.notify import (
-    COMPLETION,
-    RELEASED,
-    TRIPPED,
-    WATCH_DISABLED,
-    WATCH_MATCH,
+    EventKind,
     NotificationCenter,
     WatchOverflow,
     WatchPolicy,
@@ -117,11 +113,11 @@ def test_watch_overflow_trips_after_15_in_10s_then_releases_with_the_count():
         delivered += ok
         events += ev
     assert delivered == 15
-    assert [e.kind for e in events] == [TRIPPED]
+    assert [e.kind for e in events] == [EventKind.TRIPPED]
     ok, ev = b.allow(110.0)  # still silent
     assert not ok and ev == []
     released = b.tick(100.0 + 1.5 + 30.0)
-    assert [e.kind for e in released] == [RELEASED]
+    assert [e.kind for e in released] == [EventKind.RELEASED]
     assert released[0].suppressed == 4  # the 16th, 17th, 18th and the one at t=110
     ok, ev = b.allow(140.0)
     assert ok and ev == []
@@ -152,8 +148,8 @@ def test_watch_match_event_is_redacted_and_capped(reg):
     s = reg.spawn(f"{lines}; sleep 30", watch=["FAIL"])
     clock = Clock()
     center = NotificationCenter(reg, clock=clock)
-    events = _poll_until(center, lambda ev: any(e.kind == WATCH_MATCH for e in ev))
-    match = next(e for e in events if e.kind == WATCH_MATCH)
+    events = _poll_until(center, lambda ev: any(e.kind == EventKind.WATCH_MATCH for e in ev))
+    match = next(e for e in events if e.kind == EventKind.WATCH_MATCH)
     assert match.session_id == s.id and match.pattern == "FAIL"
     assert 1 <= len(match.lines) <= 20
     assert all("hunter" not in line for line in match.lines)
@@ -163,7 +159,7 @@ def test_watch_match_event_is_redacted_and_capped(reg):
 def test_watch_progress_is_saved_so_a_restart_does_not_repeat(reg, home, settings):
     s = reg.spawn("echo 'ready now'; sleep 30", watch=["ready"])
     c1 = NotificationCenter(reg, clock=Clock())
-    _poll_until(c1, lambda ev: any(e.kind == WATCH_MATCH for e in ev))
+    _poll_until(c1, lambda ev: any(e.kind == EventKind.WATCH_MATCH for e in ev))
     c1.close()
     c2 = NotificationCenter(ProcessRegistry(home, settings), clock=Clock(2000.0))
     assert [e for e in c2.poll() if e.session_id == s.id] == []
@@ -175,7 +171,7 @@ def test_completion_is_shown_once_across_two_centers_and_a_restart(reg, home, se
     # No app was open when it completed: the next start shows it once.
     first = NotificationCenter(ProcessRegistry(home, settings)).pending_completions()
     second = NotificationCenter(ProcessRegistry(home, settings)).pending_completions()
-    assert [e.kind for e in first] == [COMPLETION]
+    assert [e.kind for e in first] == [EventKind.COMPLETION]
     assert second == []
     ev = first[0]
     assert ev.session_id == s.id and ev.exit_code == 2 and not ev.ok
@@ -195,8 +191,8 @@ def test_completion_of_a_running_session_arrives_when_it_ends(reg, tmp_path):
     center = NotificationCenter(reg)
     assert center.poll() == []
     gate.touch()
-    events = _poll_until(center, lambda ev: any(e.kind == COMPLETION for e in ev))
-    assert [e.session_id for e in events if e.kind == COMPLETION] == [s.id]
+    events = _poll_until(center, lambda ev: any(e.kind == EventKind.COMPLETION for e in ev))
+    assert [e.session_id for e in events if e.kind == EventKind.COMPLETION] == [s.id]
     assert "bye" in events[-1].detail
 
 
@@ -215,13 +211,13 @@ def test_lifetime_cap_falls_back_to_notify_on_complete(reg, tmp_path):
         clock.t += 20  # a new cooldown window
         got += center.poll()
     (tmp_path / "gate11").touch()  # now it may end
-    got += _poll_until(center, lambda ev: any(e.kind == COMPLETION for e in got + ev))
+    got += _poll_until(center, lambda ev: any(e.kind == EventKind.COMPLETION for e in got + ev))
     kinds = [e.kind for e in got if e.session_id == s.id]
-    assert kinds.count(WATCH_MATCH) == 8
-    assert kinds.count(WATCH_DISABLED) == 1
-    assert kinds.index(WATCH_DISABLED) > max(i for i, k in enumerate(kinds) if k == WATCH_MATCH)
-    assert kinds[-1] == COMPLETION  # the fallback to notify-on-complete
-    assert [e.lines for e in got if e.kind == WATCH_MATCH][-1] == ("HIT 8",)
+    assert kinds.count(EventKind.WATCH_MATCH) == 8
+    assert kinds.count(EventKind.WATCH_DISABLED) == 1
+    assert kinds.index(EventKind.WATCH_DISABLED) > max(i for i, k in enumerate(kinds) if k == EventKind.WATCH_MATCH)
+    assert kinds[-1] == EventKind.COMPLETION  # the fallback to notify-on-complete
+    assert [e.lines for e in got if e.kind == EventKind.WATCH_MATCH][-1] == ("HIT 8",)
 
 
 def test_watch_overflow_across_18_sessions(reg):
@@ -232,9 +228,9 @@ def test_watch_overflow_across_18_sessions(reg):
     center = NotificationCenter(reg, clock=clock)
     events = center.poll()
     kinds = [e.kind for e in events]
-    assert kinds.count(WATCH_MATCH) == 15
-    assert kinds.count(TRIPPED) == 1
+    assert kinds.count(EventKind.WATCH_MATCH) == 15
+    assert kinds.count(EventKind.TRIPPED) == 1
     clock.t += 31
     later = center.poll()
-    assert [e.kind for e in later] == [RELEASED]
+    assert [e.kind for e in later] == [EventKind.RELEASED]
     assert later[0].suppressed == 3

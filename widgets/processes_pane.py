@@ -28,7 +28,7 @@ from textual.widgets import DataTable, RichLog
 from engine.config import Settings
 from engine.home import HomeError, HomeLayout
 from engine.processes import ProcessLookupFailed, ProcessRegistry, ProcessSession, SpawnFailed
-from engine.processes.notify import COMPLETION, NotificationCenter, ProcessEvent
+from engine.processes.notify import EventKind, NotificationCenter, ProcessEvent
 from engine.processes.redact import escape_controls, maybe_redact
 from engine.processes.session import KillOutcome, SessionSource, SessionStatus
 from engine.text import human_bytes, human_duration
@@ -466,12 +466,12 @@ class ProcessesPane(Pane):
         self.query_one("#proc-notifications", RichLog).write(line)
         self.add_class("-has-notifications")
         if self.settings.ui.notifications:
-            title = "process completed" if event.kind == COMPLETION else event.kind.replace("_", " ")
+            title = "process completed" if event.kind == EventKind.COMPLETION else event.kind.replace("_", " ")
             body = event.text
-            if event.kind == COMPLETION and event.detail:
+            if event.kind == EventKind.COMPLETION and event.detail:
                 last = event.detail.rstrip().splitlines()[-3:]
                 body += "\n" + "\n".join(line[:100] for line in last)
-            self.app.notify(body, title=title, severity="information" if event.ok else "error" if event.kind == COMPLETION else "warning", markup=False)
+            self.app.notify(body, title=title, severity="information" if event.ok else "error" if event.kind == EventKind.COMPLETION else "warning", markup=False)
 
     # -- foreground runs ------------------------------------------------------------------
 

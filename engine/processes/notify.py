@@ -58,13 +58,6 @@ class EventKind(enum.StrEnum):
     RELEASED = "watch_overflow_released"
 
 
-COMPLETION = EventKind.COMPLETION
-WATCH_MATCH = EventKind.WATCH_MATCH
-WATCH_DISABLED = EventKind.WATCH_DISABLED
-TRIPPED = EventKind.TRIPPED
-RELEASED = EventKind.RELEASED
-
-
 class WatchVerdict(enum.StrEnum):
     """What :meth:`WatchPolicy.offer` decides for a batch of matching lines."""
 
@@ -95,9 +88,9 @@ class ProcessEvent:
 
     @property
     def ok(self) -> bool:
-        if self.kind is COMPLETION:
+        if self.kind is EventKind.COMPLETION:
             return self.status is sess.SessionStatus.EXITED and self.exit_code == 0
-        return self.kind not in (WATCH_DISABLED, TRIPPED)
+        return self.kind not in (EventKind.WATCH_DISABLED, EventKind.TRIPPED)
 
 
 # --------------------------------------------------------------------------------------
@@ -207,7 +200,7 @@ class WatchOverflow:
             self.dropped = 1
             self.recent.clear()
             events.append(ProcessEvent(
-                TRIPPED, now,
+                EventKind.TRIPPED, now,
                 text=f"watch notifications paused for {self.silence:.0f}s: more than "
                 f"{self.max_matches} matches in {self.window:.0f}s across all processes",
             ))
@@ -219,7 +212,7 @@ class WatchOverflow:
         if self.tripped_until is not None and now >= self.tripped_until:
             n, self.dropped, self.tripped_until = self.dropped, 0, None
             return [ProcessEvent(
-                RELEASED, now, suppressed=n,
+                EventKind.RELEASED, now, suppressed=n,
                 text=f"watch notifications resumed; {n} match(es) were dropped while paused",
             )]
         return []
@@ -236,7 +229,7 @@ def completion_event(s: ProcessSession, redact: bool, now: float | None = None) 
     command = maybe_redact(s.command, redact)
     duration = s.runtime()
     return ProcessEvent(
-        COMPLETION,
+        EventKind.COMPLETION,
         time.time() if now is None else now,
         session_id=s.id,
         command=command,
@@ -378,7 +371,7 @@ class NotificationCenter:
         more = f" (+{suppressed} dropped in cooldown)" if suppressed else ""
         command = maybe_redact(w.command, self.redact)
         return ProcessEvent(
-            WATCH_MATCH, now, session_id=w.session_id, command=command, pattern=pattern,
+            EventKind.WATCH_MATCH, now, session_id=w.session_id, command=command, pattern=pattern,
             lines=shown, suppressed=suppressed,
             text=f"{w.session_id} matched {pattern!r}{more}: {one_line(shown[0] if shown else '', SUMMARY_CHARS)}",
             detail="\n".join(shown),
@@ -386,7 +379,7 @@ class NotificationCenter:
 
     def _disabled_event(self, w: _Watched, now: float) -> ProcessEvent:
         return ProcessEvent(
-            WATCH_DISABLED, now, session_id=w.session_id, command=maybe_redact(w.command, self.redact),
+            EventKind.WATCH_DISABLED, now, session_id=w.session_id, command=maybe_redact(w.command, self.redact),
             suppressed=w.policy.suppressed,
             text=f"{w.session_id}: watching stopped ({w.policy.disabled_reason}); "
             "you will be notified when it completes",
