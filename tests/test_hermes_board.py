@@ -277,7 +277,7 @@ async def test_the_pane_shows_hermes_cards_read_only_and_changes_nothing(hermes,
     async with app.run_test(size=(200, 50)) as pilot:
         pane = app.query_one(BoardPane)
         await wait_for(pilot, lambda: len(pane.cards) == 3)
-        assert pane._columns["ready"] == [WRITER_CARD, "t_594173db"] and pane._columns["done"] == [DONE_CARD]
+        assert pane.column_ids("ready") == (WRITER_CARD, "t_594173db") and pane.column_ids("done") == (DONE_CARD,)
         assert pane.query("#column-triage") and pane.query("#column-scheduled")
         info = str(pane.query_one("#board-info").render())
         assert "hermes-agent's board (kanban.db)" in info and "read-only" in info

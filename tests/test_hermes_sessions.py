@@ -169,7 +169,7 @@ async def test_the_pane_lists_a_hermes_session_and_kills_it_only_after_yes(herme
         await pilot.press("k")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal))
         await pilot.pause()
-        assert "hermes-agent started it" in str(app.screen._body) and str(proc.pid) in str(app.screen._body)
+        assert "hermes-agent started it" in str(app.screen.body) and str(proc.pid) in str(app.screen.body)
         await pilot.press("enter")  # the focused default is No
         await wait_until(pilot, lambda: not isinstance(app.screen, ConfirmModal))
         await wait_workers(app, ["processes-kill"])  # none was started; any would be done

@@ -111,7 +111,7 @@ async def test_cards_land_in_their_columns_with_their_facts(home, fixed_clock):
         pane = app.query_one(BoardPane)
         await wait_for(pilot, lambda: len(pane.cards) == 7)
         for status in ("todo", "ready", "running", "review", "blocked", "done"):
-            assert pane._columns[status] == [made[status]] or made[status] in pane._columns[status]
+            assert pane.column_ids(status) == (made[status],) or made[status] in pane.column_ids(status)
         running = pane.query_one("#cards-running").get_option(made["running"]).prompt.plain
         assert "t_00000003" in running and "4242" in running and "Port the importer" in running
         blocked = pane.query_one("#cards-blocked").get_option(made["blocked"]).prompt.plain
@@ -233,7 +233,7 @@ async def test_unblock_and_archive_go_through_a_confirm_whose_default_is_no(home
         await wait_for(pilot, lambda: made["done"] not in pane.cards)
         assert await card_status(home, made["done"]) == "archived"
         await pilot.press("A")  # show archived
-        await wait_for(pilot, lambda: made["done"] in pane._columns["archived"])
+        await wait_for(pilot, lambda: made["done"] in pane.column_ids("archived"))
         assert pane.query_one("#column-archived").display
 
 

@@ -162,7 +162,7 @@ async def test_kill_asks_first_with_no_as_default(home, cleanup):
         await pilot.press("k")
         await wait_until_pilot(pilot, lambda: isinstance(app.screen, ConfirmModal))
         await pilot.pause()
-        body = str(app.screen._body)
+        body = str(app.screen.body)
         assert "sleep 30" in body and str(s.pid) in body
         await pilot.press("enter")  # the focused default is No
         await wait_until_pilot(pilot, lambda: not isinstance(app.screen, ConfirmModal))
@@ -508,7 +508,7 @@ async def test_the_pane_kills_what_is_left_of_a_session_whose_wrapper_was_killed
         pane.table.focus()
         await pilot.press("k")
         await wait_until_pilot(pilot, lambda: isinstance(app.screen, ConfirmModal))
-        assert "wrapper is gone" in str(app.screen._body)
+        assert "wrapper is gone" in str(app.screen.body)
         await pilot.press("y")
         await wait_until_pilot(pilot, lambda: any("killed" in t and "wrapper" in t for t in app.toasts))
         await wait_until_pilot(pilot, lambda: pane.sessions[s.id].status == "killed")

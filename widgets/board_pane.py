@@ -197,6 +197,10 @@ class BoardPane(Pane):
                 yield BoardColumn(status)
         yield DetailLine(id="board-detail")
 
+    def column_ids(self, status: str) -> tuple[str, ...]:
+        """The ids of the cards shown in a status's column, top to bottom."""
+        return tuple(self._columns.get(status, ()))
+
     @property
     def focus_target(self):
         focused = self.app.focused if self.is_attached else None

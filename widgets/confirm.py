@@ -36,6 +36,11 @@ class ConfirmModal(Dialog[bool]):
     def dialog_title(self) -> str:
         return self._title
 
+    @property
+    def body(self) -> str:
+        """The question's text, as shown."""
+        return self._body
+
     def compose_body(self) -> ComposeResult:
         with VerticalScroll():
             yield Static(self._body, classes="body", markup=False)
