@@ -100,3 +100,18 @@ def test_the_dialog_styles_the_same_description():
     assert shown.plain == plain_text(describe_task(details, NOW, log_tail=["a log line"])) + "\n"
     styles = {shown.plain[span.start:span.end]: str(span.style) for span in shown.spans}
     assert styles["  boom"] == "red" and styles["completed"] == "green" and styles["  done"] == "dim"
+
+
+def test_the_board_shows_escape_sequences_in_a_cards_text_never_acts_on_them():
+    """A title, body, error or log line holding ESC/BEL reaches the terminal as visible
+    escapes: on the card, in the board's detail line and in the details dialog."""
+    from widgets.board_pane import CardView, shown_task
+
+    evil = "evil \x1b[31mRED\x07"
+    task = _task(title=evil, body="line 1\n\x1b]0;title\x07", last_failure_error=evil, assignee="c\x1bx")
+    card = CardView(shown_task(task), None).prompt(NOW)
+    dialog = render_details(_details(task), [evil], NOW)
+    for shown in (card.plain, dialog.plain):
+        assert "\x1b" not in shown and "\x07" not in shown
+        assert "evil \\x1b[31mRED\\x07" in shown
+    assert "line 1\n" in dialog.plain  # the body keeps its lines

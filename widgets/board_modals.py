@@ -23,6 +23,7 @@ from engine.kanban.models import NewTask, TaskDetails
 from engine.kanban.service import BoardService
 from engine.kanban.store import StoreError
 from engine.kanban.workers import read_tail
+from engine.processes.redact import escape_controls
 from widgets.dialog import Dialog
 
 LOG_TAIL_BYTES = 6000
@@ -150,7 +151,7 @@ def render_details(details: TaskDetails, log_tail: Sequence[str], now: float,
     out = Text()
     for line in describe_task(details, now, event_limit=event_limit, log_tail=log_tail):
         for text, part in line:
-            out.append(text, style=PART_STYLES.get(part, ""))
+            out.append(escape_controls(text), style=PART_STYLES.get(part, ""))  # outside text: shown, never acted on
         out.append("\n")
     return out
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,7 +36,8 @@ from engine.config import Settings
 from engine.home import HomeLayout
 from engine.kanban.statuses import ARCHIVED, BLOCKED, RUNNING, STATUSES
 from engine.kanban.wording import assign_words, change_words, held_back_words, skip_reason
-from engine.text import human_duration
+from engine.processes.redact import escape_controls
+from engine.text import escape_text, human_duration
 from widgets.fit_table import DetailLine
 from widgets.pane import EmptyState, Pane
 from widgets.partial_repaint import PromptList
@@ -792,6 +793,18 @@ def _next_allowed(status: str, step: int) -> str | None:
     return None
 
 
+def shown_task(t: Task) -> Task:
+    """The card as the board shows it: its outside text (title, assignee, body, last
+    error, result) with control characters as visible escapes (``\x1b``), so a title
+    holding an escape sequence is shown, never acted on by the terminal."""
+    def lines(text: str | None) -> str | None:
+        return None if text is None else escape_controls(text)
+
+    return replace(t, title=escape_text(t.title), assignee=None if t.assignee is None else escape_text(t.assignee),
+                   body=escape_controls(t.body), last_failure_error=lines(t.last_failure_error),
+                   result=lines(t.result))
+
+
 def _with_liveness(tasks: list[Task]) -> list[CardView]:
     """Card views with the live marker (reads /proc: run in a thread)."""
     from engine import identity
@@ -802,5 +815,5 @@ def _with_liveness(tasks: list[Task]) -> list[CardView]:
         live = None
         if t.worker_pid and is_host_local(t.claim_lock) and identity.is_verifiable(t.worker_started_at):
             live = identity.liveness(t.worker_pid, t.worker_started_at) is identity.Liveness.ALIVE
-        views.append(CardView(t, live))
+        views.append(CardView(shown_task(t), live))
     return views
