@@ -132,3 +132,16 @@ def restart_state(s: sess.ProcessSession) -> dict:
         restarts = max(0, len(attempts) - 1)
     return {"restarts": restarts, "max_restarts": s.max_restarts if s.restart != "no" else 0,
             "next_attempt_at": waiting, "attempts": [a.to_json() for a in attempts]}
+
+
+def restart_summary(s: sess.ProcessSession, now: float) -> str:
+    """A short word on a restarting session's state for a table cell: ``restarts 2/5``,
+    ``restart in 4s (2/5)``; empty without a policy."""
+    if s.restart == "no":
+        return ""
+    state = restart_state(s)
+    count = f"{state['restarts']}/{state['max_restarts']}"
+    waiting = state["next_attempt_at"]
+    if waiting is not None:
+        return f"restart in {max(0, round(waiting - now))}s ({count})"
+    return f"restarts {count}"

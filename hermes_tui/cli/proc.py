@@ -192,6 +192,13 @@ def cmd_run(ctx: Context) -> int:
     if any(not w for w in args.watch):
         raise CliError("--watch needs a non-empty TEXT", EXIT_USAGE)
     bound, policy = _bound_and_policy(args)
+    if args.name is not None:
+        from engine.processes.names import NameRefused, check_name
+
+        try:
+            check_name(args.name)
+        except NameRefused as exc:
+            raise CliError(str(exc), EXIT_USAGE) from None
     command = cmd[0] if len(cmd) == 1 else cmd
     reg = _registry(ctx)
     try:
@@ -351,12 +358,21 @@ def cmd_ps(ctx: Context) -> int:
     from engine.text import human_duration
 
     redact = ctx.settings.processes.redact
-    rows = [("ID", "STATUS", "PID", "RUNTIME", "EXIT", "OWNER", "COMMAND")]
+    from engine.text import human_bytes
+
+    rows = [("ID", "NAME", "STATUS", "PID", "RUNTIME", "EXIT", "OUTPUT", "OWNER", "COMMAND")]
     for s in sessions:
         exit_text = "" if s.running else (s.signal or "") if s.exit_code is None else str(s.exit_code)
         if s.status is SessionStatus.LOST:
             exit_text = "?"
-        rows.append((s.id, s.status, str(s.pid), human_duration(s.runtime(now)), exit_text, s.owner,
+        status = str(s.status)
+        if s.restart != "no":
+            from engine.processes.restart import restart_summary
+
+            status += f" ({restart_summary(s, now)})"
+        stored = _stored_bytes(s)
+        rows.append((s.id, s.name or "-", status, str(s.pid), human_duration(s.runtime(now)), exit_text,
+                     "-" if stored is None else human_bytes(stored), s.owner,
                      maybe_redact(" ".join(s.command.split()), redact)[:80]))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for r in rows:
