@@ -231,3 +231,15 @@ def test_a_cutter_stopped_after_the_marker_leaves_a_readable_file(tmp_path, monk
     assert ob.cut_middle(str(path), MIB) is not None  # the next cut finishes it
     assert _stored(path) <= 2 * MIB
 
+
+
+def test_a_session_that_ends_before_the_keeper_looks_is_still_cut(home):
+    reg = _registry(home, MIB)
+    first = reg.spawn(["sh", "-c", "true"])  # starts the keeper; it may be looking elsewhere now
+    reg.wait(first.id, timeout=30)
+    s = reg.spawn(["sh", "-c", "yes 0123456789abcdef0123456789abcdef | head -c 8000000"])
+    reg.wait(s.id, timeout=60)
+    wait_until(lambda: _stored(s.output_path) <= 2 * MIB + MIB // 2, timeout=60, what="the cut after its exit")
+    with OutputFollower(s.output_path) as f:
+        data = f.read_all().data
+    assert b"left out here" in data and b"\0" not in data

@@ -31,7 +31,7 @@ from pathlib import Path
 LOCK_FILE = ".keeper.lock"
 LOG_FILE = "keeper.log"
 LOOK_SECONDS = 1.0
-FAST_LOOK_SECONDS = 0.2
+FAST_LOOK_SECONDS = 0.05
 LIST_EVERY_SECONDS = 3.0
 IDLE_LOOKS_BEFORE_EXIT = 3
 
@@ -48,6 +48,25 @@ def _try_lock(root: Path) -> int | None:
         os.close(fd)
         return None
     return fd
+
+
+def _say_pid(fd: int) -> None:
+    """The lock file names the keeper holding it (for `ps`-like looks and the bench)."""
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except OSError:
+        pass
+
+
+def keeper_pid(root: Path) -> int | None:
+    """The pid the lock file names while a keeper holds it, else None."""
+    if not keeper_running(root):
+        return None
+    try:
+        return int((root / LOCK_FILE).read_text().strip() or "0") or None
+    except (OSError, ValueError):
+        return None
 
 
 def keeper_running(root: Path) -> bool:
@@ -95,7 +114,9 @@ class Keeper:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.watched: dict[str, _Watched] = {}
+        self.seen: set[str] = set()  # folders looked at once (a finished one is cut at most then)
         self._listed_at = 0.0
+        self._root_mtime = 0
         self.cuts = 0
 
     def _log(self, line: str) -> None:
@@ -115,26 +136,50 @@ class Keeper:
         except OSError:
             names = []
         for name in names:
-            if name in self.watched:
+            if name in self.watched or name in self.seen:
                 continue
             d = self.root / name
-            if (d / "exit").exists():
-                continue
             try:
                 meta = json.loads((d / "meta.json").read_bytes())
             except (OSError, ValueError):
-                continue
+                continue  # not recorded yet: looked at again at the next listing
+            self.seen.add(name)
             bound = meta.get("max_output_bytes") if isinstance(meta, dict) else None
-            if isinstance(bound, int) and not isinstance(bound, bool) and bound > 0:
-                self.watched[name] = _Watched(bound, d)
-        for name in [n for n in self.watched if n not in names]:
+            if not (isinstance(bound, int) and not isinstance(bound, bool) and bound > 0):
+                continue
+            if (d / "exit").exists():
+                self._cut(name, _Watched(bound, d))  # it ended before we saw it: one last cut
+                continue
+            self.watched[name] = _Watched(bound, d)
+        present = set(names)
+        for name in [n for n in self.watched if n not in present]:
             del self.watched[name]
+        self.seen &= present
+
+    def _root_changed(self) -> bool:
+        """A session folder was made or removed since the last look (the folder's mtime)."""
+        try:
+            mtime = os.stat(self.root).st_mtime_ns
+        except OSError:
+            return False
+        changed, self._root_mtime = mtime != self._root_mtime, mtime
+        return changed
+
+    def _cut(self, name: str, w: _Watched) -> None:
+        from engine.processes.output_bound import CannotCut, cut_middle
+
+        try:
+            if cut_middle(w.output, w.bound) is not None:
+                self.cuts += 1
+        except (CannotCut, OSError) as exc:
+            if not w.told:
+                w.told = True
+                self._log(f"{name}: cannot keep its output within {w.bound} bytes "
+                          f"({exc.strerror or exc}); it grows unbounded")
 
     def look(self) -> bool:
         """One look at every watched file. True when some output grows fast."""
-        from engine.processes.output_bound import CannotCut, cut_middle
-
-        if time.monotonic() - self._listed_at >= LIST_EVERY_SECONDS:
+        if self._root_changed() or time.monotonic() - self._listed_at >= LIST_EVERY_SECONDS:
             self.list_sessions()
         fast = False
         for name, w in list(self.watched.items()):
@@ -146,20 +191,9 @@ class Keeper:
             if grew > w.bound // 4:
                 fast = True
             if size > 2 * w.bound:
-                try:
-                    if cut_middle(w.output, w.bound) is not None:
-                        self.cuts += 1
-                except (CannotCut, OSError) as exc:
-                    if not w.told:
-                        w.told = True
-                        self._log(f"{name}: cannot keep its output within {w.bound} bytes "
-                                  f"({exc.strerror or exc}); it grows unbounded")
+                self._cut(name, w)
             if w.exit.exists():
-                # The last bytes: one more cut after the exit, then forget it.
-                try:
-                    cut_middle(w.output, w.bound)
-                except OSError:
-                    pass
+                self._cut(name, w)  # the last bytes: one more cut after the exit, then forget it
                 del self.watched[name]
         return fast
 
@@ -170,6 +204,7 @@ def run(root: Path) -> int:
     fd = _try_lock(root)
     if fd is None:
         return 0  # another keeper has this home
+    _say_pid(fd)
     keeper = Keeper(root)
     keeper.list_sessions()
     idle = 0
@@ -184,6 +219,7 @@ def run(root: Path) -> int:
             fd = _try_lock(root)
             if fd is None:
                 return 0  # a new keeper took over
+            _say_pid(fd)
             idle = 0
         time.sleep(FAST_LOOK_SECONDS if fast else LOOK_SECONDS)
 
