@@ -68,6 +68,9 @@ class ProcessSettings:
     max_finished: int = 200
     redact: bool = True
     shell: str = "/bin/sh"
+    # A session's stored output is kept to about twice this: its head and its tail, with
+    # a marker between (engine.processes.output_bound). 0: no bound.
+    max_output_bytes: int = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -205,6 +208,17 @@ def non_negative_number(value: Any) -> float:
     return n
 
 
+def byte_size(value: Any) -> int:
+    from engine.text import parse_size
+
+    if not isinstance(value, int | str):
+        raise _Bad("must be a size in bytes, e.g. 67108864 or 64MiB")
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise _Bad(str(exc)) from None
+
+
 def positive_int(value: Any) -> int:
     return _bounded_int(value, 1, "must be a positive integer")
 
@@ -287,6 +301,7 @@ _SECTIONS: dict[str, tuple[type, dict[str, Callable[[Any], Any]]]] = {
             "max_finished": non_negative_int,
             "redact": boolean,
             "shell": text,
+            "max_output_bytes": byte_size,
         },
     ),
     "kanban": (

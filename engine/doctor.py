@@ -60,6 +60,9 @@ class DoctorReport:
     home_open_to_others: bool = False
     # A PostgreSQL board (kanban.database, $HERMES_KANBAN_DATABASE_URL): its check, else None.
     shared_board: dict | None = None
+    # The sessions' folders (their output, on disk: a cut output counts only what it holds).
+    processes_dir: str = ""
+    processes_bytes: int = 0
 
     @property
     def ok(self) -> bool:
@@ -145,6 +148,8 @@ def run_doctor(home: HomeLayout, environ: dict[str, str] | None = None) -> tuple
         home_mode=None if mode is None else f"{mode:04o}",
         home_open_to_others=mode is not None and bool(mode & 0o077),
         shared_board=_shared_board(home, settings, env),
+        processes_dir=str(home.processes_dir),
+        processes_bytes=tree_size(home.processes_dir, on_disk=True),
     )
     return report, settings
 

@@ -39,8 +39,9 @@ def read_json(path: Path) -> Any:
         return json.loads(fh.read())
 
 
-def tree_size(path: Path | str, stop_above: int | None = None) -> int:
-    """Bytes under ``path`` (lstat sizes of files, never following symlinks).
+def tree_size(path: Path | str, stop_above: int | None = None, on_disk: bool = False) -> int:
+    """Bytes under ``path`` (lstat sizes of files, never following symlinks; with
+    ``on_disk``, what each file really holds, so a cut output's hole counts nothing).
 
     Unreadable parts are skipped (this is a report, not a decision). With
     ``stop_above`` the walk ends as soon as the total exceeds it.
@@ -65,7 +66,8 @@ def tree_size(path: Path | str, stop_above: int | None = None) -> int:
                     if entry.is_dir(follow_symlinks=False):
                         stack.append(entry.path)
                     else:
-                        total += entry.stat(follow_symlinks=False).st_size
+                        st = entry.stat(follow_symlinks=False)
+                        total += min(st.st_size, st.st_blocks * 512) if on_disk else st.st_size
                 except OSError:
                     continue
         if stop_above is not None and total > stop_above:

@@ -22,6 +22,33 @@ def human_bytes(n: int | float | None) -> str:
     return f"{n:.1f} TiB"
 
 
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1000, "kib": 1 << 10, "m": 1 << 20, "mb": 1000 ** 2,
+               "mib": 1 << 20, "g": 1 << 30, "gb": 1000 ** 3, "gib": 1 << 30}
+
+
+def parse_size(text: str | int) -> int:
+    """Bytes from ``512``, ``64MiB``, ``1.5 GiB``, ``500k`` (k/m/g and KiB/MiB/GiB are powers
+    of 1024, KB/MB/GB of 1000). Raises ValueError with the words to show."""
+    if isinstance(text, bool):
+        raise ValueError("must be a size in bytes, e.g. 1048576 or 64MiB")
+    if isinstance(text, int):
+        if text < 0:
+            raise ValueError("must be a size >= 0")
+        return text
+    raw = str(text).strip().lower().replace(" ", "")
+    digits = raw.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = raw[len(digits):]
+    if unit not in _SIZE_UNITS or not digits or len(digits) > 30:
+        raise ValueError("must be a size in bytes, e.g. 1048576 or 64MiB")
+    try:
+        value = float(digits)
+    except ValueError:
+        raise ValueError("must be a size in bytes, e.g. 1048576 or 64MiB") from None
+    if value < 0 or value != value or value * _SIZE_UNITS[unit] >= 1 << 62:
+        raise ValueError("must be a size >= 0 and below 4 EiB")
+    return int(value * _SIZE_UNITS[unit])
+
+
 def human_duration(seconds: float | None) -> str:
     """Compact age: '42s', '5m 3s', '3h 4m', '3d 4h'; '?' for an unknown one."""
     if seconds is None:

@@ -82,6 +82,18 @@ def settings() -> Settings:
 
 
 @pytest.fixture
+def reg(home, settings):
+    """The home's process registry; every session still running at the end is killed."""
+    from engine.processes import ProcessRegistry
+
+    r = ProcessRegistry(home, settings)
+    yield r
+    for s in ProcessRegistry(home, settings).list(include_finished=False):
+        r.kill(s.id, grace=0.2)
+    r.reap()
+
+
+@pytest.fixture
 def children():
     """Start real child processes in their own session; every one is killed (group and
     all) and reaped at the end of the test, whatever the test did."""

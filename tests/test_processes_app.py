@@ -513,3 +513,35 @@ async def test_the_pane_kills_what_is_left_of_a_session_whose_wrapper_was_killed
         await wait_until_pilot(pilot, lambda: any("killed" in t and "wrapper" in t for t in app.toasts))
         await wait_until_pilot(pilot, lambda: pane.sessions[s.id].status == "killed")
         assert not any(identity.is_alive(pid, identity.fingerprint(pid)) for pid in command)
+
+
+async def test_restart_asks_first_then_runs_the_command_again_as_a_new_named_session(home, cleanup, tmp_path):
+    reg = ProcessRegistry(home, Settings())
+    gate = tmp_path / "gate"
+    s = reg.spawn(["sh", "-c", f"echo up; while [ ! -e {gate} ]; do sleep 0.05; done"], owner="test", name="web")
+    app = PaneOnly(home, FAST)
+    async with app.run_test(size=WIDE) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        await wait_until_pilot(pilot, lambda: s.id in pane.row_ids)
+        assert pane.row(s.id)[0] == "web"  # the ID column shows the name
+        pane.table.focus()
+        await pilot.press("r")
+        await wait_until_pilot(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await pilot.pause()
+        assert "Stops it first" in str(app.screen.body)
+        await pilot.press("enter")  # No: nothing happens
+        await wait_until_pilot(pilot, lambda: not isinstance(app.screen, ConfirmModal))
+        await wait_workers(app, ["processes-kill"])
+        assert identity.is_alive(s.pid, s.fingerprint)
+        pane.table.focus()
+        await pilot.press("r")
+        await wait_until_pilot(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await pilot.pause()
+        await pilot.press("y")
+        await wait_until_pilot(pilot, lambda: any("restarted as" in t for t in app.toasts))
+        new_id = next(t for t in app.toasts if "restarted as" in t).split()[-1]
+        await wait_until_pilot(pilot, lambda: new_id in pane.row_ids)
+        assert not identity.is_alive(s.pid, s.fingerprint)
+        assert pane.sessions[new_id].restarted_from == s.id
+        assert reg.resolve_id("web") == new_id
+    gate.touch()

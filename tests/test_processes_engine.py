@@ -24,15 +24,6 @@ from tests.support import wait_until
 from tests.support.commands import count_to_400
 
 
-@pytest.fixture
-def reg(home, settings):
-    r = ProcessRegistry(home, settings)
-    yield r
-    for s in ProcessRegistry(home, settings).list(include_finished=False):
-        r.kill(s.id, grace=0.2)
-    r.reap()
-
-
 def test_spawn_shell_string_records_exit_code_and_output(reg):
     s = reg.spawn("echo hello; echo oops >&2; exit 3")
     assert s.id.startswith("proc_") and len(s.id) == 17

@@ -14,7 +14,7 @@ import os
 import shlex
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -73,6 +73,7 @@ class Snapshot:
     styles: dict[str, str]
     events: tuple[ProcessEvent, ...]
     taken_at: float
+    stored: dict[str, int] = field(default_factory=dict)  # bytes of output on disk, by session
 
 
 def status_style(s: ProcessSession) -> str:
@@ -83,9 +84,14 @@ def status_style(s: ProcessSession) -> str:
 
 def row_cells(s: ProcessSession, usage: Usage | None, now: float, command: str) -> tuple[str, ...]:
     """The table cells of a session, in COLUMNS order (``command`` already masked)."""
+    status = s.exit_text() if s.status in (SessionStatus.EXITED, SessionStatus.KILLED) else str(s.status)
+    if s.restart != "no":
+        from engine.processes.restart import restart_summary
+
+        status = f"{status} · {restart_summary(s, time.time())}"
     return (
-        s.short_id,
-        s.exit_text() if s.status in (SessionStatus.EXITED, SessionStatus.KILLED) else s.status,
+        s.name or s.short_id,
+        status,
         str(s.pid),
         human_duration(s.runtime(now)),
         f"{usage.cpu_percent:.0f}" if usage else "",
@@ -116,6 +122,7 @@ class ProcessesPane(Pane):
         Binding("c", "copy_output", "Copy", show=False, id="processes.copy"),
         Binding("e", "open_in_editor", "Editor", show=False, id="processes.editor"),
         Binding("a", "toggle_finished", "All/running", id="processes.toggle_finished"),
+        Binding("r", "restart", "Restart", show=False, id="processes.restart"),
     ]
 
     DEFAULT_CSS = """
@@ -187,6 +194,7 @@ class ProcessesPane(Pane):
         self.sessions: dict[str, ProcessSession] = {}
         self.notifications: list[ProcessEvent] = []
         self._commands: dict[str, str] = {}  # session id -> masked, shortened command
+        self._stored: dict[str, int] = {}  # session id -> bytes of output on disk (the last snapshot's)
         self._sorted_once = False
         self._wanted_selection: str | None = None  # show_session() of a row not in the table yet
         self._refreshing = False
@@ -292,7 +300,26 @@ class ProcessesPane(Pane):
                 command = commands[s.id] = shown_command(s, self.redact)
             rows[s.id] = row_cells(s, usage.get(s.id), now, command)
             styles[s.id] = status_style(s)
-        return Snapshot(tuple(sessions), rows, styles, tuple(events), now)
+        return Snapshot(tuple(sessions), rows, styles, tuple(events), now, self._stored_sizes(sessions))
+
+    def _stored_sizes(self, sessions: list[ProcessSession]) -> dict[str, int]:
+        """Each session's output on disk (thread side): a stat per running session; a
+        finished one's is taken once and kept."""
+        from engine.processes.output_bound import stored_bytes
+
+        out: dict[str, int] = {}
+        known = self._stored
+        for s in sessions:
+            if not s.output_available:
+                continue
+            if s.finished and s.id in known:
+                out[s.id] = known[s.id]
+                continue
+            try:
+                out[s.id] = stored_bytes(os.stat(s.output_path))
+            except OSError:
+                continue
+        return out
 
     def _sample_failed(self, why: str) -> None:
         self._refreshing = False
@@ -311,6 +338,7 @@ class ProcessesPane(Pane):
 
     def _apply_snapshot(self, snap: Snapshot) -> None:
         self.refresh_count += 1
+        self._stored = snap.stored
         self.sessions = {s.id: s for s in snap.sessions}
         fg = self.foreground.id if self.foreground is not None else None
         wanted = {
@@ -436,6 +464,14 @@ class ProcessesPane(Pane):
             if value and col.key not in ("command", "id"):
                 text.append(f" · {col.label.lower()} {value}", style="dim")
         text.append(f" · {s.id}", style="dim")
+        if s.name:
+            text.append(f" · name {s.name}", style="dim")
+        if s.restarted_from:
+            text.append(f" · restarted from {s.restarted_from}", style="dim")
+        stored = self._stored.get(s.id)
+        if stored is not None:
+            text.append(f" · output {human_bytes(stored)} stored"
+                        + (f" (bound {human_bytes(s.max_output_bytes)})" if s.max_output_bytes else ""), style="dim")
         detail.show(text)
 
     @property
@@ -598,6 +634,40 @@ class ProcessesPane(Pane):
                 self._kill(s.id)
 
         self.app.push_screen(ConfirmModal(f"Kill {s.id} (pid {s.pid})?", body, yes_label="Kill"), answered)
+
+    def action_restart(self) -> None:
+        s = self.selected
+        if s is None:
+            self.app.notify("no session selected", severity="warning")
+            return
+        if s.source is SessionSource.HERMES or s.owner.startswith("kanban:"):
+            whose = "hermes-agent restarts its own processes" if s.source is SessionSource.HERMES else (
+                "a kanban worker is started by the board's retry rules: reclaim its card instead")
+            self.app.notify(f"{s.id} is not restarted here: {whose}", severity="warning", markup=False)
+            return
+        if not s.running:
+            self._restart(s.id)
+            return
+        grace = self.settings.processes.kill_grace_seconds
+        body = (f"Command: {maybe_redact(s.command, self.redact)}\nPID {s.pid}, owner {s.owner}\n\n"
+                f"Stops it first: SIGTERM to its group, {grace:g}s grace, then SIGKILL (the pid verified against "
+                "its fingerprint). Then runs the same command in the same directory with the same environment "
+                "as a new session; this one stays in the list.")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._restart(s.id)
+
+        self.app.push_screen(ConfirmModal(f"Restart {s.id} (pid {s.pid})?", body, yes_label="Restart"), answered)
+
+    @work(thread=True, group="processes-kill")
+    def _restart(self, session_id: str) -> None:
+        try:
+            done = self.registry.restart(session_id)
+        except (ProcessLookupFailed, SpawnFailed) as exc:
+            self.post_message(self.KillReported(f"not restarted: {exc}", "error"))
+            return
+        self.post_message(self.KillReported(f"{done.old.id} restarted as {done.new.id}", "information"))
 
     @work(thread=True, group="processes-kill")
     def _kill(self, session_id: str) -> None:

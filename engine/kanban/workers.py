@@ -320,30 +320,29 @@ def copy_new_output(src: str | Path | None, dest: Path, offset: int, limit: int 
     """
     if not src:
         return offset
+    from engine.processes.follower import OutputFollower
+
+    # The follower reads data only: a worker's output cut by its bound (a hole between
+    # its head and tail, engine.processes.output_bound) is copied as head, marker, tail.
     try:
-        fh = open(src, "rb")  # noqa: SIM115 - an open failure is not an error here
+        follower = OutputFollower(src, offset, COPY_CHUNK_BYTES)
     except OSError:
         return offset
-    with fh:
-        try:
-            size = os.fstat(fh.fileno()).st_size
-        except OSError:
-            return offset
-        if size < offset:
-            offset = 0
-        if size == offset:
-            return offset
-        fh.seek(offset)
-        while offset < size:
-            chunk = fh.read(min(COPY_CHUNK_BYTES, size - offset))
-            if not chunk:
-                break
+    with follower:
+        while True:
             try:
-                _append(dest, chunk, limit)
+                chunk = follower.read()
             except OSError:
                 return offset
-            offset += len(chunk)
-    return offset
+            if chunk.reset:
+                offset = 0
+            if not chunk.data:
+                return offset if chunk.cut == 0 and not chunk.reset else follower.delivered_offset
+            try:
+                _append(dest, chunk.data, limit)
+            except OSError:
+                return offset
+            offset = follower.delivered_offset
 
 
 def append_log_line(dest: Path, line: str, limit: int = LOG_ROTATE_BYTES) -> None:

@@ -25,7 +25,7 @@ from engine.processes import session as sess
 from engine.processes.session import ProcessSession
 
 INDEX_FILE = ".finished-index.json"
-VERSION = 1
+VERSION = 2
 # An index larger than this is not ours (tens of thousands of sessions at most).
 MAX_BYTES = 64 * 1024 * 1024
 
@@ -60,6 +60,8 @@ def _session_record(s: ProcessSession) -> dict[str, Any]:
         "started_at": s.started_at, "status": s.status, "exit_code": s.exit_code, "signal": s.signal,
         "ended_at": s.ended_at, "notify": s.notify, "watch": list(s.watch), "background": s.background,
         "argv": list(s.argv) if s.argv is not None else None,
+        "name": s.name, "max_output_bytes": s.max_output_bytes, "restarted_from": s.restarted_from,
+        "restart": s.restart, "max_restarts": s.max_restarts,
     }
 
 
@@ -73,6 +75,7 @@ def _session_of(session_dir: Path, rec: dict[str, Any]) -> ProcessSession:
         output_path=session_dir / sess.OUTPUT_FILE, notify=bool(rec["notify"]),
         watch=tuple(str(w) for w in rec["watch"]), background=bool(rec["background"]),
         argv=tuple(str(a) for a in argv) if isinstance(argv, list) else None, dir=session_dir,
+        **sess.extra_fields(rec),
     )
 
 

@@ -18,6 +18,8 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.processes.output_bound import MARKER_WORDS, data_after, may_have_holes
+
 # At most this much per read call: a bounded buffer is reused by the allocator, while
 # one huge read would fault in fresh pages for every call. Callers loop until empty.
 READ_CHUNK = 1 << 20
@@ -32,6 +34,7 @@ class Chunk:
     reset: bool  # the file shrank or was replaced: everything shown so far is stale
     offset: int  # file offset after this read (held-back bytes included)
     skipped: int = 0  # bytes read but dropped before ``data`` (see read_newest)
+    cut: int = 0  # bytes jumped over that the output bound had cut (see output_bound)
 
     @property
     def text(self) -> str:
@@ -110,25 +113,62 @@ class OutputFollower:
             fd = self._open()
             self._restart()
             reset = True
-        size = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        size = st.st_size
         if size < self.offset:
             self._restart()
             reset = True
         want = min(size - self.offset, self.max_bytes_per_read)
         if want <= 0:
             return Chunk(b"", reset, self.offset)
-        data = os.pread(fd, want, self.offset)
+        note = b""
+        jumped = 0
+        sparse = may_have_holes(st)
+        for _attempt in range(3):
+            if sparse:
+                # The output bound cut the middle: read data only, jump the hole.
+                more, want, words = self._past_hole(fd, size, want)
+                jumped += more
+                note = note or words
+                if want <= 0:
+                    return Chunk(note, reset, self.offset, cut=jumped)
+            data = os.pread(fd, want, self.offset)
+            if not sparse:
+                break
+            start, end = data_after(fd, self.offset, size)
+            if start == self.offset and end >= self.offset + len(data):
+                break
+            # Cut while we read it: these bytes may be zeros now; look again.
+        else:
+            return Chunk(note, reset, self.offset, cut=jumped)
         self.offset += len(data)
         self.bytes_read += len(data)
-        if self._pending:
-            data = self._pending + data
+        if jumped:
+            # A character split by the cut cannot be completed: its start is dropped.
+            self._pending = b""
+        if self._pending or note:
+            data = self._pending + note + data
         held = incomplete_tail(data)
         if held:
             self._pending = data[-held:]
             data = data[:-held]
         else:
             self._pending = b""
-        return Chunk(data, reset, self.offset)
+        return Chunk(data, reset, self.offset, cut=jumped)
+
+    def _past_hole(self, fd: int, size: int, want: int) -> tuple[int, int, bytes]:
+        """Move past a cut part at our offset: (bytes jumped, bytes readable from the
+        new offset before the next hole, a note when the jump was not announced by the
+        marker, i.e. we had been reading what was then cut)."""
+        start, end = data_after(fd, self.offset, size)
+        jumped = start - self.offset
+        note = b""
+        if jumped:
+            if not _after_marker(fd, self.offset):
+                note = (f"\n... hermes-tui: {jumped} bytes of output were cut while being read "
+                        "(processes.max_output_bytes) ...\n").encode()
+            self.offset = start
+        return jumped, min(want, end - start, self.max_bytes_per_read), note
 
     # The name the output view still calls; the same read.
     read_bytes = read
@@ -178,6 +218,16 @@ class OutputFollower:
         return held.decode("utf-8", errors="replace")
 
 
+def _after_marker(fd: int, offset: int) -> bool:
+    """Does the block that ends at ``offset`` hold the bound's marker line?"""
+    words = MARKER_WORDS.split("{n}")[1].encode()
+    back = min(offset, 8192)
+    try:
+        return words in os.pread(fd, back, offset - back)
+    except OSError:
+        return False
+
+
 # The most :func:`read_tail` reads: a line longer than this (a log without newlines)
 # is shown by its last part only, so a tail costs bounded time and memory.
 TAIL_MAX_BYTES = 1 << 20
@@ -208,10 +258,13 @@ def read_tail(path: Path | str, max_bytes: int = TAIL_MAX_BYTES, lines: int | No
     except FileNotFoundError:
         return Tail(b"", 0)
     try:
-        size = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        size = st.st_size
         if (lines is not None and lines <= 0) or size == 0:
             return Tail(b"", size)
         floor = max(0, size - max(1, max_bytes))
+        if may_have_holes(st):
+            floor = max(floor, _last_data_start(fd, floor, size))  # never read into a cut
         pos = size
         blocks: list[bytes] = []
         newlines = 0
@@ -235,6 +288,15 @@ def read_tail(path: Path | str, max_bytes: int = TAIL_MAX_BYTES, lines: int | No
         return Tail(data, size)  # the whole file (or fewer lines than asked for)
     skip = _continuation_bytes(data)
     return Tail(data[skip:], size, pos + skip)
+
+
+def _last_data_start(fd: int, pos: int, size: int) -> int:
+    """Where the data that runs to the end of the file starts (at or after ``pos``)."""
+    while True:
+        start, end = data_after(fd, pos, size)
+        if end >= size or start >= size:
+            return start
+        pos = end
 
 
 def _start_of_last_lines(data: bytes, n: int) -> int | None:

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from engine.home import HomeLayout
     from engine.processes.hermes_sessions import HermesListing
     from engine.processes.kill_report import KillReport
+    from engine.processes.restart import RestartPolicy
 
 MIN_PREFIX_HEX = 4
 RETENTION_EVERY_SECONDS = 600.0
@@ -54,6 +55,17 @@ HERMES_PROCESSES_FILE = "processes.json"
 
 class SpawnFailed(Exception):
     """The command could not be started (bad cwd, empty command, no /bin/sh)."""
+
+
+class Restarted:
+    """What :meth:`ProcessRegistry.restart` did."""
+
+    def __init__(self, old: ProcessSession, new: ProcessSession, stopped: KillReport | None,
+                 env_recorded: bool) -> None:
+        self.old = old
+        self.new = new
+        self.stopped = stopped
+        self.env_recorded = env_recorded  # False: an old session; the current environment was used
 
 
 class Listing:
@@ -131,11 +143,19 @@ class ProcessRegistry:
         notify: bool = False,
         watch: Sequence[str] = (),
         background: bool = True,
+        name: str | None = None,
+        max_output_bytes: int | None = None,
+        restart: RestartPolicy | None = None,
+        restarted_from: str | None = None,
+        base_env: Mapping[str, str] | None = None,
     ) -> ProcessSession:
         """Start ``command`` (a shell string, or an argv list run without a shell).
 
         The command runs in its own session with stdin from /dev/null and its output in
-        ``output.log``; it never depends on this process staying alive.
+        ``output.log``; it never depends on this process staying alive. ``name`` must be
+        free among running sessions; ``max_output_bytes`` (None: the config's) bounds
+        the stored output; ``restart`` runs the command again by its policy;
+        ``base_env`` replaces this process's environment (a restart's recorded one).
         """
         from engine import identity
         from engine.processes.supervisor import command_argv, spawn_environment
@@ -146,8 +166,22 @@ class ProcessRegistry:
             raise SpawnFailed(str(exc)) from None
         workdir = self._workdir(cwd)
         watch = tuple(w for w in watch if w)
+        if name is not None:
+            from engine.processes.names import NameRefused, check_name
+
+            try:
+                check_name(name)
+            except NameRefused as exc:
+                raise SpawnFailed(str(exc)) from None
+        bound = self.settings.processes.max_output_bytes if max_output_bytes is None else max(0, max_output_bytes)
         scratch = self._scratch_dir()
         session_id, d = self._new_session_dir()
+        if name is not None:
+            try:
+                self._claim_name(name, session_id)
+            except SpawnFailed:
+                _remove_tree(d)
+                raise
         meta = {
             "id": session_id,
             "command": display,
@@ -159,12 +193,24 @@ class ProcessRegistry:
             "background": bool(background),
             "spawner_pid": os.getpid(),
         }
-        environ = spawn_environment(home_root=self.home.root, scratch_dir=scratch, session_id=session_id, extra=env)
+        if name is not None:
+            meta["name"] = name
+        if bound:
+            meta["max_output_bytes"] = bound
+        if restarted_from:
+            meta["restarted_from"] = restarted_from
+        if restart is not None and restart.active:
+            meta.update(restart=restart.policy, max_restarts=restart.max_restarts)
+        environ = spawn_environment(home_root=self.home.root, scratch_dir=scratch, session_id=session_id,
+                                    base=base_env, extra=env)
         try:
+            _write_env_record(d, environ)  # what `proc restart` runs it again with
             # Until its record below is written the folder has no meta.json, which reads
             # as "never started": the wrapper waits at its gate, nothing of it has run.
-            popen = self._start_gated(d, argv, workdir, environ)
+            popen = self._start_gated(d, argv, workdir, environ,
+                                      restart.wrapper_args(d) if restart is not None and restart.active else None)
         except OSError as exc:
+            self._release_name(name, session_id)
             _remove_tree(d)
             raise SpawnFailed(f"cannot start {display!r}: {exc.strerror or exc}; it did not run") from None
         meta.update(pid=popen.pid, fingerprint=identity.fingerprint(popen.pid), started_at=time.time())
@@ -172,10 +218,15 @@ class ProcessRegistry:
             key = _write_meta_record(d, meta)
         except OSError as exc:
             self._abort_gated(popen)
+            self._release_name(name, session_id)
             _remove_tree(d)
             raise SpawnFailed(f"cannot record the session of {display!r} "
                               f"({exc.strerror or exc}): the command did not run") from None
         self._open_gate(popen)
+        if bound:
+            from engine.processes.keeper import ensure_keeper
+
+            ensure_keeper(self.root)  # after the record: a keeper ending now still sees it
         session = sess.session_from_meta(d, meta)
         with self._lock:
             self._state.children[session_id] = popen
@@ -213,18 +264,47 @@ class ProcessRegistry:
             except FileNotFoundError:
                 self.home.ensure_dir(self.root)
 
+    def _claim_name(self, name: str, session_id: str) -> None:
+        from engine.processes.names import NameRefused, claim
+
+        def running(other: str) -> bool:
+            try:
+                return self._current(other).running
+            except ProcessLookupFailed:
+                return False
+
+        try:
+            claim(self.root, name, session_id, running)
+        except NameRefused as exc:
+            raise SpawnFailed(str(exc)) from None
+        except OSError as exc:
+            raise SpawnFailed(f"cannot record the name {name!r}: {exc.strerror or exc}") from None
+
+    def _release_name(self, name: str | None, session_id: str) -> None:
+        if name is not None:
+            from engine.processes.names import release
+
+            release(self.root, name, session_id)
+
     @staticmethod
-    def _start_gated(d: Path, argv: list[str], workdir: str, environ: dict[str, str]) -> subprocess.Popen:
+    def _start_gated(d: Path, argv: list[str], workdir: str, environ: dict[str, str],
+                     restart_args: list[str] | None = None) -> subprocess.Popen:
         """Start the wrapper, waiting at its gate (stdin): the command does not run yet."""
         import subprocess
 
-        from engine.processes.supervisor import wrapper_argv
+        from engine.processes.supervisor import WRAPPER_SHELL, wrapper_argv
 
         folder = str(d)
+        if restart_args is None:
+            wrapper = wrapper_argv(f"{folder}/{sess.EXIT_FILE}", argv)
+        else:
+            from engine.processes.restart import RESTART_SCRIPT
+
+            wrapper = [WRAPPER_SHELL, "-c", RESTART_SCRIPT, f"{folder}/{sess.EXIT_FILE}", *restart_args, *argv]
         out_fd = os.open(f"{folder}/{sess.OUTPUT_FILE}", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
         try:
             return subprocess.Popen(
-                wrapper_argv(f"{folder}/{sess.EXIT_FILE}", argv),
+                wrapper,
                 cwd=workdir,
                 env=environ,
                 stdin=subprocess.PIPE,
@@ -302,7 +382,12 @@ class ProcessRegistry:
         if "/" in text or "\0" in text or text.startswith("."):
             raise ProcessLookupFailed(f"no process session {text!r}")
         if (self.session_dir(text) / sess.META_FILE).exists():
-            return text  # an exact id always wins over a prefix
+            return text  # an exact id always wins over a name or a prefix
+        from engine.processes.names import holder
+
+        named = holder(self.root, text)
+        if named is not None and (self.session_dir(named) / sess.META_FILE).exists():
+            return named  # a name (its newest session) wins over a prefix
         hexpart = text[len(ID_PREFIX) :] if text.startswith(ID_PREFIX) else text
         names = self._names()
         matches = sorted(n for n in names if n.startswith(ID_PREFIX + hexpart))
@@ -667,6 +752,31 @@ class ProcessRegistry:
         return KillReport(**base, status=after.status, outcome=outcome, detail=detail,
                           signals=signals, survivors=survivors)
 
+    def restart(self, id_or_prefix: str, grace: float | None = None) -> Restarted:
+        """The session's command again, as a new session linked to it (``restarted_from``):
+        the same command, cwd, environment, name, bound and policy. A running session is
+        stopped first (the verified TERM, grace, KILL); if that fails nothing is started."""
+        from engine.processes.restart import RestartPolicy
+
+        s = self.get(id_or_prefix)
+        if s.source is SessionSource.HERMES:
+            raise SpawnFailed(f"{s.id} is hermes-agent's: hermes restarts its own processes")
+        if s.owner.startswith("kanban:"):
+            raise SpawnFailed(f"{s.id} is the worker of card {s.owner.split(':', 1)[1]}: the board's retry rules "
+                              "start its workers (reclaim the card instead)")
+        environ = read_env_record(s.dir)
+        stopped = None
+        if s.running:
+            stopped = self.kill(s.id, grace)
+            if not stopped.ok:
+                raise SpawnFailed(f"{s.id} was not stopped ({stopped.detail or stopped.outcome}): "
+                                  "nothing was restarted")
+        policy = RestartPolicy(s.restart, s.max_restarts) if s.restart != "no" else None
+        new = self.spawn(list(s.argv) if s.argv else s.command, cwd=s.cwd, owner=s.owner, notify=s.notify,
+                         watch=s.watch, background=True, name=s.name, max_output_bytes=s.max_output_bytes,
+                         restart=policy, restarted_from=s.id, base_env=environ)
+        return Restarted(old=s, new=new, stopped=stopped, env_recorded=environ is not None)
+
     def _kill_hermes(self, s: ProcessSession, grace: float | None) -> KillReport:
         """TERM (grace, KILL) a process hermes-agent started, only when processes.json,
         read again now, still names it and its start ticks verify the live pid. Nothing
@@ -816,6 +926,31 @@ def _write_meta_record(d: Path, meta: dict[str, Any]) -> tuple[int, int, int]:
         _unlink(tmp)
         raise
     return key
+
+
+ENV_FILE = "env.json"
+
+
+def _write_env_record(d: Path, environ: Mapping[str, str]) -> None:
+    """The command's whole environment, for `proc restart` (0600, like the folder's
+    other files: the environment of one's own processes is readable in /proc anyway)."""
+    import json
+
+    fd = os.open(d / ENV_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as fh:
+        json.dump(dict(environ), fh)
+
+
+def read_env_record(d: Path) -> dict[str, str] | None:
+    import json
+
+    try:
+        data = json.loads((d / ENV_FILE).read_text(encoding="utf-8", errors="surrogateescape"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        return None
+    return data
 
 
 def _orphaned_group(s: ProcessSession) -> tuple[dict[int, str], list[int]]:

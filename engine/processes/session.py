@@ -71,6 +71,9 @@ WATCH_STATE_FILE = "watch.json"
 SETTLE_SECONDS = 10.0  # a finished session younger than this may still get its kill record
 
 ID_PREFIX = "proc_"
+RESTART_POLICIES = ("no", "on-failure", "always")
+ATTEMPTS_FILE = "attempts"  # one line per finished attempt of a restarting session
+NEXT_ATTEMPT_FILE = "next_attempt"  # when a restarting session runs its command again
 ID_HEX_LEN = 12
 
 
@@ -153,6 +156,11 @@ class ProcessSession:
     argv: tuple[str, ...] | None = None
     dir: Path = field(default=Path("."), compare=False)
     source: SessionSource = SessionSource.OWN
+    name: str | None = None  # `run --name`: unique among running sessions
+    max_output_bytes: int = 0  # the output bound (0: none), see engine.processes.output_bound
+    restarted_from: str | None = None  # the session this one restarts (`proc restart`)
+    restart: str = "no"  # the restart policy: no | on-failure | always
+    max_restarts: int = 0
 
     @property
     def output_available(self) -> bool:
@@ -209,6 +217,11 @@ class ProcessSession:
             "source": self.source.value,
             "alive": self.running,
             "output_available": self.output_available,
+            "name": self.name,
+            "max_output_bytes": self.max_output_bytes,
+            "restarted_from": self.restarted_from,
+            "restart": self.restart,
+            "max_restarts": self.max_restarts,
         }
 
 
@@ -361,7 +374,24 @@ def session_from_meta(session_dir: Path, meta: dict[str, Any]) -> ProcessSession
         background=bool(meta.get("background", True)),
         argv=tuple(str(a) for a in argv) if isinstance(argv, list) else None,
         dir=session_dir,
+        **extra_fields(meta),
     )
+
+
+def extra_fields(rec: dict[str, Any]) -> dict[str, Any]:
+    """The optional fields of a meta record or an index record (absent in old ones)."""
+    name = rec.get("name")
+    bound = rec.get("max_output_bytes")
+    origin = rec.get("restarted_from")
+    policy = rec.get("restart")
+    limit = rec.get("max_restarts")
+    return {
+        "name": name if isinstance(name, str) and name else None,
+        "max_output_bytes": bound if isinstance(bound, int) and not isinstance(bound, bool) and bound > 0 else 0,
+        "restarted_from": origin if isinstance(origin, str) and origin.startswith(ID_PREFIX) else None,
+        "restart": policy if policy in RESTART_POLICIES else "no",
+        "max_restarts": limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else 0,
+    }
 
 
 def leader_alive(session: ProcessSession) -> bool:

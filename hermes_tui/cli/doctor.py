@@ -95,6 +95,8 @@ def run(ctx: Context) -> int:
     lines += _config_lines(report)
     lines.append(f"scratch     {report.scratch_dir}  {human_bytes(report.scratch_bytes)}")
     lines.append(f"quarantine  {report.quarantine_dir}  {human_bytes(report.quarantine_bytes)}")
+    lines.append(f"processes   {report.processes_dir}  {human_bytes(report.processes_bytes)} on disk "
+                 "(each session's output kept within processes.max_output_bytes)")
     if report.tmpdir_user_set:
         lines.append(
             f"TMPDIR      set by you to {report.tmpdir}: spawned commands keep it, so their "

@@ -7,6 +7,7 @@ app uses; nothing here decides anything about processes on its own.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -49,6 +50,17 @@ def _register_run(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--watch", action="append", default=[], metavar="TEXT",
                      help="notify when an output line contains TEXT (repeatable; background only)")
     run.add_argument("--cwd", metavar="DIR", help="working directory (default: the current one)")
+    run.add_argument("--name", metavar="NAME",
+                     help="a name for the session, unique among running ones; usable wherever an id is")
+    run.add_argument("--max-output", metavar="SIZE",
+                     help="keep the stored output within about twice SIZE (head and tail; e.g. 64MiB, 0: "
+                     "no bound; default: processes.max_output_bytes)")
+    run.add_argument("--restart", choices=("no", "on-failure", "always"), default="no",
+                     help="run the command again after it exits (background only; a manual kill ends it)")
+    run.add_argument("--max-restarts", type=number_arg(integer=True, allow_zero=True), metavar="N",
+                     help="at most N restarts (default 5)")
+    run.add_argument("--backoff", metavar="MIN..MAX",
+                     help="seconds to wait before a restart, doubling from MIN up to MAX (default 1..60)")
     add_json_flag(run)
     run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARG...]")
     run.set_defaults(func=cmd_run)
@@ -95,6 +107,14 @@ def _register_proc(sub: argparse._SubParsersAction) -> None:
     add_json_flag(kill)
     kill.set_defaults(func=cmd_kill)
 
+    restart = psub.add_parser("restart", help="run a session's command again as a new session (a running one "
+                              "is stopped first)")
+    restart.add_argument("id", metavar="ID")
+    restart.add_argument("--grace", type=number_arg(allow_zero=True, unit="seconds"), metavar="S",
+                         help="seconds between TERM and KILL when it runs (default: processes.kill_grace_seconds)")
+    add_json_flag(restart)
+    restart.set_defaults(func=cmd_restart)
+
 
 # --------------------------------------------------------------------------------------
 
@@ -133,7 +153,25 @@ def _session_json(s, now: float | None = None, redact: bool = True) -> dict:
     data = s.to_json()
     data["command"] = maybe_redact(s.command, redact)
     data["runtime_seconds"] = round(s.runtime(now), 3)
+    data["stored_bytes"] = _stored_bytes(s)
+    if s.restart != "no":
+        from engine.processes.restart import restart_state
+
+        data.update(restart_state(s))
+    else:
+        data.update(restarts=0, max_restarts=0, next_attempt_at=None, attempts=[])
     return data
+
+
+def _stored_bytes(s) -> int | None:
+    """What the session's output really takes on disk (a cut output less than its size)."""
+    if not s.output_available:
+        return None
+    try:
+        st = os.stat(s.output_path)
+    except OSError:
+        return None
+    return min(st.st_size, st.st_blocks * 512) if st.st_blocks or not st.st_size else st.st_size
 
 
 # -- run --------------------------------------------------------------------------------
@@ -153,11 +191,19 @@ def cmd_run(ctx: Context) -> int:
                        "(a foreground run yielded with Ctrl+Z notifies on completion by itself)", EXIT_USAGE)
     if any(not w for w in args.watch):
         raise CliError("--watch needs a non-empty TEXT", EXIT_USAGE)
+    bound, policy = _bound_and_policy(args)
+    if args.name is not None:
+        from engine.processes.names import NameRefused, check_name
+
+        try:
+            check_name(args.name)
+        except NameRefused as exc:
+            raise CliError(str(exc), EXIT_USAGE) from None
     command = cmd[0] if len(cmd) == 1 else cmd
     reg = _registry(ctx)
     try:
         s = reg.spawn(command, cwd=args.cwd, owner="cli", notify=args.notify, watch=tuple(args.watch),
-                      background=args.bg)
+                      background=args.bg, name=args.name, max_output_bytes=bound, restart=policy)
     except SpawnFailed as exc:
         raise CliError(str(exc), EXIT_FAILED) from None
     if args.bg:
@@ -167,6 +213,31 @@ def cmd_run(ctx: Context) -> int:
             print(s.id)
         return EXIT_OK
     return _run_foreground(ctx, reg, s)
+
+
+def _bound_and_policy(args):
+    """``--max-output`` and the restart flags, checked (exit 2 with one line)."""
+    from engine.processes.restart import DEFAULT_BACKOFF, DEFAULT_MAX_RESTARTS, RestartPolicy, parse_backoff
+    from engine.text import parse_size
+
+    bound = None
+    if args.max_output is not None:
+        try:
+            bound = parse_size(args.max_output)
+        except ValueError as exc:
+            raise CliError(f"--max-output {args.max_output!r}: {exc}", EXIT_USAGE) from None
+    if args.restart == "no":
+        if args.max_restarts is not None or args.backoff is not None:
+            raise CliError("--max-restarts and --backoff go with --restart on-failure|always", EXIT_USAGE)
+        return bound, None
+    if not args.bg:
+        raise CliError("--restart applies to background runs: add --bg", EXIT_USAGE)
+    try:
+        lo, hi = parse_backoff(args.backoff) if args.backoff is not None else DEFAULT_BACKOFF
+    except ValueError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    limit = DEFAULT_MAX_RESTARTS if args.max_restarts is None else int(args.max_restarts)
+    return bound, RestartPolicy(args.restart, limit, lo, hi)
 
 
 def _run_foreground(ctx: Context, reg, s) -> int:
@@ -287,12 +358,21 @@ def cmd_ps(ctx: Context) -> int:
     from engine.text import human_duration
 
     redact = ctx.settings.processes.redact
-    rows = [("ID", "STATUS", "PID", "RUNTIME", "EXIT", "OWNER", "COMMAND")]
+    from engine.text import human_bytes
+
+    rows = [("ID", "NAME", "STATUS", "PID", "RUNTIME", "EXIT", "OUTPUT", "OWNER", "COMMAND")]
     for s in sessions:
         exit_text = "" if s.running else (s.signal or "") if s.exit_code is None else str(s.exit_code)
         if s.status is SessionStatus.LOST:
             exit_text = "?"
-        rows.append((s.id, s.status, str(s.pid), human_duration(s.runtime(now)), exit_text, s.owner,
+        status = str(s.status)
+        if s.restart != "no":
+            from engine.processes.restart import restart_summary
+
+            status += f" ({restart_summary(s, now)})"
+        stored = _stored_bytes(s)
+        rows.append((s.id, s.name or "-", status, str(s.pid), human_duration(s.runtime(now)), exit_text,
+                     "-" if stored is None else human_bytes(stored), s.owner,
                      maybe_redact(" ".join(s.command.split()), redact)[:80]))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for r in rows:
@@ -360,9 +440,11 @@ def cmd_log(ctx: Context) -> int:
     tail = ctx.args.tail if ctx.args.tail is not None else (None if ctx.json else DEFAULT_LOG_TAIL)
     try:
         if tail is None:
-            with open(s.output_path, "rb") as fh:
-                data = fh.read()
-            shown = Tail(data, len(data))
+            from engine.processes.follower import OutputFollower
+
+            with OutputFollower(s.output_path) as follower:  # data only: a cut output reads head, marker, tail
+                data = follower.read_all().data + follower.flush().encode()
+            shown = Tail(data, os.stat(s.output_path).st_size if data else 0)
         else:
             shown = read_tail(s.output_path, lines=tail)  # only the tail is read, and at most 1 MiB
     except FileNotFoundError:
@@ -423,3 +505,26 @@ def cmd_kill(ctx: Context) -> int:
             line += f"; still alive: {', '.join(map(str, report.survivors))}"
         print(line, file=sys.stdout if report.ok else sys.stderr)
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def cmd_restart(ctx: Context) -> int:
+    from engine.processes import SpawnFailed
+
+    reg = _registry(ctx)
+    s = _lookup(reg, ctx.args.id)
+    try:
+        done = reg.restart(s.id, ctx.args.grace)
+    except SpawnFailed as exc:
+        raise CliError(str(exc), EXIT_FAILED) from None
+    if ctx.json:
+        print_json({"id": done.new.id, "restarted_from": done.old.id, "pid": done.new.pid,
+                    "stopped": done.stopped.to_json() if done.stopped else None,
+                    "environment_recorded": done.env_recorded})
+        return EXIT_OK
+    if done.stopped is not None:
+        print(f"stopped {done.old.id} ({done.stopped.outcome})", file=sys.stderr)
+    if not done.env_recorded:
+        print(f"hermes-tui: {done.old.id} kept no record of its environment (it is older than restarts): "
+              "the new session has this shell's", file=sys.stderr)
+    print(done.new.id)
+    return EXIT_OK

@@ -1,0 +1,149 @@
+"""Sessions like a process manager: restart policies run by the session's own wrapper
+(attempts recorded, the limit, a backoff that grows, a manual kill that ends the policy),
+`proc restart` (same command, cwd and environment; the old one kept, a running one
+stopped first) and session names. Real processes; pacing by gate files and recorded
+times, never by sleeping a margin."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from engine.processes import ProcessLookupFailed, SpawnFailed
+from engine.processes.restart import RestartPolicy, next_attempt_at, read_attempts
+from tests.support import wait_until
+from tests.support.cli import run_cli
+
+
+def _cli(home, *args):
+    return run_cli(*args, env={"HERMES_HOME": str(home.root)})
+
+
+def test_on_failure_with_two_restarts_makes_three_attempts_and_ends_with_the_last_code(home):
+    out = _cli(home, "run", "--bg", "--restart", "on-failure", "--max-restarts", "2", "--backoff", "0..0",
+               "--", "sh", "-c", "exit 3")
+    assert out.returncode == 0, out.stderr
+    sid = out.stdout.strip()
+    assert _cli(home, "proc", "wait", sid, "--timeout", "60").returncode == 0
+    row = json.loads(_cli(home, "proc", "poll", sid, "--json").stdout)
+    assert row["exit_code"] == 3 and row["status"] == "exited"
+    assert row["restarts"] == 2 and row["max_restarts"] == 2
+    assert [a["exit_code"] for a in row["attempts"]] == [3, 3, 3]
+    assert row["next_attempt_at"] is None
+    ps = json.loads(_cli(home, "ps", "--all", "--json").stdout)
+    assert next(r for r in ps if r["id"] == sid)["restarts"] == 2
+
+
+def test_on_failure_stops_after_a_success_and_always_does_not(home, reg, tmp_path):
+    counter = tmp_path / "n"
+    # Fails twice, then succeeds: on-failure stops there.
+    script = f'n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}; [ $n -ge 3 ]'
+    s = reg.spawn(["sh", "-c", script], restart=RestartPolicy("on-failure", 5, 0, 0))
+    done = reg.wait(s.id, timeout=60)
+    assert done.exit_code == 0
+    assert [a.exit_code for a in read_attempts(s.dir)] == [1, 1, 0]
+    counter.unlink()
+    s = reg.spawn(["sh", "-c", "true"], restart=RestartPolicy("always", 2, 0, 0))
+    assert reg.wait(s.id, timeout=60).exit_code == 0
+    assert [a.exit_code for a in read_attempts(s.dir)] == [0, 0, 0]
+
+
+def test_the_backoff_doubles_between_attempts(reg):
+    s = reg.spawn(["sh", "-c", "exit 1"], restart=RestartPolicy("on-failure", 4, 0.2, 0.8))
+    reg.wait(s.id, timeout=120)
+    attempts = read_attempts(s.dir)
+    assert len(attempts) == 5
+    gaps = [b.started_at - a.ended_at for a, b in zip(attempts, attempts[1:], strict=False)]
+    # Each wait is at least its delay (0.2, 0.4, 0.8, then capped at 0.8); lower bounds only.
+    for gap, delay in zip(gaps, (0.2, 0.4, 0.8, 0.8), strict=True):
+        assert gap >= delay - 0.01, (gaps, delay)
+
+
+def test_a_manual_kill_ends_the_always_policy(reg, tmp_path):
+    gate = tmp_path / "running"
+    s = reg.spawn(["sh", "-c", f"touch {gate}; exec sleep 600"], restart=RestartPolicy("always", 5, 0, 0))
+    wait_until(gate.exists, timeout=30, what="the first attempt to run")
+    report = reg.kill(s.id, grace=5)
+    assert report.ok
+    after = reg.get(s.id)
+    assert after.status == "killed"
+    assert len(read_attempts(s.dir)) == 1  # the wrapper recorded the exit and ended: no second start
+    assert (s.dir / "exit").exists()
+
+
+def test_a_kill_during_the_backoff_ends_the_policy(reg):
+    s = reg.spawn(["sh", "-c", "exit 1"], restart=RestartPolicy("on-failure", 5, 600, 600))
+    wait_until(lambda: next_attempt_at(s.dir) is not None, timeout=30, what="the backoff to start")
+    assert reg.get(s.id).running
+    assert reg.kill(s.id, grace=5).ok
+    after = reg.get(s.id)
+    assert after.finished
+    assert len(read_attempts(s.dir)) == 1
+
+
+def test_proc_restart_runs_the_same_command_cwd_and_environment_and_keeps_the_old(home, reg, tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    gate = tmp_path / "gate"
+    s = reg.spawn(["sh", "-c", f'echo "$SECRET_TOKEN $(pwd)"; while [ ! -e {gate} ]; do sleep 0.05; done'],
+                  cwd=work, env={"SECRET_TOKEN": "tok-123"}, name="api-server")
+    wait_until(lambda: s.output_path.read_text().strip() != "", timeout=30, what="the first output")
+    out = _cli(home, "proc", "restart", "api-server", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["restarted_from"] == s.id and data["stopped"]["outcome"] == "killed"
+    new = reg.get(data["id"])
+    assert new.restarted_from == s.id and new.name == "api-server" and new.cwd == str(work)
+    wait_until(lambda: new.output_path.read_text().strip() != "", timeout=30, what="the restart's output")
+    assert new.output_path.read_text() == f"tok-123 {work}\n"
+    assert reg.get(s.id).status == "killed"  # the old one stays in the list
+    assert reg.resolve_id("api-server") == new.id  # the name follows the newest
+    gate.touch()
+    reg.wait(new.id, timeout=30)
+
+
+def test_a_kanban_worker_and_a_hermes_session_are_not_restarted(reg):
+    s = reg.spawn(["true"], owner="kanban:t_1234abcd")
+    reg.wait(s.id, timeout=30)
+    with pytest.raises(SpawnFailed, match="retry rules"):
+        reg.restart(s.id)
+
+
+def test_names_are_unique_among_running_sessions(home, reg, tmp_path):
+    gate = tmp_path / "gate"
+    s = reg.spawn(["sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.05; done"], name="watcher")
+    taken = _cli(home, "run", "--bg", "--name", "watcher", "--", "true")
+    assert taken.returncode == 1 and "taken by running session" in taken.stderr
+    assert "Traceback" not in taken.stderr
+    for bad in ("proc_x", "cafe", "a b", "-x", "x" * 65, ""):
+        out = _cli(home, "run", "--bg", f"--name={bad}", "--", "true")
+        assert out.returncode == 2, (bad, out.stderr)
+        assert len(out.stderr.strip().splitlines()) == 1
+    assert json.loads(_cli(home, "proc", "poll", "watcher", "--json").stdout)["id"] == s.id
+    gate.touch()
+    reg.wait(s.id, timeout=30)
+    again = _cli(home, "run", "--bg", "--name", "watcher", "--", "true")
+    assert again.returncode == 0
+    assert reg.resolve_id("watcher") == again.stdout.strip()
+    assert reg.get(s.id).name == "watcher"  # the ended one keeps showing its name
+    with pytest.raises(ProcessLookupFailed):
+        reg.resolve_id("nobody-has-this")
+
+
+def test_restart_flags_are_checked(home):
+    for args, words in ((("--restart", "always", "--", "true"), "--bg"),
+                        (("--bg", "--backoff", "1..2", "--", "true"), "--restart"),
+                        (("--bg", "--restart", "always", "--backoff", "5..1", "--", "true"), "--backoff"),
+                        (("--bg", "--restart", "sometimes", "--", "true"), "sometimes")):
+        out = _cli(home, "run", *args)
+        assert out.returncode == 2 and words in out.stderr and "Traceback" not in out.stderr, (args, out.stderr)
+
+
+def test_the_plain_wrapper_is_kept_without_a_policy(reg):
+    s = reg.spawn(["true"])
+    reg.wait(s.id, timeout=30)
+    assert not (Path(s.dir) / "attempts").exists()
+    assert os.path.exists(s.dir / "env.json")
