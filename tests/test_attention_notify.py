@@ -93,6 +93,32 @@ def notifier(home, clock, written, **notify) -> Notifier:
     return Notifier(home, settings, terminal=written.append, clock=clock, environ=NO_BUS)
 
 
+def on_a_pty(home, *args: str) -> tuple[int, int]:
+    """``hermes-tui --home HOME ARGS`` with a real terminal (a pty) as its stdin and
+    stdout, no session bus, outside tmux: (pid, the terminal's other end)."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        for name in ("HERMES_HOME", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "TMUX"):
+            os.environ.pop(name, None)
+        os.environ["TERM"] = "xterm-256color"
+        os.execv(sys.executable, [sys.executable, "-m", "hermes_tui", "--home", str(home.root), *args])
+    return pid, fd
+
+
+def read_until(fd: int, got: bytearray, marker: bytes, what: str) -> None:
+    """Read the terminal into ``got`` until ``marker`` has arrived with its closing BEL."""
+    def seen() -> bool:
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            try:
+                got.extend(os.read(fd, 65536))
+            except OSError:  # the child has gone: what it wrote is all there is
+                pass
+        return marker in got and b"\x07" in got[got.find(marker):]
+
+    wait_until(seen, what=what)
+
+
 # -- grouping and claims (in process) ---------------------------------------------------------
 
 
@@ -225,24 +251,10 @@ def test_watch_on_a_real_terminal_rings_and_writes_the_osc_notice(home, children
     write_config(home, poll_seconds=0.2, desktop=False, terminal="osc9")
     card = new_card(home, "Title with \x1b]2;evil\x07 inside")
     assert run_cli("--home", str(home.root), "kanban", "block", card, "--reason", "needs ops").returncode == 0
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: a real terminal on stdout
-        os.environ.pop("HERMES_HOME", None)
-        os.environ.pop("DBUS_SESSION_BUS_ADDRESS", None)
-        os.environ.pop("TMUX", None)
-        os.execv(sys.executable, [sys.executable, "-m", "hermes_tui", "--home", str(home.root), "watch"])
+    pid, fd = on_a_pty(home, "watch")
     got = bytearray()
     try:
-        def read_some() -> bool:
-            ready, _, _ = select.select([fd], [], [], 0.1)
-            if ready:
-                try:
-                    got.extend(os.read(fd, 65536))
-                except OSError:
-                    return True
-            return b"\x1b]9;" in got and got.rfind(b"\x07") > got.find(b"\x1b]9;")
-
-        wait_until(read_some, what="the OSC 9 notice on the terminal")
+        read_until(fd, got, b"\x1b]9;", "the OSC 9 notice on the terminal")
     finally:
         os.kill(pid, signal.SIGTERM)
         _, status = os.waitpid(pid, 0)
