@@ -316,3 +316,33 @@ def test_the_notify_section_has_defaults_and_one_line_errors():
         parse_config("notify:\n  bell: false\n  kinds: [blockd]\n")
     with pytest.raises(ConfigError, match=r"config.yaml:2: notify.terminal must be one of auto, osc9, osc777"):
         parse_config("notify:\n  terminal: loud\n")
+
+
+def test_a_lost_host_is_one_item_counting_its_requeued_cards():
+    from engine.attention.board import BoardFacts
+    from engine.kanban.models import Event
+
+    events = tuple(Event(10 + n, f"t_{n}", 3, "host_lost", {"host": "build-2", "error": "host_lost"}, 500.0 + n)
+                   for n in range(3))
+    [item] = board_items(BoardFacts((), {}, events), 600.0)
+    assert (item.kind, item.subject, item.key, item.since) == (Kind.HOST_LOST, "build-2", "host_lost:build-2:10", 500.0)
+    assert "3 running cards taken back and requeued" in item.why
+
+
+def test_a_watch_that_matched_is_an_item(home):
+    from engine.config import load_config
+    from engine.processes.notify import NotificationCenter
+    from engine.processes.registry import ProcessRegistry
+
+    sid = cli(home, "run", "--bg", "--watch", "ERROR", "--", "sh", "-c",
+              "echo 'ERROR disk one'; exec sleep 600").stdout.strip()
+    registry = ProcessRegistry(home, load_config(home.config_file))
+    center = NotificationCenter(registry)  # what the app's processes pane runs
+    try:
+        wait_until(lambda: center.poll(), what="the match")
+        center.close()  # saves the session's watch.json
+        [item] = items_json(home, "--kind", "watch_matched")
+        assert (item["subject"], item["key"]) == (sid, f"watch_matched:{sid}:1")
+        assert "its watch ('ERROR') matched 1 time" in item["why"]
+    finally:
+        registry.kill(sid, grace=0.5)

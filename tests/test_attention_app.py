@@ -69,6 +69,10 @@ async def test_the_header_counts_the_items_and_the_view_lists_them_grouped(home)
             (Kind.BLOCKED, cards[1]), (Kind.BLOCKED, cards[0]), (Kind.SESSION_FAILED, sid)]
         await pilot.press("escape")
         assert not isinstance(app.screen, AttentionScreen)
+        from hermes_tui.keymap import help_rows
+
+        row = next(r for r in help_rows(app) if r.binding_id == "app.attention")  # in ? and the palette
+        assert (row.keys, row.action) == ("!", "attention")
 
 
 async def test_enter_goes_to_the_session_and_to_the_card(home):
