@@ -306,7 +306,7 @@ def attention_kinds(value: Any) -> tuple[str, ...]:
     known = [k.value for k in Kind]
     bad = [n for n in names if n not in known]
     if bad:
-        raise _Bad(f"must list attention kinds ({', '.join(known)}); {bad[0]!r} is not one")
+        raise _Bad(f"must list attention kinds ({', '.join(known)})", shown=repr(bad[0]))
     return names
 
 

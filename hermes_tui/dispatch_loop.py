@@ -117,8 +117,10 @@ class DispatchLoop:
             self.refused = str(exc)
             self.app.notify(self.refused, severity="warning", timeout=8, markup=False)
             return None
-        except BoardUnreachable:  # the pane already says "board unreachable, retrying"; the next tick retries
+        except BoardUnreachable as exc:  # the pane already says "board unreachable, retrying"; the next tick retries
             self.unreachable_ticks += 1
+            if self.on_failure is not None:
+                self.on_failure(f"the board is unreachable: {exc}")
             return None
         except NoBoardYet:  # an empty database: nothing to dispatch until the first card
             return None

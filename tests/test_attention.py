@@ -71,11 +71,12 @@ def test_a_card_in_review_is_an_item_with_its_summary(home):
     assert items_json(home, "--kind", "blocked") == []
 
 
-async def test_the_breaker_blocking_a_card_is_a_gave_up_item_with_its_last_failure_masked(home, open_test_board):
+async def test_the_breaker_blocking_a_card_is_a_gave_up_item_with_its_last_failure_masked(home, open_test_board,
+                                                                                           board_backend):
     clock = FakeClock()
     settings = kanban_settings({"w": 'echo "connecting with password=hunter2hunter2"; exit 3'},
                                crash_grace_seconds=0, failure_limit=2)
-    board = await open_test_board(clock)
+    board = await open_test_board(clock, board_backend)  # the SQLite board, and a PostgreSQL one
     spawner = RegistrySpawner(home, settings)
     disp = dispatcher(board, home, settings, spawner)
     try:
@@ -94,10 +95,10 @@ async def test_the_breaker_blocking_a_card_is_a_gave_up_item_with_its_last_failu
     assert "password=***" in item.why and "hunter2" not in item.why
 
 
-async def test_a_running_card_whose_claim_ran_out_is_a_stale_claim(home, open_test_board):
+async def test_a_running_card_whose_claim_ran_out_is_a_stale_claim(home, open_test_board, board_backend):
     clock = FakeClock()
     settings = kanban_settings({"w": "sleep 600"})
-    board = await open_test_board(clock)
+    board = await open_test_board(clock, board_backend)
     spawner = RegistrySpawner(home, settings)
     disp = dispatcher(board, home, settings, spawner)
     try:
@@ -312,7 +313,8 @@ def test_the_notify_section_has_defaults_and_one_line_errors():
     assert n.kinds == ("blocked", "gave_up", "session_failed", "host_lost")
     s = parse_config("notify:\n  kinds: [blocked, review]\n  terminal: osc777\n  command: curl -d @- x\n")
     assert s.notify.kinds == ("blocked", "review") and s.notify.terminal == "osc777"
-    with pytest.raises(ConfigError, match=r"config.yaml:3: notify.kinds must list attention kinds .*'blockd'"):
+    with pytest.raises(ConfigError, match=r"config.yaml:3: notify.kinds must list attention kinds \(blocked, .*\), "
+                       r"got 'blockd'$"):
         parse_config("notify:\n  bell: false\n  kinds: [blockd]\n")
     with pytest.raises(ConfigError, match=r"config.yaml:2: notify.terminal must be one of auto, osc9, osc777"):
         parse_config("notify:\n  terminal: loud\n")
