@@ -189,7 +189,7 @@ def _items() -> tuple[Item, ...]:
              "make test: exit 2 after 3m 10s",
              "read its output (hermes-tui proc log 01234567), then run it again or dismiss this"),
         Item("prune_due:lane-refactor:1799900000", Kind.PRUNE_DUE, "lane-refactor", NOW - 7200,
-             "lane-refactor: idle 1d 3h, 1.2 GiB; the next pass takes it",
+             "idle 1d 3h, 1.2 GiB; the next pass takes it",
              "look at the prune preview (p in the scratch pane, or hermes-tui prune --dry-run)"),
         Item("doctor:mode", Kind.DOCTOR, "mode", None, "the home /home/me/.hermes is 0755: open to other users",
              "chmod 700 /home/me/.hermes"),

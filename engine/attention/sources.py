@@ -97,10 +97,9 @@ def survey_items(survey, quarantine_hours: float) -> list[Item]:
         newest = e.activity.newest_mtime
         occurrence = int(newest) if newest is not None else 0
         due = newest + survey.idle_hours * 3600.0 if newest is not None else None
-        name = show_name(e.name)
         items.append(Item(
             f"{Kind.PRUNE_DUE}:{e.name}:{occurrence}", Kind.PRUNE_DUE, e.name, due,
-            f"{name}: idle {human_duration(e.idle_seconds)}, {human_bytes(e.size_bytes)}; the next pass takes it",
+            f"idle {human_duration(e.idle_seconds)}, {human_bytes(e.size_bytes)}; the next pass takes it",
             "look at the prune preview (p in the scratch pane, or hermes-tui prune --dry-run); "
             "write to it to keep it"))
     for q in survey.quarantine:
@@ -190,6 +189,16 @@ HELD_BACK_TICKS = 3  # a card held back this many ticks in a row is an item
 FAILING_TICKS = 2  # this many failed ticks in a row are an item
 
 
+# What answers a card held back, by the tick's reason code (engine.kanban.dispatcher).
+_HELD_BACK_ACTIONS = {
+    "at_capacity": "wait for a running card to finish, or raise kanban.max_in_progress",
+    "per_profile_capped": "wait for the profile's running card to finish, or raise its max_in_progress",
+    "skipped_unassigned": "assign it (e on the board), or set kanban.default_assignee",
+    "skipped_nonspawnable": "assign it to a profile of this home (kanban.profiles), or run it where that one is",
+    "rate_limit_cooldown": "nothing: it is tried again once the cooldown is over",
+}
+
+
 @dataclass
 class DispatchWatch:
     """What one process's dispatcher did tick after tick (only the process that ticks
@@ -233,7 +242,7 @@ class DispatchWatch:
             if ticks >= HELD_BACK_TICKS:
                 items.append(Item(f"{Kind.HELD_BACK}:{card}:{int(first)}", Kind.HELD_BACK, card, first,
                                   f"held back {ticks} ticks in a row: {skip_reason(skip)}",
-                                  "raise the cap, set its assignee, or wait for a worker to finish"))
+                                  _HELD_BACK_ACTIONS.get(skip.reason, "look at why, on the board's detail line")))
         if self.failures >= FAILING_TICKS and self.failing_since is not None:
             items.append(Item(f"{Kind.DISPATCH_FAILING}:{int(self.failing_since)}", Kind.DISPATCH_FAILING,
                               "dispatcher", self.failing_since,
