@@ -242,6 +242,10 @@ class AttentionMixin:
     def on_board_pane_tick_done(self, message) -> None:
         self.attention.tick_done(message.result)
 
+    def on_pane_status_changed(self, message) -> None:
+        """A pane's headline changed (HermesApp's own handler runs too): look now, not at the next check."""
+        self.attention.check()
+
     def write_terminal(self, seq: str) -> None:
         """A bell or an OSC notice straight to the terminal (nothing when headless)."""
         driver = getattr(self, "_driver", None)

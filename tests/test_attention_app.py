@@ -125,6 +125,30 @@ async def test_d_dismisses_and_the_dismissal_survives_a_restart(home):
     assert sorted(i["subject"] for i in listed["items"] if i["dismissed"]) == sorted([first, second])
 
 
+class FailingReap:
+    """A spawner whose reaping of finished children fails (an OSError from the kernel)."""
+
+    def reap(self) -> None:
+        raise OSError("no child processes here")
+
+
+async def test_ticks_that_keep_failing_are_a_dispatch_failing_item(home):
+    home.config_file.write_text("kanban:\n  dispatch_interval_seconds: 0.2\n"
+                                "notify:\n  bell: false\n  desktop: false\n  terminal: 'off'\n")
+    cli(home, "kanban", "create", "Deploy")
+    app = app_of(home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.dispatch_loop.spawner = FailingReap()
+
+        def failing():
+            return [i for i in app.attention.attention.items if i.kind is Kind.DISPATCH_FAILING]
+
+        [item] = await wait_until_pilot(pilot, failing, what="a dispatch_failing item")
+        assert "ticks in a row failed: no child processes here" in item.why
+        app.dispatch_loop.spawner = None  # ticks succeed again: the item ends
+        await wait_until_pilot(pilot, lambda: not failing(), what="the item ending")
+
+
 async def test_the_app_and_watch_open_on_one_home_notify_a_blocked_card_once(home, children):
     receiver = Receiver()
     try:
