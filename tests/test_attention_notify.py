@@ -177,7 +177,7 @@ def test_a_command_that_fails_or_overruns_is_logged_and_never_raised(home):
     assert n.wait_idle(timeout=60)
     assert lines == ["notify.command timed out after 0.5s for blocked:t_1:1"]
     assert "timed out after 0.5s" in (home.own_dir / "notify.log").read_text()
-    settings = dataclasses.replace(settings, notify=dataclasses.replace(settings.notify,
+    settings = dataclasses.replace(settings, notify=dataclasses.replace(settings.notify, command_timeout_seconds=60,
                                                                        command="echo nope >&2; exit 4"))
     n = Notifier(home, settings, clock=clock, environ=NO_BUS, on_failure=lines.append)
     n.offer(attention_of(blocked(2)))
@@ -200,9 +200,9 @@ def start_watch(home, children, *args):
 class Lines:
     """A process's stdout lines as they come (a reader thread)."""
 
-    def __init__(self, proc) -> None:
+    def __init__(self, proc, stream: str = "stdout") -> None:
         self.lines: list[str] = []
-        self.thread = threading.Thread(target=self._read, args=(proc.stdout,), daemon=True)
+        self.thread = threading.Thread(target=self._read, args=(getattr(proc, stream),), daemon=True)
         self.thread.start()
 
     def _read(self, stream) -> None:
@@ -241,10 +241,12 @@ def test_a_card_blocked_from_another_shell_reaches_the_webhook_once_with_two_wat
 def test_watch_stops_cleanly_on_int_and_term(home, children, sig):
     write_config(home, poll_seconds=0.2)
     w = start_watch(home, children)
-    wait_until(lambda: b"Watching" in w.stderr.read1(4096), what="watch to start")
+    err = Lines(w, stream="stderr")
+    wait_until(lambda: err.having("Watching"), what="watch to start")
     w.send_signal(sig)
     assert w.wait(timeout=60) == 0
-    assert b"Stopped." in w.stderr.read()
+    err.thread.join(timeout=60)
+    assert err.having("Stopped.")
 
 
 def test_watch_on_a_real_terminal_rings_and_writes_the_osc_notice(home, children):

@@ -10,7 +10,9 @@ apps) never lose each other's writes:
   A key is claimed once, ever, by one process: that is what makes a notice reach a
   person once per home, whoever has the home open.
 
-Reading writes nothing (a guest home stays as it was); a file is written only by a
+A key is claimed before its notice is sent: a process stopped between the two loses
+that notice rather than letting another process send it again (at most once, never
+twice). Reading writes nothing (a guest home stays as it was); a file is written only by a
 dismissal or a claim. Keys whose item has gone are forgotten after FORGET_AFTER_SECONDS,
 but only by a process that looked at their kind (it knows they have gone).
 """
