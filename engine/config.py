@@ -116,11 +116,26 @@ class UiSettings:
 
 
 @dataclass(frozen=True)
+class NotifySettings:
+    """Notices of new attention items (engine/attention/notify.py)."""
+
+    bell: bool = True
+    terminal: str = "auto"  # auto, osc9, osc777, off
+    desktop: bool = True
+    command: str | None = None
+    command_timeout_seconds: float = 10.0
+    kinds: tuple[str, ...] = ("blocked", "gave_up", "session_failed", "host_lost")
+    rate_limit_seconds: float = 30.0
+    poll_seconds: float = 5.0  # how often `hermes-tui watch` looks again
+
+
+@dataclass(frozen=True)
 class Settings:
     scratch: ScratchSettings = field(default_factory=ScratchSettings)
     processes: ProcessSettings = field(default_factory=ProcessSettings)
     kanban: KanbanSettings = field(default_factory=KanbanSettings)
     ui: UiSettings = field(default_factory=UiSettings)
+    notify: NotifySettings = field(default_factory=NotifySettings)
     # binding id -> key(s), e.g. {"processes.background": "ctrl+g"}; validated against the
     # app's binding ids by the app layer (the engine does not know them).
     keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
@@ -282,6 +297,33 @@ def profile_list(value: Any) -> tuple[str, ...]:
     raise _Bad("must be a list of profile names or a comma-separated string")
 
 
+def terminal_notice(value: Any) -> str:
+    if value is False:
+        return "off"
+    if isinstance(value, str) and value in ("auto", "osc9", "osc777", "off"):
+        return value
+    raise _Bad("must be one of auto, osc9, osc777, off")
+
+
+def attention_kinds(value: Any) -> tuple[str, ...]:
+    """A list of attention kinds (or one comma-separated string); empty: none notify."""
+    from engine.attention.model import Kind
+
+    if value is None:
+        names: tuple[str, ...] = ()
+    elif isinstance(value, str):
+        names = tuple(p.strip() for p in value.split(",") if p.strip())
+    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        names = tuple(v.strip() for v in value if v.strip())
+    else:
+        raise _Bad("must be a list of attention kinds or a comma-separated string")
+    known = [k.value for k in Kind]
+    bad = [n for n in names if n not in known]
+    if bad:
+        raise _Bad(f"must list attention kinds ({', '.join(known)})", shown=repr(bad[0]))
+    return names
+
+
 _SECTIONS: dict[str, tuple[type, dict[str, Callable[[Any], Any]]]] = {
     "scratch": (
         ScratchSettings,
@@ -330,6 +372,19 @@ _SECTIONS: dict[str, tuple[type, dict[str, Callable[[Any], Any]]]] = {
             "refresh_seconds": positive_number,
             "output_max_lines": positive_int,
             "notifications": boolean,
+        },
+    ),
+    "notify": (
+        NotifySettings,
+        {
+            "bell": boolean,
+            "terminal": terminal_notice,
+            "desktop": boolean,
+            "command": optional_text,
+            "command_timeout_seconds": positive_number,
+            "kinds": attention_kinds,
+            "rate_limit_seconds": non_negative_number,
+            "poll_seconds": positive_number,
         },
     ),
     "keys": (dict, {}),  # special-cased: binding id -> key string

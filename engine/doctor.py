@@ -63,6 +63,9 @@ class DoctorReport:
     # The sessions' folders (their output, on disk: a cut output counts only what it holds).
     processes_dir: str = ""
     processes_bytes: int = 0
+    # Desktop notifications of new attention items (notify.desktop): possible here, and why not.
+    desktop_notices: bool = False
+    desktop_notices_why: str = ""
 
     @property
     def ok(self) -> bool:
@@ -151,6 +154,9 @@ def run_doctor(home: HomeLayout, environ: dict[str, str] | None = None) -> tuple
         processes_dir=str(home.processes_dir),
         processes_bytes=tree_size(home.processes_dir, on_disk=True),
     )
+    from engine.attention.notify import desktop_status
+
+    report.desktop_notices, report.desktop_notices_why = desktop_status(env)
     return report, settings
 
 
@@ -173,3 +179,37 @@ def _shared_board(home: HomeLayout, settings: Settings | None, env) -> dict | No
     from engine.kanban.workers import hostname
 
     return check_shared_board(where, hostname(), time.time()).to_json()
+
+
+# -- what doctor warns about, as records (the attention list shows them) ------------------
+
+
+@dataclass(frozen=True)
+class HomeWarning:
+    """One thing ``doctor`` warns about: ``check`` names it (stable), ``text`` says it,
+    ``action`` says what answers it."""
+
+    check: str
+    text: str
+    action: str
+
+
+def home_warnings(home: HomeLayout, settings: Settings | None = None) -> list[HomeWarning]:
+    """doctor's warnings that are cheap to look at again and again (no walk of the
+    scratch folder): a home open to others, a big cache folder no pruner covers, an
+    unreadable /proc. Reads only."""
+    found: list[HomeWarning] = []
+    mode = home_mode_of(home.root)
+    if mode is not None and mode & 0o077:
+        found.append(HomeWarning("mode", f"the home {home.root} is {mode:04o}: open to other users",
+                                 f"chmod 700 {home.root}"))
+    for d in large_unpruned_cache_dirs(home):
+        from engine.text import human_bytes
+
+        found.append(HomeWarning(f"cache:{Path(d.path).name}",
+                                 f"{d.path} holds {human_bytes(d.size_bytes)} and no pruner covers it",
+                                 "clear it, or move what it holds under cache/scratch"))
+    if not proc_readable():
+        found.append(HomeWarning("proc", "/proc is not readable: no process is ever signalled, "
+                                 "entries with processes are kept", "run where /proc is mounted and readable"))
+    return found

@@ -25,6 +25,7 @@ from textual.widgets import Static, Tab, Tabs
 from engine.config import Settings
 from engine.home import HomeLayout
 from hermes_tui import __version__
+from hermes_tui.attention_monitor import AttentionMixin, AttentionMonitor
 from hermes_tui.dispatch_loop import DispatchLoop
 from hermes_tui.keymap import display_key, help_rows, pane_classes
 from widgets.command_bar import CommandBar
@@ -82,7 +83,7 @@ class MainScreen(Screen):
             self.app.action_focus_pane(self.app.active_pane_id)
 
 
-class HermesApp(App[int]):
+class HermesApp(AttentionMixin, App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "hermes-tui"
     BINDINGS = [
@@ -95,6 +96,8 @@ class HermesApp(App[int]):
         Binding("z", "zoom", "Zoom", tooltip="Zoom the focused pane (again to restore)", id="app.zoom",
                 show=False),
         Binding("colon", "focus_command_bar", "Command", tooltip="Type a command to run", id="app.command"),
+        Binding("exclamation_mark", "attention", "Attention", tooltip="What needs you (the attention list)",
+                id="app.attention", show=False),
         # Works while the command bar has focus (priority); remappable by its id. Not in the
         # Footer: the command bar names this key while a command runs.
         Binding("ctrl+b", "background", "Background", tooltip="Move the foreground command to the background",
@@ -135,6 +138,8 @@ class HermesApp(App[int]):
         self._active_pane = "board"
         # The app, not the board pane, spawns workers: see hermes_tui/dispatch_loop.py.
         self.dispatch_loop = DispatchLoop(self, home, settings)
+        self.attention = AttentionMonitor(self, home, settings)
+        self.dispatch_loop.on_failure = self.attention.tick_failed
         if settings.ui.theme:
             try:
                 self.theme = settings.ui.theme
@@ -165,6 +170,7 @@ class HermesApp(App[int]):
         self._apply_size(self.size.width, self.size.height)
         self._update_header()
         self.action_focus_pane(self._active_pane)
+        self.attention.start()
         if self._fill_home is None:
             self.dispatch_loop.start()
         else:
@@ -231,6 +237,8 @@ class HermesApp(App[int]):
         text = Text()
         text.append(" hermes-tui ", style="bold reverse")
         text.append(f" {__version__}  ", style="dim")
+        if self.attention_header():
+            text.append(self.attention_header() + "  ", style="bold reverse red")
         if self.demo:
             text.append("DEMO  ", style="bold yellow")
             if not self.home_filled.is_set():

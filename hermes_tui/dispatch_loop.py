@@ -54,6 +54,7 @@ class DispatchLoop:
         self.unreachable_ticks = 0  # ticks that found the board's server away (said by the pane, not here)
         self.last_result: DispatchResult | None = None
         self.refused = ""  # why this app may not dispatch its board (said once)
+        self.on_failure = None  # called with the error of a failed tick (the attention list counts them)
 
     @property
     def spawner(self):
@@ -116,13 +117,17 @@ class DispatchLoop:
             self.refused = str(exc)
             self.app.notify(self.refused, severity="warning", timeout=8, markup=False)
             return None
-        except BoardUnreachable:  # the pane already says "board unreachable, retrying"; the next tick retries
+        except BoardUnreachable as exc:  # the pane already says "board unreachable, retrying"; the next tick retries
             self.unreachable_ticks += 1
+            if self.on_failure is not None:
+                self.on_failure(f"the board is unreachable: {exc}")
             return None
         except NoBoardYet:  # an empty database: nothing to dispatch until the first card
             return None
         except Exception as exc:
             self.app.notify(f"dispatch failed: {exc}", severity="error", timeout=8, markup=False)
+            if self.on_failure is not None:
+                self.on_failure(str(exc))
             return None
         self.ticks += 1
         self.last_result = result

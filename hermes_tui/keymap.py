@@ -32,6 +32,9 @@ def binding_sources() -> list[tuple[str, str, type]]:
     for dialog in (NewCardScreen, AssignScreen, CardDetailsScreen):
         sources.append(("Board dialogs", "modal", dialog))
     sources.append(("Confirm dialogs", "modal", ConfirmModal))
+    from widgets.attention_view import AttentionScreen
+
+    sources.append(("Attention (!)", "modal", AttentionScreen))
     sources.append(("Help", "modal", HelpScreen))
     return sources
 

@@ -104,6 +104,8 @@ def _run_app(ctx: Context, home, *, demo: bool) -> int:
         """Once, from whichever path gets there first; a second caller (another signal's
         watchdog) waits until it is finished, so no one exits halfway through it."""
         with cleaning:
+            # A notice claimed just before quitting still goes out (its command has its limit).
+            app.attention.notifier.wait_idle(timeout=settings.notify.command_timeout_seconds + 1)
             if demo and not cleaned.is_set():
                 from hermes_tui.demo import cleanup_demo_home
 

@@ -173,6 +173,7 @@ def test_scratch_pane_snapshot(snap_compare, tmp_path):
         await wait_for(pilot, lambda: pane.last_survey is not None)
         await pilot.press("3", "z")
         await wait_for(pilot, lambda: pane.region.width == pilot.app.size.width)  # zoomed, laid out
+        await wait_for(pilot, lambda: pilot.app.attention.current)  # the header's count is in
 
     assert snap_compare(make_app(home), terminal_size=(120, 24), run_before=run_before)
 

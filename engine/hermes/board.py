@@ -216,6 +216,18 @@ class HermesBoardReader:
         return self._query(lambda conn, _cols: {str(r[0]): int(r[1]) for r in conn.execute(
             "SELECT status, count(*) FROM tasks GROUP BY status")})
 
+    def latest_events(self, kinds: Sequence[str], statuses: Sequence[str]) -> dict[str, Event]:
+        k, s = ",".join("?" * len(kinds)), ",".join("?" * len(statuses))
+        return self._query(lambda conn, _cols: {e.task_id: e for e in map(event_from_hermes, conn.execute(
+            f"SELECT * FROM task_events WHERE id IN (SELECT max(e.id) FROM task_events e JOIN tasks t "
+            f"ON t.id = e.task_id WHERE t.status IN ({s}) AND e.kind IN ({k}) GROUP BY e.task_id)",
+            [*statuses, *kinds]))})
+
+    def events_since(self, kinds: Sequence[str], since: float) -> list[Event]:
+        return self._query(lambda conn, _cols: [event_from_hermes(r) for r in conn.execute(
+            f"SELECT * FROM task_events WHERE kind IN ({','.join('?' * len(kinds))}) AND created_at >= ? "
+            "ORDER BY id", [*kinds, since])])
+
 
 def _parents(conn: sqlite3.Connection, cols: dict[str, set[str]]) -> dict[str, list[str]]:
     links: dict[str, list[str]] = {}
@@ -383,6 +395,12 @@ class HermesBoardService:
 
     async def counts(self) -> dict[str, int]:
         return await self._read(self._reader.counts)
+
+    async def latest_events(self, kinds: Sequence[str], statuses: Sequence[str]) -> dict[str, Event]:
+        return await self._read(self._reader.latest_events, list(kinds), list(statuses))
+
+    async def events_since(self, kinds: Sequence[str], since: float) -> list[Event]:
+        return await self._read(self._reader.events_since, list(kinds), since)
 
     # -- changes (hermes kanban ...) -------------------------------------------------------
 

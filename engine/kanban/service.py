@@ -199,6 +199,13 @@ class BoardService:
     async def counts(self) -> dict[str, int]:
         return await self._board.counts()
 
+    async def latest_events(self, kinds: Sequence[str], statuses: Sequence[str]) -> dict[str, Event]:
+        """The newest event of one of ``kinds`` of each card now in one of ``statuses``."""
+        return await self._board.latest_events(kinds, statuses)
+
+    async def events_since(self, kinds: Sequence[str], since: float) -> list[Event]:
+        return await self._board.events_since(kinds, since)
+
     async def listen(self, on_change: Callable[[], None]) -> bool:
         """Have ``on_change`` called whenever the board changes, from any host (a server
         board's LISTEN/NOTIFY). False: this board cannot announce changes; poll it."""

@@ -576,6 +576,23 @@ class Board:
         rows = await self.fetch("SELECT coalesce(max(id), 0) FROM task_events")
         return int(rows[0][0])
 
+    async def latest_events(self, kinds: Sequence[str], statuses: Sequence[str]) -> dict[str, Event]:
+        """The newest event of one of ``kinds`` of each card now in one of ``statuses``
+        (one read: which block a blocked card is in, and since when)."""
+        k, s = ",".join("?" * len(kinds)), ",".join("?" * len(statuses))
+        rows = await self.fetch(
+            f"SELECT {EVENT_COLUMNS} FROM task_events WHERE id IN (SELECT max(e.id) FROM task_events e "
+            f"JOIN tasks t ON t.id = e.task_id WHERE t.status IN ({s}) AND e.kind IN ({k}) GROUP BY e.task_id)",
+            [*statuses, *kinds])
+        return {e.task_id: e for e in map(event_from_row, rows)}
+
+    async def events_since(self, kinds: Sequence[str], since: float) -> list[Event]:
+        """Events of ``kinds`` created at or after ``since``, in order."""
+        rows = await self.fetch(
+            f"SELECT {EVENT_COLUMNS} FROM task_events WHERE kind IN ({','.join('?' * len(kinds))}) "
+            "AND created_at >= ? ORDER BY id", [*kinds, since])
+        return [event_from_row(r) for r in rows]
+
     async def details(self, task_id: str, event_limit: int | None = None) -> TaskDetails:
         task = await self.get_task(task_id)
         parents = await self.fetch("SELECT parent_id FROM task_links WHERE child_id = ? ORDER BY parent_id",

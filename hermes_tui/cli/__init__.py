@@ -28,6 +28,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "scratch": ("scratch", "list scratch entries (state, idle age, size, why kept, processes inside); "
                 "restore from quarantine"),
     "prune": ("prune", "prune idle scratch entries (shows the plan and asks; --dry-run / --yes for scripts)"),
+    "attention": ("attention", "what needs a person: blocked cards, failed sessions, prunes due, home warnings; "
+                  "dismiss KEY"),
+    "watch": ("attention", "print each new attention item as it comes and send its notices, until Ctrl+C"),
 }
 
 # Global options that take a value (so the word after them is not a command).
@@ -114,7 +117,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 # Commands that never start the automatic scratch pass: read-only ones (they create and
 # change nothing in a home), and the ones where the user is looking at (or running) a
 # prune themselves. A command's verbs that only read are listed per command.
-NO_AUTO_PRUNE = frozenset({"doctor", "scratch", "prune", "ps"})
+NO_AUTO_PRUNE = frozenset({"doctor", "scratch", "prune", "ps", "attention", "watch"})
 READ_ONLY_VERBS = {
     "kanban": ("verb", frozenset({"list", "show", "tail", None})),
     "proc": ("proc_command", frozenset({"poll", "log", "wait", None})),

@@ -115,6 +115,8 @@ def run(ctx: Context) -> int:
         else "signals     no pidfd: falling back to check-then-kill (a tiny pid-reuse window remains)"
     )
     lines += _shared_board_lines(report.shared_board)
+    if settings is None or settings.notify.desktop:
+        lines.append(f"notices     {report.desktop_notices_why}")
     if not report.proc_readable:
         lines.append("/proc       NOT readable: no process is ever signalled, entries with processes are kept")
     print("\n".join(lines))

@@ -79,6 +79,10 @@ async def wait_settled(pilot, groups: Iterable[str] = READING_GROUPS) -> None:
     """Wait until the readings under way (``groups``) have ended and what they read is
     drawn: for a snapshot or a check of the whole screen after the data is in."""
     await wait_workers(pilot.app, groups)
+    attention = getattr(pilot.app, "attention", None)  # the app's attention list follows what was read
+    if attention is not None and hasattr(attention, "current"):
+        attention.check()
+        await wait_until_pilot(pilot, lambda: attention.current, what="the attention list computed")
     await pilot.pause()
 
 

@@ -1,0 +1,251 @@
+"""The attention items of process sessions, scratch and the home, and of the app's own
+dispatcher: each a pure function of facts the engine already reads (a session list, a
+scratch survey, the prune log's tail, a statvfs, doctor's checks, tick results)."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.attention.model import Item, Kind
+from engine.attention.words import outside, plural
+from engine.text import human_bytes, human_duration, show_name
+
+# -- process sessions ---------------------------------------------------------------------
+
+WORKER_OWNER_PREFIX = "kanban:"  # a card's worker: its failure is the card's item
+
+
+def session_items(sessions, watch_states: dict | None = None) -> list[Item]:
+    """Failed sessions (exit non-zero, killed, lost) that were not started again since
+    (a later session of the same command in the same folder ends the item), and the
+    watches that matched or stopped. ``watch_states``: session id -> its watch.json."""
+    from engine.processes.session import SessionSource, SessionStatus
+
+    watch_states = watch_states or {}
+    ours = [s for s in sessions if s.source is SessionSource.OWN]
+    latest_start: dict[tuple[str, str], float] = {}
+    for s in ours:
+        k = (s.command, s.cwd)
+        latest_start[k] = max(latest_start.get(k, 0.0), s.started_at)
+    items: list[Item] = []
+    for s in ours:
+        command = outside(s.command, 60)
+        worker = s.owner.startswith(WORKER_OWNER_PREFIX)
+        if not worker and s.finished and latest_start[(s.command, s.cwd)] <= s.started_at and (
+                s.status is not SessionStatus.EXITED or s.exit_code != 0):
+            items.append(Item(
+                f"{Kind.SESSION_FAILED}:{s.id}", Kind.SESSION_FAILED, s.id, s.ended_at or s.started_at,
+                f"{command}: {s.exit_text()} after {human_duration(s.runtime())}",
+                f"read its output (hermes-tui proc log {s.short_id}), then run it again or dismiss this"))
+        state = watch_states.get(s.id) or {}
+        hits = state.get("hits") if isinstance(state.get("hits"), int) else 0
+        since = state.get("_mtime") if isinstance(state.get("_mtime"), float) else None
+        patterns = ", ".join(repr(outside(p, 40)) for p in s.watch)
+        if hits > 0:
+            items.append(Item(
+                f"{Kind.WATCH_MATCHED}:{s.id}:{hits}", Kind.WATCH_MATCHED, s.id, since,
+                f"{command}: its watch ({patterns}) matched {plural(hits, 'time')}",
+                f"read the matched lines in its output (hermes-tui proc log {s.short_id})"))
+        if state.get("disabled"):
+            items.append(Item(
+                f"{Kind.WATCH_DISABLED}:{s.id}", Kind.WATCH_DISABLED, s.id, since,
+                f"{command}: watching stopped ({outside(state.get('disabled_reason'), 80) or 'a cap was reached'}); "
+                "only its completion is notified now",
+                "read its output; start it again with a narrower --watch TEXT if the matches were noise"))
+    return items
+
+
+def read_watch_states(sessions) -> dict:
+    """Each watched session's watch.json (what the app's watch found), with its mtime."""
+    from engine.fsutil import read_json
+    from engine.processes.session import WATCH_STATE_FILE
+
+    states = {}
+    for s in sessions:
+        if not s.watch:
+            continue
+        path = Path(s.dir) / WATCH_STATE_FILE
+        try:
+            mtime = os.stat(path).st_mtime
+            data = read_json(path)
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            data["_mtime"] = float(mtime)
+            states[s.id] = data
+    return states
+
+
+# -- scratch ------------------------------------------------------------------------------
+
+QUARANTINE_WARN_HOURS = 6.0
+DISK_FULL_FRACTION = 0.95  # used share of the scratch disk that makes it "nearly full"
+
+
+def survey_items(survey, quarantine_hours: float) -> list[Item]:
+    """Idle entries the next pass takes (with their size), and quarantined entries
+    deleted within QUARANTINE_WARN_HOURS."""
+    from engine.scratch.entries import EntryState
+
+    items: list[Item] = []
+    for e in survey.entries:
+        if e.state is not EntryState.IDLE:
+            continue
+        newest = e.activity.newest_mtime
+        occurrence = int(newest) if newest is not None else 0
+        due = newest + survey.idle_hours * 3600.0 if newest is not None else None
+        items.append(Item(
+            f"{Kind.PRUNE_DUE}:{e.name}:{occurrence}", Kind.PRUNE_DUE, e.name, due,
+            f"idle {human_duration(e.idle_seconds)}, {human_bytes(e.size_bytes)}; the next pass takes it",
+            "look at the prune preview (p in the scratch pane, or hermes-tui prune --dry-run); "
+            "write to it to keep it"))
+    for q in survey.quarantine:
+        expires = q.expires_at(quarantine_hours)
+        left = expires - survey.now
+        if left > QUARANTINE_WARN_HOURS * 3600.0:
+            continue
+        when = f"in {human_duration(left)}" if left > 0 else "at the next pass"
+        items.append(Item(
+            f"{Kind.QUARANTINE_EXPIRING}:{q.file_name}", Kind.QUARANTINE_EXPIRING, q.file_name, q.quarantined_at,
+            f"{show_name(q.name)}: quarantined {human_duration(survey.now - q.quarantined_at)} ago, deleted {when}",
+            f"restore it if it is still needed (hermes-tui scratch restore {show_name(q.name)})"))
+    return items
+
+
+def _record_time(stamp: str) -> float | None:
+    """The epoch of a prune log record's local time ("2026-01-01 10:00:00,123")."""
+    try:
+        base, _, millis = stamp.partition(",")
+        return time.mktime(time.strptime(base, "%Y-%m-%d %H:%M:%S")) + int(millis or 0) / 1000.0
+    except (ValueError, OverflowError):
+        return None
+
+
+LOG_TAIL_BYTES = 64 * 1024
+
+
+def read_log_tail(log_file: Path) -> list:
+    """The prune log's last records (its last LOG_TAIL_BYTES), parsed."""
+    from engine.scratch.audit import iter_lines, parse_record
+
+    try:
+        with open(log_file, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            fh.seek(max(0, size - LOG_TAIL_BYTES))
+            data = fh.read(LOG_TAIL_BYTES)
+    except OSError:
+        return []
+    if size > LOG_TAIL_BYTES:
+        data = data.split(b"\n", 1)[-1]  # the first line may be cut
+    return [parse_record(line) for line in iter_lines(data) if line.strip()]
+
+
+def pass_items(records, last_pass_started: float | None) -> list[Item]:
+    """The newest failed pass, unless a pass has started since (its stamp is newer)."""
+    failed = [r for r in records if r.action == "failed"]
+    if not failed:
+        return []
+    last = failed[-1]
+    at = _record_time(last.time)
+    if at is None or (last_pass_started is not None and last_pass_started > at):
+        return []
+    return [Item(f"{Kind.PASS_FAILED}:{last.time}", Kind.PASS_FAILED, "prune pass", at,
+                 f"a prune pass failed: {outside(last.detail)}",
+                 "read the prune log (pane 4); the next pass retries, or run hermes-tui prune")]
+
+
+def disk_items(scratch_dir: str, used_fraction: float | None, free_bytes: int | None) -> list[Item]:
+    if used_fraction is None or used_fraction < DISK_FULL_FRACTION:
+        return []
+    return [Item(f"{Kind.DISK_NEARLY_FULL}:{scratch_dir}", Kind.DISK_NEARLY_FULL, show_name(scratch_dir), None,
+                 f"the scratch disk is {used_fraction:.0%} full ({human_bytes(free_bytes)} free)",
+                 "prune idle entries (hermes-tui prune) or free space on that disk")]
+
+
+def disk_usage(path: Path) -> tuple[float | None, int | None]:
+    """(used fraction, bytes free to us) of the filesystem holding ``path``."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None, None
+    if not st.f_blocks:
+        return None, None
+    return 1.0 - st.f_bavail / st.f_blocks, st.f_bavail * st.f_frsize
+
+
+# -- the home -----------------------------------------------------------------------------
+
+def doctor_items(warnings) -> list[Item]:
+    """``warnings``: engine.doctor.HomeWarning records."""
+    return [Item(f"{Kind.DOCTOR}:{w.check}", Kind.DOCTOR, w.check, None, w.text, w.action) for w in warnings]
+
+
+# -- the app's dispatcher -----------------------------------------------------------------
+
+HELD_BACK_TICKS = 3  # a card held back this many ticks in a row is an item
+FAILING_TICKS = 2  # this many failed ticks in a row are an item
+
+
+# What answers a card held back, by the tick's reason code (engine.kanban.dispatcher).
+_HELD_BACK_ACTIONS = {
+    "at_capacity": "wait for a running card to finish, or raise kanban.max_in_progress",
+    "per_profile_capped": "wait for the profile's running card to finish, or raise its max_in_progress",
+    "skipped_unassigned": "assign it (e on the board), or set kanban.default_assignee",
+    "skipped_nonspawnable": "assign it to a profile of this home (kanban.profiles), or run it where that one is",
+    "rate_limit_cooldown": "nothing: it is tried again once the cooldown is over",
+}
+
+
+@dataclass
+class DispatchWatch:
+    """What one process's dispatcher did tick after tick (only the process that ticks
+    knows): cards held back again and again, ticks that keep failing."""
+
+    held: dict = field(default_factory=dict)  # card id -> (first held at, ticks, Skip)
+    failures: int = 0
+    failing_since: float | None = None
+    last_error: str = ""
+    version: int = 0  # changes when the items may have
+
+    def tick_done(self, result, now: float) -> None:
+        before = self._shape()
+        self.failures, self.failing_since, self.last_error = 0, None, ""
+        held = {}
+        if not result.spawned:
+            for skip in result.skipped:
+                first, ticks, _ = self.held.get(skip.task_id, (now, 0, skip))
+                held[skip.task_id] = (first, ticks + 1, skip)
+        self.held = held
+        if self._shape() != before:
+            self.version += 1
+
+    def tick_failed(self, error: str, now: float) -> None:
+        before = self._shape()
+        self.failures += 1
+        self.failing_since = self.failing_since or now
+        self.last_error = error
+        if self._shape() != before:
+            self.version += 1
+
+    def _shape(self) -> tuple:
+        held = tuple(sorted((k, ticks >= HELD_BACK_TICKS) for k, (_f, ticks, _s) in self.held.items()))
+        return held, self.failures >= FAILING_TICKS, self.failing_since
+
+    def items(self) -> list[Item]:
+        from engine.kanban.wording import skip_reason
+
+        items = []
+        for card, (first, ticks, skip) in sorted(self.held.items()):
+            if ticks >= HELD_BACK_TICKS:
+                items.append(Item(f"{Kind.HELD_BACK}:{card}:{int(first)}", Kind.HELD_BACK, card, first,
+                                  f"held back {ticks} ticks in a row: {skip_reason(skip)}",
+                                  _HELD_BACK_ACTIONS.get(skip.reason, "look at why, on the board's detail line")))
+        if self.failures >= FAILING_TICKS and self.failing_since is not None:
+            items.append(Item(f"{Kind.DISPATCH_FAILING}:{int(self.failing_since)}", Kind.DISPATCH_FAILING,
+                              "dispatcher", self.failing_since,
+                              f"{plural(self.failures, 'tick')} in a row failed: {outside(self.last_error)}",
+                              "check the board (hermes-tui doctor, hermes-tui kanban dispatch)"))
+        return items

@@ -1,0 +1,129 @@
+"""What a home remembers about its attention items: dismissals and notice claims.
+
+Two small JSON files in hermes-tui's own folder (``<home>/hermes-tui/``, the folder
+hermes-agent never opens), each replaced atomically, both changed only under one
+``flock`` (``attention.lock``), so two processes of one home (the app and ``watch``, two
+apps) never lose each other's writes:
+
+- ``attention-dismissed.json``: key -> when it was dismissed;
+- ``attention-notified.json``: key -> when a process claimed the right to notify it.
+  A key is claimed once, ever, by one process: that is what makes a notice reach a
+  person once per home, whoever has the home open.
+
+A key is claimed before its notice is sent: a process stopped between the two loses
+that notice rather than letting another process send it again (at most once, never
+twice). Reading writes nothing (a guest home stays as it was); a file is written only by a
+dismissal or a claim. Keys whose item has gone are forgotten after FORGET_AFTER_SECONDS,
+but only by a process that looked at their kind (it knows they have gone).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from engine.attention.model import Kind, kind_of_key
+from engine.fsutil import atomic_write_json, read_json
+from engine.home import HomeLayout
+
+DISMISSED_FILE = "attention-dismissed.json"
+NOTIFIED_FILE = "attention-notified.json"
+LOCK_FILE = "attention.lock"
+FORGET_AFTER_SECONDS = 3600.0
+VERSION = 1
+
+
+class StateError(Exception):
+    """The attention state cannot be written (one line: which file, why)."""
+
+
+def _path(home: HomeLayout, name: str) -> Path:
+    return home.own_dir / name
+
+
+def _read(path: Path) -> dict[str, float]:
+    """A state file's keys; a missing, torn or foreign file reads as empty."""
+    try:
+        data = read_json(path)
+    except (OSError, ValueError):
+        return {}
+    keys = data.get("keys") if isinstance(data, dict) else None
+    if not isinstance(keys, dict):
+        return {}
+    return {str(k): float(v) for k, v in keys.items() if isinstance(v, (int, float))}
+
+
+def _write(path: Path, keys: dict[str, float]) -> None:
+    try:
+        atomic_write_json(path, {"version": VERSION, "keys": keys})
+    except OSError as exc:
+        raise StateError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+@contextmanager
+def _locked(home: HomeLayout) -> Iterator[None]:
+    """The home's attention lock (creates hermes-tui's folder: only writers call this)."""
+    from engine.home import HomeError
+
+    try:
+        home.ensure_dir(home.own_dir)
+        fd = os.open(_path(home, LOCK_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except (OSError, HomeError) as exc:
+        raise StateError(f"cannot lock {_path(home, LOCK_FILE)}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing drops the lock
+
+
+def dismissed(home: HomeLayout) -> dict[str, float]:
+    """The dismissed keys (a read: writes nothing)."""
+    return _read(_path(home, DISMISSED_FILE))
+
+
+def notified(home: HomeLayout) -> dict[str, float]:
+    return _read(_path(home, NOTIFIED_FILE))
+
+
+def _forget(keys: dict[str, float], present: set[str], covered: frozenset[Kind], now: float) -> dict[str, float]:
+    """``keys`` without those whose item is gone (of a kind looked at) for long enough."""
+    return {k: at for k, at in keys.items()
+            if k in present or kind_of_key(k) not in covered or now - at < FORGET_AFTER_SECONDS}
+
+
+def dismiss(home: HomeLayout, keys: Iterable[str], now: float | None = None) -> list[str]:
+    """Dismiss ``keys``; returns those that were not dismissed before."""
+    now = time.time() if now is None else now
+    with _locked(home):
+        current = dismissed(home)
+        new = [k for k in dict.fromkeys(keys) if k not in current]
+        if new:
+            current.update({k: now for k in new})
+            _write(_path(home, DISMISSED_FILE), current)
+    return new
+
+
+def claim(home: HomeLayout, keys: Iterable[str], *, present: Iterable[str] = (),
+          covered: frozenset[Kind] = frozenset(), now: float | None = None) -> list[str]:
+    """Claim the right to notify ``keys``: returns the ones no process had claimed
+    (in order); those are this caller's to notify, and no other process will get them.
+    ``present``/``covered``: what the caller's computation saw, to forget old keys."""
+    now = time.time() if now is None else now
+    wanted = list(dict.fromkeys(keys))
+    with _locked(home):
+        current = notified(home)
+        mine = [k for k in wanted if k not in current]
+        kept = _forget(current, set(present) | set(wanted), covered, now)
+        if mine or len(kept) != len(current):
+            kept.update({k: now for k in mine})
+            _write(_path(home, NOTIFIED_FILE), kept)
+            dismissals = dismissed(home)
+            pruned = _forget(dismissals, set(present), covered, now)
+            if len(pruned) != len(dismissals):
+                _write(_path(home, DISMISSED_FILE), pruned)
+    return mine
