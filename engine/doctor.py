@@ -63,7 +63,8 @@ class DoctorReport:
 
     @property
     def ok(self) -> bool:
-        return self.config_ok
+        """False (exit 2) for bad input: the config, or a board URL that cannot be used."""
+        return self.config_ok and not (self.shared_board or {}).get("bad_url")
 
     @property
     def is_guest(self) -> bool:
@@ -161,7 +162,8 @@ def _shared_board(home: HomeLayout, settings: Settings | None, env) -> dict | No
     try:
         where = board_location(home, settings, environ=env)
     except BadDatabaseUrl as exc:
-        return {"url": None, "reachable": False, "state": f"the board database URL {exc}", "usable": False}
+        return {"url": None, "reachable": False, "state": f"the board database URL {exc}", "usable": False,
+                "bad_url": True}
     if not isinstance(where, DatabaseUrl):
         return None
     from engine.kanban.pg.check import check_shared_board

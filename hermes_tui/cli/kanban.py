@@ -162,6 +162,7 @@ def _run(ctx: Context, body, spawner=None) -> Any:
 async def _with_service(ctx: Context, body, spawner) -> Any:
     import sqlite3
 
+    from engine.kanban.pg.errors import UnusableUrl
     from engine.kanban.pg.url import BadDatabaseUrl
     from engine.kanban.service import BoardService
     from engine.kanban.store import BadId, StoreError
@@ -174,7 +175,7 @@ async def _with_service(ctx: Context, body, spawner) -> Any:
         async with await BoardService.open(ctx.home, ctx.settings, override=getattr(ctx.args, "db", None),
                                            spawner=spawner) as service:
             return await body(service)
-    except BadId as exc:
+    except (BadId, UnusableUrl) as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
     except StoreError as exc:
         raise CliError(str(exc), EXIT_FAILED) from None

@@ -34,7 +34,7 @@ import asyncpg
 
 from engine.kanban.pg import schema
 from engine.kanban.pg.dialect import rowcount_of, to_postgres
-from engine.kanban.pg.errors import BoardConflict, BoardUnreachable, NoBoardYet
+from engine.kanban.pg.errors import BoardConflict, BoardUnreachable, NoBoardYet, UnusableUrl
 from engine.kanban.pg.url import DatabaseUrl
 from engine.kanban.store import Board, StoreError
 
@@ -150,12 +150,13 @@ class PgBoard(Board):
         try:
             self._raw = await asyncpg.connect(dsn=self.url.secret, timeout=CONNECT_TIMEOUT_SECONDS,
                                               server_settings={"application_name": "hermes-tui"})
+        except ValueError as exc:  # asyncpg's own DSN parser (ClientConfigurationError included)
+            self._raw = None
+            raise UnusableUrl(f"the board database URL {self.url} is not usable: {self.url.scrub(str(exc))}") \
+                from None
         except (asyncpg.PostgresError, *_LOST) as exc:
             self._raw = None
             raise self._error(exc) from None
-        except ValueError as exc:  # asyncpg's own DSN parser
-            raise StoreError(f"the board database URL {self.url} is not usable: {self.url.scrub(str(exc))}") \
-                from None
         self.conn = PgConnection(self._raw, self._error)
         return self.conn
 

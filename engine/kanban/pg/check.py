@@ -23,6 +23,7 @@ class SharedBoardCheck:
     usable: bool
     host_id: str
     lease_expires_in: float | None = None  # seconds; negative: expired; None: no lease yet
+    bad_url: bool = False  # the driver cannot use the URL (bad input: doctor exits 2)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -61,6 +62,10 @@ def check_shared_board(url: DatabaseUrl, host_id: str, now: float) -> SharedBoar
     """Blocking (a few seconds at most): for the CLI."""
     try:
         return asyncio.run(asyncio.wait_for(_read(url, host_id, now), CHECK_TIMEOUT_SECONDS * 2))
+    except ValueError as exc:  # the driver's own reading of the URL (an unknown sslmode, ...)
+        text = url.scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+        return SharedBoardCheck(str(url), False, f"the board database URL is not usable: {text}", False, host_id,
+                                bad_url=True)
     except Exception as exc:  # refused, timed out, no such database, bad credentials ...
         text = url.scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
         return SharedBoardCheck(str(url), False, f"cannot be reached: {text}", False, host_id)
