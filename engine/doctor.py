@@ -152,8 +152,6 @@ def run_doctor(home: HomeLayout, environ: dict[str, str] | None = None) -> tuple
 
 def _shared_board(home: HomeLayout, settings: Settings | None, env) -> dict | None:
     """The PostgreSQL board's check, when this home uses one (a file board: None)."""
-    import time
-
     from engine.kanban import board_location
     from engine.kanban.pg.url import BadDatabaseUrl, DatabaseUrl
 
@@ -169,4 +167,4 @@ def _shared_board(home: HomeLayout, settings: Settings | None, env) -> dict | No
     from engine.kanban.pg.check import check_shared_board
     from engine.kanban.workers import hostname
 
-    return check_shared_board(where, hostname(), time.time()).to_json()
+    return check_shared_board(where, hostname()).to_json()

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 COLUMNS = tuple(s for s in STATUSES if s != ARCHIVED)
 MIN_COLUMN_WIDTH = 22
 RECENT_FINISHED = 100  # the done/archived columns show their newest cards only
+_MACHINE_CLOCK = time.time  # the default clock of the pane (see _open_locked)
 LISTENING_REFRESH_EVERY = 10  # a board that announces changes is re-read in full this rarely
 
 
@@ -270,7 +271,9 @@ class BoardPane(Pane):
         from engine.kanban.pg.errors import BoardUnreachable, NoBoardYet
 
         try:
-            service = await BoardService.open(self.home, self.settings, create=create, clock=self.clock)
+            # A pinned clock (tests) is the board's too; this machine's is not a server board's.
+            pinned = None if self.clock is _MACHINE_CLOCK else self.clock
+            service = await BoardService.open(self.home, self.settings, create=create, clock=pinned)
             await self._use_statuses(await service.statuses())
         except BoardUnreachable as exc:
             self._unreachable(exc)

@@ -166,7 +166,12 @@ async def _with_service(ctx: Context, body, spawner) -> Any:
     from engine.kanban.pg.url import BadDatabaseUrl
     from engine.kanban.service import BoardService
     from engine.kanban.store import BadId, StoreError
+    from engine.kanban.workers import BadHostId, hostname
 
+    try:
+        hostname()  # this host's id is checked before any verb: a bad one is a usage error
+    except BadHostId as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
     try:
         path = BoardService.path_for(ctx.home, ctx.settings, getattr(ctx.args, "db", None))
     except BadDatabaseUrl as exc:  # --db, $HERMES_KANBAN_DB or $HERMES_KANBAN_DATABASE_URL
