@@ -237,8 +237,9 @@ class BoardService:
     async def heartbeat(self, task_id: str, call: tr.WorkerCall) -> tr.TransitionResult:
         return await tr.heartbeat(self._board, task_id, call, self.settings.kanban.claim_ttl_seconds)
 
-    async def reclaim(self, task_id: str, reason: str = "") -> tr.TransitionResult:
-        return await tr.reclaim(self._board, task_id, reason=reason, grace=self._grace)
+    async def reclaim(self, task_id: str, reason: str = "", expected: tr.Expected | None = None) -> tr.TransitionResult:
+        """``expected``: the run and worker pid a dialog showed; refused if the card moved on."""
+        return await tr.reclaim(self._board, task_id, reason=reason, grace=self._grace, expected=expected)
 
     async def comment(self, task_id: str, text: str) -> tr.TransitionResult:
         from engine.kanban.store import StoreError
@@ -248,11 +249,11 @@ class BoardService:
     async def unblock(self, task_id: str) -> tr.TransitionResult:
         return await tr.unblock(self._board, task_id)
 
-    async def archive(self, task_id: str) -> tr.TransitionResult:
-        return await tr.archive(self._board, task_id, grace=self._grace)
+    async def archive(self, task_id: str, expected: tr.Expected | None = None) -> tr.TransitionResult:
+        return await tr.archive(self._board, task_id, grace=self._grace, expected=expected)
 
-    async def move(self, task_id: str, to_status: str) -> tr.TransitionResult:
-        return await tr.move(self._board, task_id, to_status)
+    async def move(self, task_id: str, to_status: str, expected: tr.Expected | None = None) -> tr.TransitionResult:
+        return await tr.move(self._board, task_id, to_status, expected=expected)
 
     @property
     def _grace(self) -> float:
