@@ -170,9 +170,11 @@ async def test_a_host_whose_clock_runs_200s_ahead_takes_nothing_and_runs_its_own
                 "running", before[t.id].current_run_id, before[t.id].claim_lock)
             assert identity.is_alive(now_t.worker_pid, now_t.worker_started_at)
             assert "host_lost" not in await _kinds(board, t.id)
-        # host-b's run and claim were written in the server's time, not 200 s ahead of it.
+        # host-b's run and lease were written in the server's time, not 200 s ahead of it.
         b_run = (await board.runs_of(b_card.id))[0]
         assert b_run.started_at <= await _server_now(board)
+        b_lease = (await board.fetch("SELECT lease_expires FROM hosts WHERE host_id = 'host-b'"))[0][0]
+        assert b_lease <= await _server_now(board) + a_settings.kanban.host_lease_seconds
         await wait_until_async(lambda: _is_done(board, b_card.id), timeout=60)
 
         again = run_cli("--home", str(b_home.root), "kanban", "dispatch", "--json", env=env)
