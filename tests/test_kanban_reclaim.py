@@ -12,9 +12,20 @@ import sys
 import pytest
 
 from engine.home import HomeLayout
+from engine.kanban import transitions as tr
+from engine.kanban.models import NewTask
+from engine.kanban.registry_spawner import RegistrySpawner
 from tests.support import wait_until
 from tests.support.cli import run_cli
-from tests.support.kanban import CLI
+from tests.support.kanban import (
+    CLI,
+    FakeClock,
+    dispatcher,
+    kanban_settings,
+    kill_all_workers,
+    open_board,
+    wait_for_exit,
+)
 
 
 def _config(home: HomeLayout) -> None:
@@ -71,3 +82,29 @@ def test_reclaiming_twice_from_the_cli_while_a_daemon_dispatches_counts_no_crash
     assert "crashed" not in kinds and "gave_up" not in kinds and card["consecutive_failures"] == 0
     outcomes = {r["id"]: r["outcome"] for r in card["runs"]}
     assert [outcomes[r] for r, _p in taken] == ["reclaimed", "reclaimed"]
+
+
+async def test_a_worker_killed_by_hand_through_proc_kill_is_recorded_as_killed_and_held_not_counted(home):
+    """``hermes-tui proc kill`` of a worker's session is a person's doing, as a reclaim is:
+    the run ends as ``killed``, the card is held (blocked, until someone unblocks it),
+    and the breaker counts nothing."""
+    settings = kanban_settings({"w": "exec sleep 300"}, crash_grace_seconds=3600)
+    board = await open_board(home, FakeClock())
+    spawner = RegistrySpawner(home, settings)
+    try:
+        card = await tr.create_task(board, NewTask("runaway", assignee="w"))
+        spawned = (await dispatcher(board, home, settings, spawner).tick()).spawned
+        assert [s.task_id for s in spawned] == [card.id]
+        killed = run_cli("--home", str(home.root), "proc", "kill", spawned[0].process_id)
+        assert killed.returncode == 0, killed.stderr
+        wait_for_exit(spawner, spawned[0].process_id)
+        result = await dispatcher(board, home, settings, spawner).tick()
+        assert not result.crashed and not result.spawned
+        now = await board.get_task(card.id)
+        assert (now.status, now.consecutive_failures) == ("blocked", 0)
+        assert [r.outcome for r in await board.runs_of(card.id)] == ["killed"]
+        kinds = [e.kind for e in await board.events(card.id)]
+        assert "worker_killed" in kinds and "crashed" not in kinds and "gave_up" not in kinds
+    finally:
+        kill_all_workers(spawner)
+        await board.close()

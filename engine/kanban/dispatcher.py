@@ -49,6 +49,7 @@ from engine.home import HomeLayout
 from engine.identity import RUNS, Liveness, liveness
 from engine.kanban import breaker
 from engine.kanban.models import (
+    BLOCKED,
     DONE,
     READY,
     RUNNING,
@@ -528,6 +529,16 @@ class Dispatcher:
                         **exit_info}, now, run_id)
             if ok:
                 tally.rate_limited.append(task.id)
+            return
+        if verdict.outcome == RunOutcome.KILLED:  # a person's kill: held, never counted as a failure
+            async with self.board.transaction() as conn:
+                ok = await self._requeue(conn, task, now, outcome=RunOutcome.KILLED, error=verdict.error,
+                                         to_status=BLOCKED, extra_sets=", last_failure_error = ?",
+                                         extra_params=(verdict.error,))
+                if ok:
+                    await add_event(conn, task.id, "worker_killed", {"error": verdict.error, **exit_info}, now, run_id)
+            if ok:
+                tally.warnings.append(f"{task.id}: {verdict.error}")
             return
         words = await asyncio.to_thread(last_words, self._log_of(task.id))
         error = with_last_words(verdict.error, words)

@@ -246,6 +246,7 @@ class WorkerExit:
 
     code: int | None = None
     signal: str | None = None  # a name such as "SIGKILL"
+    by_hand: bool = False  # killed through hermes-tui (``proc kill``, the processes pane): a person's doing
 
 
 class Spawner(Protocol):
@@ -309,6 +310,9 @@ def classify_exit(pid: int | None, exit_: WorkerExit | None, complete_on_exit: b
         if not pid:
             return ExitVerdict(RunOutcome.CRASHED, "no worker process was recorded for this run", True)
         return ExitVerdict(RunOutcome.CRASHED, f"pid {shown} not alive (no exit recorded)", True)
+    if exit_.by_hand:
+        return ExitVerdict(RunOutcome.KILLED, f"killed: pid {shown} was killed through hermes-tui (proc kill); "
+                           "the card is held until it is unblocked", False)
     if exit_.signal is not None:
         return ExitVerdict(RunOutcome.CRASHED, f"pid {shown} killed by signal {exit_.signal}", True)
     if exit_.code == 0:
