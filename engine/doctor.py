@@ -69,7 +69,8 @@ class DoctorReport:
 
     @property
     def ok(self) -> bool:
-        return self.config_ok
+        """False (exit 2) for bad input: the config, or a board URL that cannot be used."""
+        return self.config_ok and not (self.shared_board or {}).get("bad_url")
 
     @property
     def is_guest(self) -> bool:
@@ -162,8 +163,6 @@ def run_doctor(home: HomeLayout, environ: dict[str, str] | None = None) -> tuple
 
 def _shared_board(home: HomeLayout, settings: Settings | None, env) -> dict | None:
     """The PostgreSQL board's check, when this home uses one (a file board: None)."""
-    import time
-
     from engine.kanban import board_location
     from engine.kanban.pg.url import BadDatabaseUrl, DatabaseUrl
 
@@ -172,13 +171,14 @@ def _shared_board(home: HomeLayout, settings: Settings | None, env) -> dict | No
     try:
         where = board_location(home, settings, environ=env)
     except BadDatabaseUrl as exc:
-        return {"url": None, "reachable": False, "state": f"the board database URL {exc}", "usable": False}
+        return {"url": None, "reachable": False, "state": f"the board database URL {exc}", "usable": False,
+                "bad_url": True}
     if not isinstance(where, DatabaseUrl):
         return None
     from engine.kanban.pg.check import check_shared_board
     from engine.kanban.workers import hostname
 
-    return check_shared_board(where, hostname(), time.time()).to_json()
+    return check_shared_board(where, hostname()).to_json()
 
 
 # -- what doctor warns about, as records (the attention list shows them) ------------------
@@ -213,3 +213,4 @@ def home_warnings(home: HomeLayout, settings: Settings | None = None) -> list[Ho
         found.append(HomeWarning("proc", "/proc is not readable: no process is ever signalled, "
                                  "entries with processes are kept", "run where /proc is mounted and readable"))
     return found
+    return check_shared_board(where, hostname()).to_json()

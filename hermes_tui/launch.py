@@ -84,6 +84,9 @@ def _run_app(ctx: Context, home, *, demo: bool) -> int:
     from hermes_tui.keymap import validate_keys
 
     validate_keys(settings)
+    from engine.kanban.workers import hostname
+
+    hostname()  # a bad host id (HERMES_KANBAN_HOST_ID) is refused before the app starts: exit 2
     home.ensure()
     if not demo:
         _need_terminal()

@@ -33,7 +33,8 @@ def test_run_outcomes_keep_the_values_the_board_stores():
     assert {o.name: o.value for o in RunOutcome} == {
         "COMPLETED": "completed", "BLOCKED": "blocked", "REVIEW": "review", "CRASHED": "crashed",
         "PROTOCOL_VIOLATION": "protocol_violation", "RATE_LIMITED": "rate_limited", "TIMED_OUT": "timed_out",
-        "RECLAIMED": "reclaimed", "SPAWN_FAILED": "spawn_failed", "ARCHIVED": "archived", "HOST_LOST": "host_lost"}
+        "RECLAIMED": "reclaimed", "SPAWN_FAILED": "spawn_failed", "ARCHIVED": "archived", "HOST_LOST": "host_lost",
+        "KILLED": "killed"}
 
 
 def test_copy_by_offset_rotates_and_restarts_after_a_shrink(tmp_path):

@@ -122,6 +122,29 @@ def test_a_malformed_url_is_a_usage_error_naming_it_without_the_password(home):
     assert "port" in out.stderr and SECRET not in out.stderr and "Traceback" not in out.stderr
 
 
+UNREADABLE_URL = f"postgresql://bob:{SECRET}@[::1/board"  # urllib (and asyncpg) cannot split it
+DRIVER_REFUSES_URL = f"postgresql://bob:{SECRET}@127.0.0.1/board?sslmode=bogus"  # asyncpg's own check
+
+
+@pytest.mark.parametrize("url", [UNREADABLE_URL, DRIVER_REFUSES_URL])
+@pytest.mark.parametrize("argv", [("kanban", "list"), ("kanban", "dispatch"), ("kanban", "create", "x"),
+                                  ("kanban", "show", "t_1234"), ("kanban", "daemon"), ("kanban", "reclaim", "t_1234"),
+                                  ("doctor",)])
+def test_a_url_the_driver_cannot_read_is_a_usage_error_in_every_command_without_the_password(home, url, argv):
+    out = run_cli("--home", str(home.root), *argv, env={"HERMES_KANBAN_DATABASE_URL": url})
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert SECRET not in out.stdout + out.stderr
+    assert "internal error" not in out.stderr and "Traceback" not in out.stderr
+    if argv[0] == "doctor":
+        board_line = [line for line in out.stdout.splitlines() if line.startswith("board")]
+        assert len(board_line) == 1 and "ERROR the board database URL" in board_line[0]
+    else:
+        assert out.stderr.count("\n") == 1 and "the board database URL" in out.stderr
+    if argv[0] == "kanban" and argv[1] == "list":  # --db names it as well as the variable
+        flag = run_cli("--home", str(home.root), "kanban", "--db", url, "list")
+        assert flag.returncode == 2 and SECRET not in flag.stderr and flag.stderr.count("\n") == 1
+
+
 # -- whose database -----------------------------------------------------------------------------
 
 

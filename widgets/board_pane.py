@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 COLUMNS = tuple(s for s in STATUSES if s != ARCHIVED)
 MIN_COLUMN_WIDTH = 22
 RECENT_FINISHED = 100  # the done/archived columns show their newest cards only
+_MACHINE_CLOCK = time.time  # the default clock of the pane (see _open_locked)
 LISTENING_REFRESH_EVERY = 10  # a board that announces changes is re-read in full this rarely
 
 
@@ -270,7 +271,9 @@ class BoardPane(Pane):
         from engine.kanban.pg.errors import BoardUnreachable, NoBoardYet
 
         try:
-            service = await BoardService.open(self.home, self.settings, create=create, clock=self.clock)
+            # A pinned clock (tests) is the board's too; this machine's is not a server board's.
+            pinned = None if self.clock is _MACHINE_CLOCK else self.clock
+            service = await BoardService.open(self.home, self.settings, create=create, clock=pinned)
             await self._use_statuses(await service.statuses())
         except BoardUnreachable as exc:
             self._unreachable(exc)
@@ -655,12 +658,14 @@ class BoardPane(Pane):
             self.action_unblock()
             return
         if task.status == RUNNING:
-            body = (f"{task.id} \"{task.title}\" is running (worker pid {task.worker_pid or '-'}).\n\n"
-                    f"Moving it to {target} ends its run now. The worker is not signalled: if it is still "
+            body = (f"{task.id} \"{task.title}\" is running ({_run_named(task)}).\n\n"
+                    f"Moving it to {target} ends that run now. The worker is not signalled: if it is still "
                     f"alive {self.settings.kanban.terminal_worker_grace_seconds:g}s after that, the dispatcher "
-                    "stops it (SIGTERM, then SIGKILL).")
+                    "stops it (SIGTERM, then SIGKILL). If the card has moved on to another run by then, "
+                    "nothing is done.")
+            shown = tr.Expected.of(task)
             self._confirm(f"Move {task.id} to {target}?", body, f"Move to {target}", "move",
-                          lambda: self.service.move(task.id, target))
+                          lambda: self.service.move(task.id, target, expected=shown))
             return
         self._run_change(self._move(task.id, target))
 
@@ -691,10 +696,13 @@ class BoardPane(Pane):
             self.notify(f"{task.id} is {task.status}: only a running card can be reclaimed", severity="warning")
             return
         grace = self.settings.processes.kill_grace_seconds
-        body = (f"{task.id} \"{task.title}\" goes back to ready and its failure counter "
+        body = (f"{task.id} \"{task.title}\" ({_run_named(task)}) goes back to ready and its failure counter "
                 f"({task.consecutive_failures}) resets to 0.\n\n" + _worker_plan(task, grace))
+        from engine.kanban.transitions import Expected
+
+        shown = Expected.of(task)  # approval acts on this run and pid only
         self._confirm(f"Reclaim {task.id}?", body, "Reclaim", "reclaim",
-                      lambda: self.service.reclaim(task.id, reason="reclaimed in the app"))
+                      lambda: self.service.reclaim(task.id, reason="reclaimed in the app", expected=shown))
 
     def action_archive(self) -> None:
         task = self._need_selected()
@@ -706,8 +714,12 @@ class BoardPane(Pane):
         grace = self.settings.processes.kill_grace_seconds
         body = f"{task.id} \"{task.title}\" moves from {task.status} to archived (hidden unless 'show archived')."
         if task.status == RUNNING:
-            body += "\n\n" + _worker_plan(task, grace)
-        self._confirm(f"Archive {task.id}?", body, "Archive", "archive", lambda: self.service.archive(task.id))
+            body += f"\n\nIts {_run_named(task)}. " + _worker_plan(task, grace)
+        from engine.kanban.transitions import Expected
+
+        shown = Expected.of(task)
+        self._confirm(f"Archive {task.id}?", body, "Archive", "archive",
+                      lambda: self.service.archive(task.id, expected=shown))
 
     def action_unblock(self) -> None:
         task = self._need_selected()
@@ -756,6 +768,11 @@ class BoardPane(Pane):
             return
         self.notify(message, timeout=4, markup=False)
         self.refresh_board()
+
+
+def _run_named(task: Task) -> str:
+    """The run and worker a dialog names (and its approval carries)."""
+    return f"run {task.current_run_id or '-'}, worker pid {task.worker_pid or '-'}"
 
 
 def _worker_plan(task: Task, grace: float) -> str:

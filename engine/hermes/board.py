@@ -468,8 +468,17 @@ class HermesBoardService:
     async def assign(self, task_id: str, assignee: str | None) -> HermesChange:
         return await self._change("assign", task_id, "--", task_id, assignee or "none")
 
-    async def archive(self, task_id: str) -> HermesChange:
+    async def archive(self, task_id: str, expected=None) -> HermesChange:
+        await self._still_as_shown(task_id, expected)
         return await self._change("archive", task_id, "--", task_id)
+
+    async def _still_as_shown(self, task_id: str, expected) -> None:
+        """A dialog's action (``expected``: the run and worker pid it showed) on the card
+        as it is now: refused if they changed (hermes's CLI then acts on the card)."""
+        if expected is not None:
+            from engine.kanban.transitions import check_expected
+
+            check_expected(await self.get(task_id), expected)
 
     async def comment(self, task_id: str, text: str) -> HermesChange:
         return await self._change("comment", task_id, "--", task_id, text)
@@ -483,12 +492,13 @@ class HermesBoardService:
     async def heartbeat(self, task_id: str, call=None):
         await self._not_here("heartbeat")
 
-    async def reclaim(self, task_id: str, reason: str = ""):
+    async def reclaim(self, task_id: str, reason: str = "", expected=None):
         await self._not_here("reclaim")
 
-    async def move(self, task_id: str, to_status: str) -> HermesChange:
+    async def move(self, task_id: str, to_status: str, expected=None) -> HermesChange:
         """A move the pane offers, as the hermes verb that makes it (done: complete,
         blocked: block, ready from blocked: unblock, archived: archive); others are refused."""
+        await self._still_as_shown(task_id, expected)
         current = (await self.get(task_id)).status
         if to_status == "done":
             return await self.complete(task_id)

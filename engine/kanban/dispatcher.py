@@ -7,7 +7,9 @@ One tick, in this order (each phase sees what the previous one changed):
    whose lease ran out (``host_lost``, counted as a failure, nothing signalled);
 1. reap terminal workers (a closed run whose verified worker still lives after the grace;
    at once when the run was taken from this host as ``host_lost``);
-2. stale claims (extend a live, heartbeating worker's claim; otherwise stop and reclaim);
+2. claims: renew this host's live workers' claims before they expire; an expired claim
+   of this host's is extended, or its worker stopped and the card reclaimed; another
+   host's is left to that host while its lease lives (then 0b's host_lost applies);
 3. crashed workers (gone without a board call: classify the recorded exit);
    a worker that exited with its exit recorded is judged at once; the crash grace is
    only for one gone without a record;
@@ -47,6 +49,7 @@ from engine.home import HomeLayout
 from engine.identity import RUNS, Liveness, liveness
 from engine.kanban import breaker
 from engine.kanban.models import (
+    BLOCKED,
     DONE,
     READY,
     RUNNING,
@@ -71,9 +74,11 @@ from engine.kanban.workers import (
     classify_exit,
     copy_new_output,
     group_leftovers,
+    host_lock_sql,
     hostname,
     is_host_local,
     last_words,
+    lock_host,
     stop_leftovers,
     stop_worker,
     with_last_words,
@@ -273,8 +278,8 @@ class Dispatcher:
         now = self.board.now()
         lost = await self.board.renew_lease(hostname(), boot_id(), now, self.k.host_lease_seconds)
         for host in lost:
-            prefix = host + ":"
-            for task, _run in await self._running("AND substr(t.claim_lock, 1, ?) = ?", (len(prefix), prefix)):
+            its_lock, params = host_lock_sql("t.claim_lock", host)  # exactly this host's, never a prefix
+            for task, _run in await self._running(f"AND {its_lock}", params):
                 error = f"host_lost: {host} stopped renewing its lease"
                 payload = {"host": host, "claim_lock": task.claim_lock, "worker_pid": task.worker_pid,
                            "signalled": False, "retry_status": READY}
@@ -352,10 +357,34 @@ class Dispatcher:
         return [(task_from_row(r[:20]), tuple(r[20:])) for r in rows]
 
     async def _release_stale_claims(self, tally: _Tally) -> None:
+        """A claim belongs to its live host. This host renews the claims of its own
+        verified-alive, heartbeating workers once half their TTL is gone (one statement
+        for all); an expired claim of its own is judged by its worker (extended, stopped
+        and reclaimed, or deferred). Another host's expired claim is never taken while
+        that host holds a live lease (only it can verify its workers; once the lease
+        lapses, host_lost applies); on a file board, which has no leases, it is reclaimed
+        unsignalled as before."""
         now = self.board.now()
-        for task, (run_started, *_rest) in await self._running(
-                "AND t.claim_expires IS NOT NULL AND t.claim_expires < ?", (now,)):
+        expired: list[tuple[Task, float | None]] = []
+        renew: list[Task] = []
+        for task, (run_started, *_rest) in await self._running():
             local = is_host_local(task.claim_lock)
+            if task.claim_expires is not None and task.claim_expires < now:
+                expired.append((task, run_started))
+            elif local and (task.claim_expires is None or task.claim_expires - now < self.k.claim_ttl_seconds / 2):
+                last_beat = task.last_heartbeat_at or run_started or task.started_at or now
+                if (now - last_beat <= HEARTBEAT_STALE_SECONDS
+                        and liveness(task.worker_pid, task.worker_started_at) is Liveness.ALIVE):
+                    renew.append(task)
+        await self._renew_claims(renew, now)
+        live_hosts: set[str] | None = None
+        for task, run_started in expired:
+            local = is_host_local(task.claim_lock)
+            if not local and self.board.has_host_leases:
+                if live_hosts is None:
+                    live_hosts = set(await self.board.live_hosts(now))
+                if lock_host(task.claim_lock) in live_hosts:
+                    continue  # its host is alive: its claim is its own business
             state = liveness(task.worker_pid, task.worker_started_at) if local else None  # None: another host's
             last_beat = task.last_heartbeat_at or run_started or task.started_at or now
             beat_fresh = now - last_beat <= HEARTBEAT_STALE_SECONDS
@@ -382,6 +411,25 @@ class Dispatcher:
             if await self._requeue_failed(task, now, outcome=RunOutcome.RECLAIMED, event="reclaimed", error=error,
                                           payload=payload, tally=tally):
                 tally.reclaimed.append(task.id)
+
+    async def _renew_claims(self, tasks: list[Task], now: float) -> None:
+        """Push the claims of this host's live workers a full TTL ahead: one transaction,
+        one statement per table for all of them, each a compare-and-set on the run. No
+        event: a renewal every half TTL says nothing (an expired claim that is extended
+        does, see :meth:`_extend`)."""
+        if not tasks:
+            return
+        expires = now + self.k.claim_ttl_seconds
+
+        async def renew(conn) -> None:
+            await conn.executemany(
+                "UPDATE tasks SET claim_expires = ? WHERE id = ? AND status = ? AND claim_lock IS ? "
+                "AND current_run_id IS ? AND worker_pid IS ?",
+                [(expires, t.id, RUNNING, t.claim_lock, t.current_run_id, t.worker_pid) for t in tasks])
+            await conn.executemany("UPDATE task_runs SET claim_expires = ? WHERE id = ? AND ended_at IS NULL",
+                                   [(expires, t.current_run_id) for t in tasks])
+
+        await self.board.atomic(renew)
 
     async def _extend(self, task: Task, now: float, tally: _Tally) -> None:
         new_expiry = now + self.k.claim_ttl_seconds
@@ -482,6 +530,16 @@ class Dispatcher:
             if ok:
                 tally.rate_limited.append(task.id)
             return
+        if verdict.outcome == RunOutcome.KILLED:  # a person's kill: held, never counted as a failure
+            async with self.board.transaction() as conn:
+                ok = await self._requeue(conn, task, now, outcome=RunOutcome.KILLED, error=verdict.error,
+                                         to_status=BLOCKED, extra_sets=", last_failure_error = ?",
+                                         extra_params=(verdict.error,))
+                if ok:
+                    await add_event(conn, task.id, "worker_killed", {"error": verdict.error, **exit_info}, now, run_id)
+            if ok:
+                tally.warnings.append(f"{task.id}: {verdict.error}")
+            return
         words = await asyncio.to_thread(last_words, self._log_of(task.id))
         error = with_last_words(verdict.error, words)
         payload = {"error": error, "worker_output": words, **exit_info}
@@ -563,14 +621,14 @@ class Dispatcher:
         now = self.board.now()
         allowed = allowed_profiles(self.settings)
         default = self.k.default_assignee if self.k.default_assignee in allowed else None
-        host = hostname() + ":"
         running: list = []
         if ready is None:
             # kanban.max_in_progress counts this host's running cards; a profile's own cap
             # counts the profile's running cards on every host of the board.
+            here, params = host_lock_sql("claim_lock", hostname())
             running, ready = await self.board.fetch_many([(
-                "SELECT assignee, count(*), sum(CASE WHEN substr(claim_lock, 1, ?) = ? THEN 1 ELSE 0 END) "
-                f"FROM tasks WHERE status = '{RUNNING}' GROUP BY assignee", (len(host), host)), (READY_SQL, ())])
+                f"SELECT assignee, count(*), sum(CASE WHEN {here} THEN 1 ELSE 0 END) "
+                f"FROM tasks WHERE status = '{RUNNING}' GROUP BY assignee", params), (READY_SQL, ())])
         per_profile = {r[0]: int(r[1]) for r in running}
         budget = self.k.max_in_progress - sum(int(r[2] or 0) for r in running)
         chosen: list[tuple[str, str, str, str, bool]] = []  # id, profile, title, body, newly assigned

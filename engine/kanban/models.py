@@ -38,6 +38,7 @@ class RunOutcome(enum.StrEnum):
     SPAWN_FAILED = "spawn_failed"
     ARCHIVED = "archived"
     HOST_LOST = "host_lost"  # its host's lease expired (shared board): reclaimed, no signal
+    KILLED = "killed"  # a person killed its worker through hermes-tui (proc kill): held, not counted
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,10 @@ class RegistrySpawner:
             return None
         if session.running or session.exit_code is None and session.signal is None:
             return None  # "lost": no exit was recorded, and none is invented
-        return WorkerExit(code=session.exit_code, signal=session.signal)
+        from engine.processes.session import SessionStatus
+
+        return WorkerExit(code=session.exit_code, signal=session.signal,
+                          by_hand=session.status is SessionStatus.KILLED)  # only a kill record makes it so
 
     def reap(self) -> None:
         """Collect our exited children so none lingers as a zombie."""

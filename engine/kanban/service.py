@@ -78,10 +78,12 @@ class BoardService:
 
     @classmethod
     async def open(cls, home: HomeLayout, settings: Settings, *, override: str | Path | None = None,
-                   create: bool = True, clock: Clock = time.time, spawner=None) -> BoardService:
+                   create: bool = True, clock: Clock | None = None, spawner=None) -> BoardService:
         """The service of this board in this process: the open one (same board, same
         event loop) or a new one. A missing board is created only with ``create``.
-        A shared service keeps the clock and spawner it was first opened with."""
+        A shared service keeps the clock and spawner it was first opened with.
+        ``clock`` pins the board's time (tests); by default a file board uses this
+        machine's clock and a PostgreSQL board the server's."""
         path = cls.path_for(home, settings, override)
         where = path.secret if isinstance(path, DatabaseUrl) else Path(path).resolve()
         key = (where, id(asyncio.get_running_loop()))
@@ -92,7 +94,7 @@ class BoardService:
         if isinstance(path, DatabaseUrl):
             from engine.kanban.pg.board import PgBoard
 
-            board = await PgBoard.open(path, clock=clock, create=create)
+            board = await PgBoard.open(path, clock=clock, create=create)  # None: the server's clock
         else:
             chosen = bool(override or os.environ.get("HERMES_KANBAN_DB") or settings.kanban.db
                           or settings.kanban.database)
@@ -102,14 +104,14 @@ class BoardService:
             if routed is None:  # hermes-agent's own board: read-only, changed through its CLI
                 from engine.hermes.board import HermesBoardService
 
-                return await HermesBoardService.open(path, home=home, settings=settings, clock=clock)
+                return await HermesBoardService.open(path, home=home, settings=settings, clock=clock or time.time)
             path, create = routed
             key = (Path(path).resolve(), key[1])
             shared = cls._open.get(key)
             if shared is not None:
                 shared._refs += 1
                 return shared
-            board = await Board.open(path, clock=clock, create=create)
+            board = await Board.open(path, clock=clock or time.time, create=create)
         shared = cls._open.get(key)  # another coroutine may have opened it meanwhile
         if shared is not None:
             await board.close()
@@ -242,8 +244,9 @@ class BoardService:
     async def heartbeat(self, task_id: str, call: tr.WorkerCall) -> tr.TransitionResult:
         return await tr.heartbeat(self._board, task_id, call, self.settings.kanban.claim_ttl_seconds)
 
-    async def reclaim(self, task_id: str, reason: str = "") -> tr.TransitionResult:
-        return await tr.reclaim(self._board, task_id, reason=reason, grace=self._grace)
+    async def reclaim(self, task_id: str, reason: str = "", expected: tr.Expected | None = None) -> tr.TransitionResult:
+        """``expected``: the run and worker pid a dialog showed; refused if the card moved on."""
+        return await tr.reclaim(self._board, task_id, reason=reason, grace=self._grace, expected=expected)
 
     async def comment(self, task_id: str, text: str) -> tr.TransitionResult:
         from engine.kanban.store import StoreError
@@ -253,11 +256,11 @@ class BoardService:
     async def unblock(self, task_id: str) -> tr.TransitionResult:
         return await tr.unblock(self._board, task_id)
 
-    async def archive(self, task_id: str) -> tr.TransitionResult:
-        return await tr.archive(self._board, task_id, grace=self._grace)
+    async def archive(self, task_id: str, expected: tr.Expected | None = None) -> tr.TransitionResult:
+        return await tr.archive(self._board, task_id, grace=self._grace, expected=expected)
 
-    async def move(self, task_id: str, to_status: str) -> tr.TransitionResult:
-        return await tr.move(self._board, task_id, to_status)
+    async def move(self, task_id: str, to_status: str, expected: tr.Expected | None = None) -> tr.TransitionResult:
+        return await tr.move(self._board, task_id, to_status, expected=expected)
 
     @property
     def _grace(self) -> float:

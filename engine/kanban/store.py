@@ -462,6 +462,14 @@ class Board:
         nothing to renew, no host is ever lost."""
         return []
 
+    # Whether hosts hold leases on this board (a shared board): then another host's
+    # claim is never reclaimed while its host's lease lives.
+    has_host_leases = False
+
+    async def live_hosts(self, now: float) -> list[str]:
+        """The hosts whose lease runs past ``now`` (none on a file board)."""
+        return []
+
     def claim_statement(self, count: int) -> str:
         """The claim's compare-and-set: only cards still ready and unclaimed are taken."""
         marks = ",".join("?" * count)

@@ -74,6 +74,33 @@ class TransitionResult:
         }
 
 
+class CardChanged(TransitionRefused):
+    """The card's run (or worker) is no longer the one the person was shown."""
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What a person was shown when they chose the action (a board dialog): the card's
+    run and worker pid. The action is refused, and nothing signalled, if either changed."""
+
+    run_id: int | None
+    worker_pid: int | None
+
+    @classmethod
+    def of(cls, task: Task) -> Expected:
+        return cls(task.current_run_id, task.worker_pid)
+
+
+def check_expected(task: Task, expected: Expected | None) -> None:
+    """Refuse (:class:`CardChanged`, one line) when the card's run or worker is not what was shown."""
+    if expected is None or Expected.of(task) == expected:
+        return
+    raise CardChanged(
+        f"{task.id}: the card changed: look again (shown: run {expected.run_id or '-'}, worker pid "
+        f"{expected.worker_pid or '-'}; now: {task.status}, run {task.current_run_id or '-'}, worker pid "
+        f"{task.worker_pid or '-'})")
+
+
 @dataclass(frozen=True)
 class WorkerCall:
     """Who is calling: a worker (its task and run from its environment) or a person."""
@@ -195,17 +222,20 @@ def _check_worker_call(task: Task, call: WorkerCall, verb: str) -> None:
 
 
 async def _cas_update(conn: Conn, task: Task, assignments: str, params: Sequence,
-                      call: WorkerCall) -> None:
-    """UPDATE tasks SET <assignments> only if the card is still as we read it."""
+                      call: WorkerCall, *, same_worker: bool = False) -> None:
+    """UPDATE tasks SET <assignments> only if the card is still as we read it
+    (``same_worker``: its worker pid too, for a change that then signals that pid)."""
     if call.is_worker:
         cur = await conn.execute(
             f"UPDATE tasks SET {assignments} WHERE id = ? AND status = ? AND current_run_id IS ?",
             (*params, task.id, RUNNING, call.run_id))
     else:
+        worker = " AND worker_pid IS ?" if same_worker else ""
         cur = await conn.execute(
             f"UPDATE tasks SET {assignments} WHERE id = ? AND status = ? AND claim_lock IS ? "
-            "AND current_run_id IS ?",
-            (*params, task.id, task.status, task.claim_lock, task.current_run_id))
+            f"AND current_run_id IS ?{worker}",
+            (*params, task.id, task.status, task.claim_lock, task.current_run_id,
+             *((task.worker_pid,) if same_worker else ())))
     if cur.rowcount != 1:
         raise TransitionRefused(f"{task.id} changed while this was being done; look again and retry")
 
@@ -216,11 +246,13 @@ async def _cas_update(conn: Conn, task: Task, assignments: str, params: Sequence
 
 
 async def _finish(board: Board, task_id: str, *, to_status: str, from_allowed: tuple[str, ...], outcome: RunOutcome,
-                  event: str, text: str | None, text_key: str, call: WorkerCall, verb: str) -> TransitionResult:
+                  event: str, text: str | None, text_key: str, call: WorkerCall, verb: str,
+                  expected: Expected | None = None) -> TransitionResult:
     if call.task_id is not None and call.task_id != task_id:
         raise TransitionRefused(f"refused: this worker works card {call.task_id}, not {task_id}")
     task = await board.get_task(task_id)
     _check_worker_call(task, call, verb)
+    check_expected(task, expected)
     if task.status not in from_allowed:
         raise TransitionRefused(f"cannot {verb} {task.id}: it is {task.status} "
                                 f"(allowed from {', '.join(from_allowed)})")
@@ -239,24 +271,24 @@ async def _finish(board: Board, task_id: str, *, to_status: str, from_allowed: t
 
 
 async def complete(board: Board, task_id: str, summary: str | None = None,
-                   call: WorkerCall = WorkerCall()) -> TransitionResult:
+                   call: WorkerCall = WorkerCall(), expected: Expected | None = None) -> TransitionResult:
     return await _finish(board, task_id, to_status=DONE, from_allowed=(RUNNING, READY, BLOCKED, REVIEW),
                          outcome=RunOutcome.COMPLETED, event="completed", text=summary, text_key="summary",
-                         call=call, verb="complete")
+                         call=call, verb="complete", expected=expected)
 
 
 async def block(board: Board, task_id: str, reason: str | None = None,
-                call: WorkerCall = WorkerCall()) -> TransitionResult:
+                call: WorkerCall = WorkerCall(), expected: Expected | None = None) -> TransitionResult:
     return await _finish(board, task_id, to_status=BLOCKED, from_allowed=(RUNNING, READY),
                          outcome=RunOutcome.BLOCKED, event="blocked", text=reason, text_key="reason",
-                         call=call, verb="block")
+                         call=call, verb="block", expected=expected)
 
 
 async def review(board: Board, task_id: str, summary: str | None = None,
-                 call: WorkerCall = WorkerCall()) -> TransitionResult:
+                 call: WorkerCall = WorkerCall(), expected: Expected | None = None) -> TransitionResult:
     return await _finish(board, task_id, to_status=REVIEW, from_allowed=(RUNNING, READY),
                          outcome=RunOutcome.REVIEW, event="review_requested", text=summary, text_key="summary",
-                         call=call, verb="send to review")
+                         call=call, verb="send to review", expected=expected)
 
 
 async def heartbeat(board: Board, task_id: str, call: WorkerCall, claim_ttl: float) -> TransitionResult:
@@ -326,65 +358,81 @@ async def _stop(task: Task, grace: float) -> StopReport:
     return await asyncio.to_thread(stop_worker, task.worker_pid, task.worker_started_at, task.claim_lock, grace)
 
 
-async def reclaim(board: Board, task_id: str, *, reason: str = "", grace: float = 2.0) -> TransitionResult:
-    """An operator takes a running card back: stop its worker (verified, host-local),
-    requeue it to ready, and reset its failure counter."""
+async def _record_stop(board: Board, task: Task, stop: StopReport, event: str) -> None:
+    """After a change took the card's run away: what stopping its worker did, and the
+    run's evidence dropped once nothing of it is left."""
+    async with board.transaction() as conn:
+        if stop.stopped and task.current_run_id is not None:
+            await conn.execute(
+                "UPDATE task_runs SET worker_pid = NULL, worker_started_at = NULL WHERE id = ? AND worker_pid IS ?",
+                (task.current_run_id, task.worker_pid))
+        await add_event(conn, task.id, event, stop.to_json(), board.now(), task.current_run_id)
+
+
+async def reclaim(board: Board, task_id: str, *, reason: str = "", grace: float = 2.0,
+                  expected: Expected | None = None) -> TransitionResult:
+    """An operator takes a running card back, as one decision: first the compare-and-set
+    (running, this run, this worker -> ready, failure counter reset, the run closed as
+    ``reclaimed``), then the signal to the worker of the run it took back (verified,
+    host-local). A dispatcher that sees that worker exit finds its run already closed:
+    the exit is the reclaim's, never a crash. ``expected``: what a dialog showed."""
     task = await board.get_task(task_id)
     if task.status != RUNNING:
         raise TransitionRefused(f"cannot reclaim {task.id}: it is {task.status}, not running")
-    stop = await _stop(task, grace)
-    if stop.survived and stop.attempted:
-        raise TransitionRefused(f"cannot reclaim {task.id}: worker pid {task.worker_pid} survived SIGKILL "
-                                f"(pids {', '.join(map(str, stop.survivors))}); the card stays running")
+    check_expected(task, expected)
     now = board.now()
     error = f"manual_reclaim: {reason}" if reason else "manual_reclaim"
     async with board.transaction() as conn:
         await _cas_update(conn, task, f"{CLEAR_WORKER}, status = ?, consecutive_failures = 0", (READY,),
-                          WorkerCall())
+                          WorkerCall(), same_worker=True)
         await close_run(conn, task.current_run_id, RunOutcome.RECLAIMED, now, error=error)
         await add_event(conn, task.id, "reclaimed", {
             "manual": True, "reason": reason, "prev_lock": task.claim_lock, "retry_status": READY,
-            **stop.to_json()}, now, task.current_run_id)
+            "worker_pid": task.worker_pid}, now, task.current_run_id)
+    stop = None
+    if task.worker_pid:
+        stop = await _stop(task, grace)
+        await _record_stop(board, task, stop, "reclaim_worker_termination")
     return TransitionResult(task.id, task.status, READY, stop)
 
 
-async def archive(board: Board, task_id: str, *, grace: float = 2.0) -> TransitionResult:
+async def archive(board: Board, task_id: str, *, grace: float = 2.0,
+                  expected: Expected | None = None) -> TransitionResult:
     """Any card -> archived. A running card's host-local verified worker is terminated
-    after the commit (the card is already out of every dispatcher's hands)."""
+    after the commit (the card is already out of every dispatcher's hands).
+    ``expected``: what a dialog showed."""
     task = await board.get_task(task_id)
     if task.status == ARCHIVED:
         raise TransitionRefused(f"{task.id} is already archived")
+    check_expected(task, expected)
     now = board.now()
     async with board.transaction() as conn:
-        await _cas_update(conn, task, f"{CLEAR_WORKER}, status = ?", (ARCHIVED,), WorkerCall())
+        await _cas_update(conn, task, f"{CLEAR_WORKER}, status = ?", (ARCHIVED,), WorkerCall(), same_worker=True)
         await close_run(conn, task.current_run_id, RunOutcome.ARCHIVED, now)
         await add_event(conn, task.id, "archived", {"from_status": task.status}, now, task.current_run_id)
     stop = None
     if task.status == RUNNING and task.worker_pid:
         stop = await _stop(task, grace)
-        async with board.transaction() as conn:
-            if stop.stopped and task.current_run_id is not None:
-                await conn.execute(
-                    "UPDATE task_runs SET worker_pid = NULL, worker_started_at = NULL WHERE id = ?",
-                    (task.current_run_id,))
-            await add_event(conn, task.id, "archive_worker_termination", stop.to_json(), board.now(),
-                            task.current_run_id)
+        await _record_stop(board, task, stop, "archive_worker_termination")
     return TransitionResult(task.id, task.status, ARCHIVED, stop)
 
 
-async def move(board: Board, task_id: str, to_status: str, *, reason: str | None = None) -> TransitionResult:
-    """An operator's move between columns, within :data:`MOVES`."""
+async def move(board: Board, task_id: str, to_status: str, *, reason: str | None = None,
+               expected: Expected | None = None) -> TransitionResult:
+    """An operator's move between columns, within :data:`MOVES`. ``expected``: the run
+    and worker a dialog showed (a running card's move ends that run, no other)."""
     task = await board.get_task(task_id)
+    check_expected(task, expected)
     allowed = MOVES.get(task.status, ())
     if to_status not in allowed:
         raise TransitionRefused(f"cannot move {task.id} from {task.status} to {to_status} "
                                 f"(allowed: {', '.join(allowed) or 'none'})")
     if to_status == DONE:
-        return await complete(board, task.id, reason)
+        return await complete(board, task.id, reason, expected=expected)
     if to_status == BLOCKED:
-        return await block(board, task.id, reason)
+        return await block(board, task.id, reason, expected=expected)
     if to_status == REVIEW:
-        return await review(board, task.id, reason)
+        return await review(board, task.id, reason, expected=expected)
     if task.status == BLOCKED:
         return await unblock(board, task.id)
     return await reopen(board, task.id)

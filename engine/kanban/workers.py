@@ -4,7 +4,7 @@ The dispatcher talks to a :class:`Spawner` (the default one starts a process ses
 through the process registry; the benchmark uses one that starts nothing). Everything
 else here is pure policy shared by the dispatcher and the operator commands:
 
-- claim locks are ``host:pid``; only a lock that starts with this host's name is
+- claim locks are ``host:pid``; only a lock whose host part is exactly this host's id is
   "host-local", and only host-local workers are ever checked or signalled;
 - stopping a worker goes through :mod:`engine.identity` (fingerprint-verified, pidfd);
   an unverified fingerprint is never signalled; a survivor is reported, never hidden;
@@ -15,6 +15,7 @@ else here is pure policy shared by the dispatcher and the operator commands:
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import time
@@ -42,13 +43,32 @@ COPY_CHUNK_BYTES = 1024 * 1024
 
 
 HOST_ID_VARIABLE = "HERMES_KANBAN_HOST_ID"
+# A host id: 1-64 of these characters (a Linux host name fits: at most 64). Never ":",
+# which separates the host from the pid in a claim lock (``host:pid``).
+HOST_ID_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,64}")
+HOST_ID_RULE = "1-64 characters from A-Z a-z 0-9 . _ -"
+
+
+class BadHostId(ValueError):
+    """This host's id is not usable (a usage error: exit 2, one line)."""
 
 
 def hostname() -> str:
     """This host's id on a board: ``$HERMES_KANBAN_HOST_ID`` when set (several homes of one
     machine acting as separate hosts of a shared board, or a machine whose name is not
-    unique in the fleet), else the machine's name."""
-    return os.environ.get(HOST_ID_VARIABLE, "").strip() or socket.gethostname() or "localhost"
+    unique in the fleet), else the machine's name. Either must follow :data:`HOST_ID_RULE`;
+    one that does not is refused (:class:`BadHostId`), never cut or rewritten: two hosts
+    whose names were sanitised alike would take each other's workers for their own."""
+    given = os.environ.get(HOST_ID_VARIABLE, "")
+    if given:
+        if not HOST_ID_PATTERN.fullmatch(given):
+            raise BadHostId(f"{HOST_ID_VARIABLE} must be {HOST_ID_RULE}, got {given[:80]!r}")
+        return given
+    machine = socket.gethostname() or "localhost"
+    if not HOST_ID_PATTERN.fullmatch(machine):
+        raise BadHostId(f"this machine's name {machine[:80]!r} is not a usable host id ({HOST_ID_RULE}); "
+                        f"set {HOST_ID_VARIABLE}")
+    return machine
 
 
 def boot_id() -> str:
@@ -66,8 +86,25 @@ def claim_lock_here() -> str:
     return f"{hostname()}:{os.getpid()}"
 
 
+def lock_host(lock: str | None) -> str | None:
+    """The host part of a claim lock ``host:pid`` (everything before the last ":"), or
+    None when it is not one."""
+    host, sep, pid = (lock or "").rpartition(":")
+    return host if sep and host and pid.isdigit() else None
+
+
 def is_host_local(lock: str | None) -> bool:
-    return bool(lock) and lock.startswith(hostname() + ":")
+    """Whether the lock was written on this host: its host part equals this host's id
+    exactly (``hostA:x:12`` is not ``hostA``'s)."""
+    return lock_host(lock) == hostname()
+
+
+def host_lock_sql(column: str, host: str) -> tuple[str, tuple]:
+    """SQL (both dialects) true when ``column`` holds a claim lock of ``host`` exactly:
+    it starts with ``host:`` and no other ":" follows. With its parameters."""
+    prefix = host + ":"
+    return (f"(substr({column}, 1, ?) = ? AND substr({column}, ?) NOT LIKE '%:%')",
+            (len(prefix), prefix, len(prefix) + 1))
 
 
 # --------------------------------------------------------------------------------------
@@ -209,6 +246,7 @@ class WorkerExit:
 
     code: int | None = None
     signal: str | None = None  # a name such as "SIGKILL"
+    by_hand: bool = False  # killed through hermes-tui (``proc kill``, the processes pane): a person's doing
 
 
 class Spawner(Protocol):
@@ -272,6 +310,9 @@ def classify_exit(pid: int | None, exit_: WorkerExit | None, complete_on_exit: b
         if not pid:
             return ExitVerdict(RunOutcome.CRASHED, "no worker process was recorded for this run", True)
         return ExitVerdict(RunOutcome.CRASHED, f"pid {shown} not alive (no exit recorded)", True)
+    if exit_.by_hand:
+        return ExitVerdict(RunOutcome.KILLED, f"killed: pid {shown} was killed through hermes-tui (proc kill); "
+                           "the card is held until it is unblocked", False)
     if exit_.signal is not None:
         return ExitVerdict(RunOutcome.CRASHED, f"pid {shown} killed by signal {exit_.signal}", True)
     if exit_.code == 0:

@@ -191,8 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # typed engine errors: one line, no traceback
         from engine.config import ConfigError
         from engine.home import HomeError
+        from engine.kanban.workers import BadHostId
 
-        if isinstance(exc, ConfigError):
+        if isinstance(exc, (ConfigError, BadHostId)):
             print(f"hermes-tui: {exc}", file=sys.stderr)
             return EXIT_USAGE
         if isinstance(exc, HomeError):

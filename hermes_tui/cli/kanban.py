@@ -151,6 +151,11 @@ def _need_verb(ctx: Context) -> int:
 # --------------------------------------------------------------------------------------
 
 
+class BoardAway(CliError):
+    """The board's server cannot be reached now (exit 1 for a one-shot verb; the daemon
+    waits for it)."""
+
+
 def _run(ctx: Context, body, spawner=None) -> Any:
     """Open the board service, run ``body(service)``, close it. Engine refusals -> exit 1,
     an unusable id -> exit 2."""
@@ -162,10 +167,16 @@ def _run(ctx: Context, body, spawner=None) -> Any:
 async def _with_service(ctx: Context, body, spawner) -> Any:
     import sqlite3
 
+    from engine.kanban.pg.errors import BoardUnreachable, UnusableUrl
     from engine.kanban.pg.url import BadDatabaseUrl
     from engine.kanban.service import BoardService
     from engine.kanban.store import BadId, StoreError
+    from engine.kanban.workers import BadHostId, hostname
 
+    try:
+        hostname()  # this host's id is checked before any verb: a bad one is a usage error
+    except BadHostId as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
     try:
         path = BoardService.path_for(ctx.home, ctx.settings, getattr(ctx.args, "db", None))
     except BadDatabaseUrl as exc:  # --db, $HERMES_KANBAN_DB or $HERMES_KANBAN_DATABASE_URL
@@ -174,8 +185,10 @@ async def _with_service(ctx: Context, body, spawner) -> Any:
         async with await BoardService.open(ctx.home, ctx.settings, override=getattr(ctx.args, "db", None),
                                            spawner=spawner) as service:
             return await body(service)
-    except BadId as exc:
+    except (BadId, UnusableUrl) as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
+    except BoardUnreachable as exc:
+        raise BoardAway(str(exc), EXIT_FAILED) from None
     except StoreError as exc:
         raise CliError(str(exc), EXIT_FAILED) from None
     except sqlite3.DatabaseError as exc:  # damage found after opening, a full disk, ...
@@ -421,7 +434,10 @@ def run_daemon(ctx: Context) -> int:
     from engine.kanban.registry_spawner import RegistrySpawner
 
     interval = ctx.args.interval or ctx.settings.kanban.dispatch_interval_seconds
-    _refuse_undispatchable(ctx)
+    try:
+        _refuse_undispatchable(ctx)
+    except BoardAway:
+        pass  # the loop below waits for the server
     spawner = RegistrySpawner(ctx.home, ctx.settings)  # one for all ticks: it reaps its children
     stop = {"now": False}
 
@@ -432,9 +448,27 @@ def run_daemon(ctx: Context) -> int:
     print(f"Dispatching every {interval:g}s. Ctrl+C to stop.", flush=True)
     ticks = 0
     last_held_back = ""
+    away_since: float | None = None  # the board's server is unreachable since (monotonic)
+    retries = 0
     try:
         while not stop["now"]:
-            result = _tick(ctx, spawner)
+            try:
+                result = _tick(ctx, spawner)
+            except BoardAway as exc:
+                # Once per outage, one line; then retry with a growing pause (0.5 s doubling
+                # to 5 s), reaping this host's finished workers meanwhile, and tick as soon
+                # as the server answers: the lease is renewed on that very tick.
+                if away_since is None:
+                    away_since = time.monotonic()
+                    print(f"[{time.strftime('%H:%M:%S')}] {exc.message}; retrying until it is back", flush=True)
+                spawner.reap()
+                _pause(stop, min(OUTAGE_RETRY_MAX_SECONDS, OUTAGE_RETRY_FIRST_SECONDS * 2 ** retries))
+                retries += 1
+                continue
+            if away_since is not None:
+                print(f"[{time.strftime('%H:%M:%S')}] The board is reachable again (after "
+                      f"{human_duration(time.monotonic() - away_since)}).", flush=True)
+                away_since, retries = None, 0
             ticks += 1
             busy = any(result.to_json()[k] for k in ("spawned", "reclaimed", "crashed", "timed_out", "promoted",
                                                       "reaped_terminal_workers", "protocol_violations",
@@ -446,15 +480,24 @@ def run_daemon(ctx: Context) -> int:
                 for line in dispatch_lines(result):
                     print(f"[{stamp}] {line}", flush=True)
             last_held_back = result.held_back
-            deadline = time.monotonic() + interval
-            while not stop["now"] and time.monotonic() < deadline:
-                time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
+            _pause(stop, interval)
     except KeyboardInterrupt:
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
     print(f"Stopped after {ticks} tick(s).", file=sys.stderr)
     return EXIT_OK
+
+
+OUTAGE_RETRY_FIRST_SECONDS = 0.5
+OUTAGE_RETRY_MAX_SECONDS = 5.0
+
+
+def _pause(stop: dict, seconds: float) -> None:
+    """Sleep ``seconds``, or less when a stop was asked for."""
+    deadline = time.monotonic() + seconds
+    while not stop["now"] and time.monotonic() < deadline:
+        time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
 
 
 def run_tail(ctx: Context) -> int:

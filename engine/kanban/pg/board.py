@@ -17,6 +17,12 @@ Why these choices:
   host is claiming (``FOR UPDATE SKIP LOCKED``) instead of waiting for them.
 - **The dispatch lock is per host**: two dispatchers of one host serialise
   (``skipped_locked``), dispatchers of different hosts run at once.
+- **One clock: the server's.** Every time the board writes or compares (leases, claims,
+  heartbeats, runs, events) is :meth:`PgBoard.now`: the server's ``clock_timestamp()``,
+  read when the connection opens and again with every tick's dispatch lock (no extra
+  round trip), advanced between readings by this host's monotonic clock. A host whose
+  wall clock is wrong sees the same time as every other host. (A test may pin the
+  board's clock instead: ``clock=``, the boundary it fakes.)
 """
 
 from __future__ import annotations
@@ -34,13 +40,15 @@ import asyncpg
 
 from engine.kanban.pg import schema
 from engine.kanban.pg.dialect import rowcount_of, to_postgres
-from engine.kanban.pg.errors import BoardConflict, BoardUnreachable, NoBoardYet
+from engine.kanban.pg.errors import BoardConflict, BoardUnreachable, NoBoardYet, UnusableUrl
 from engine.kanban.pg.url import DatabaseUrl
 from engine.kanban.store import Board, StoreError
 
 Clock = Callable[[], float]
 T = TypeVar("T")
 CONNECT_TIMEOUT_SECONDS = 10.0
+# The server's clock, in the board's unit (seconds since the epoch).
+SERVER_NOW = "extract(epoch FROM clock_timestamp())::float8"
 
 # What a lost or unreachable server looks like from asyncpg.
 _LOST = (OSError, asyncio.TimeoutError, asyncpg.InterfaceError, asyncpg.InternalClientError,
@@ -118,8 +126,11 @@ class PgConnection:
 class PgBoard(Board):
     """One PostgreSQL board on one (re-opened when lost) connection."""
 
-    def __init__(self, url: DatabaseUrl, clock: Clock, host_key: str | None = None) -> None:
-        super().__init__(None, url, clock)  # type: ignore[arg-type] - connected in open()
+    def __init__(self, url: DatabaseUrl, clock: Clock | None = None, host_key: str | None = None) -> None:
+        super().__init__(None, url, clock or time.time)  # type: ignore[arg-type] - connected in open()
+        self._pinned_clock = clock  # None: the server's clock (see the module doc)
+        self._server_time = 0.0  # the server's clock_timestamp() at the last reading ...
+        self._read_at = time.monotonic()  # ... and this host's monotonic clock then
         self.url = url
         self.host_key = host_key
         self._raw: asyncpg.Connection | None = None
@@ -130,7 +141,7 @@ class PgBoard(Board):
     # -- opening ----------------------------------------------------------------------
 
     @classmethod
-    async def open(cls, url: DatabaseUrl, *, clock: Clock = time.time, create: bool = True,
+    async def open(cls, url: DatabaseUrl, *, clock: Clock | None = None, create: bool = True,
                    host_key: str | None = None) -> PgBoard:
         board = cls(url, clock, host_key)
         await board._connect()
@@ -150,14 +161,29 @@ class PgBoard(Board):
         try:
             self._raw = await asyncpg.connect(dsn=self.url.secret, timeout=CONNECT_TIMEOUT_SECONDS,
                                               server_settings={"application_name": "hermes-tui"})
+        except ValueError as exc:  # asyncpg's own DSN parser (ClientConfigurationError included)
+            self._raw = None
+            raise UnusableUrl(f"the board database URL {self.url} is not usable: {self.url.scrub(str(exc))}") \
+                from None
         except (asyncpg.PostgresError, *_LOST) as exc:
             self._raw = None
             raise self._error(exc) from None
-        except ValueError as exc:  # asyncpg's own DSN parser
-            raise StoreError(f"the board database URL {self.url} is not usable: {self.url.scrub(str(exc))}") \
-                from None
         self.conn = PgConnection(self._raw, self._error)
+        rows = await self.conn.execute_fetchall(f"SELECT {SERVER_NOW}")
+        self._server_read(rows[0][0])
         return self.conn
+
+    # -- the clock ------------------------------------------------------------------------
+
+    def _server_read(self, server_time: float) -> None:
+        self._server_time, self._read_at = float(server_time), time.monotonic()
+
+    def now(self) -> float:
+        """The board's time: the server's clock (never this host's wall clock), or the
+        clock a test pinned."""
+        if self._pinned_clock is not None:
+            return float(self._pinned_clock())
+        return self._server_time + (time.monotonic() - self._read_at)
 
     def _error(self, exc: BaseException) -> BaseException:
         """One line naming the board without its password; a lost connection is dropped
@@ -296,7 +322,8 @@ class PgBoard(Board):
 
         async with self._local_dispatch:
             key = zlib.crc32(f"hermes-tui dispatch {self.host_key or hostname()}".encode()) - 2**31
-            rows = await self.fetch("SELECT pg_try_advisory_lock(?, ?)", (schema.SETUP_LOCK_KEY, key))
+            rows = await self.fetch(f"SELECT pg_try_advisory_lock(?, ?), {SERVER_NOW}", (schema.SETUP_LOCK_KEY, key))
+            self._server_read(rows[0][1])  # the tick's reading of the server's clock
             if not rows[0][0]:
                 yield False
                 return
@@ -327,6 +354,13 @@ class PgBoard(Board):
         rows = await self.fetch("SELECT host_id FROM hosts WHERE lease_expires < ? AND host_id <> ? ORDER BY host_id",
                                 (now, host_id))
         return [r[0] for r in rows]
+
+    has_host_leases = True
+
+    async def live_hosts(self, now: float) -> list[str]:
+        """The hosts whose lease runs past ``now`` (the board's, that is the server's, time)."""
+        return [r[0] for r in await self.fetch("SELECT host_id FROM hosts WHERE lease_expires >= ? ORDER BY host_id",
+                                               (now,))]
 
     def claim_statement(self, count: int) -> str:
         """The claim's compare-and-set, skipping cards another host is claiming right now."""

@@ -23,12 +23,13 @@ class SharedBoardCheck:
     usable: bool
     host_id: str
     lease_expires_in: float | None = None  # seconds; negative: expired; None: no lease yet
+    bad_url: bool = False  # the driver cannot use the URL (bad input: doctor exits 2)
 
     def to_json(self) -> dict:
         return asdict(self)
 
 
-async def _read(url: DatabaseUrl, host_id: str, now: float) -> SharedBoardCheck:
+async def _read(url: DatabaseUrl, host_id: str) -> SharedBoardCheck:
     import asyncpg
 
     conn = await asyncpg.connect(dsn=url.secret, timeout=CHECK_TIMEOUT_SECONDS,
@@ -50,17 +51,23 @@ async def _read(url: DatabaseUrl, host_id: str, now: float) -> SharedBoardCheck:
             state += f" (the next use migrates it to {schema.SCHEMA_VERSION})"
         lease = None
         if "hosts" in tables:
-            row = await conn.fetchrow("SELECT lease_expires FROM hosts WHERE host_id = $1", host_id)
-            lease = None if row is None else float(row[0]) - now
+            # Measured with the server's clock, as every host's dispatcher measures it.
+            row = await conn.fetchrow("SELECT lease_expires - extract(epoch FROM clock_timestamp())::float8 "
+                                      "FROM hosts WHERE host_id = $1", host_id)
+            lease = None if row is None else float(row[0])
         return SharedBoardCheck(str(url), True, state, True, host_id, lease)
     finally:
         await conn.close()
 
 
-def check_shared_board(url: DatabaseUrl, host_id: str, now: float) -> SharedBoardCheck:
+def check_shared_board(url: DatabaseUrl, host_id: str) -> SharedBoardCheck:
     """Blocking (a few seconds at most): for the CLI."""
     try:
-        return asyncio.run(asyncio.wait_for(_read(url, host_id, now), CHECK_TIMEOUT_SECONDS * 2))
+        return asyncio.run(asyncio.wait_for(_read(url, host_id), CHECK_TIMEOUT_SECONDS * 2))
+    except ValueError as exc:  # the driver's own reading of the URL (an unknown sslmode, ...)
+        text = url.scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+        return SharedBoardCheck(str(url), False, f"the board database URL is not usable: {text}", False, host_id,
+                                bad_url=True)
     except Exception as exc:  # refused, timed out, no such database, bad credentials ...
         text = url.scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
         return SharedBoardCheck(str(url), False, f"cannot be reached: {text}", False, host_id)

@@ -18,3 +18,8 @@ class NoBoardYet(StoreError):
 
 class BoardConflict(StoreError):
     """Two hosts changed the same rows at once and the server chose this side to give way."""
+
+
+class UnusableUrl(StoreError):
+    """The driver cannot use the board's URL (an option it does not know, a value it
+    cannot read): bad input, exit 2, one line without the password."""

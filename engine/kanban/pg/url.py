@@ -3,6 +3,7 @@ shown (doctor, errors, ``--json``, the window title) uses :attr:`DatabaseUrl.sho
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from dataclasses import dataclass, field
 
@@ -37,6 +38,17 @@ def _without_password(parts: urllib.parse.SplitResult) -> str:
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
+_USERINFO_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^@/?#:]*):[^/?#]*@")
+_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
+
+
+def _cut_password(raw: str) -> str:
+    """A URL that could not even be split, shown without what may be its password
+    (``user:secret@``, ``password=``); control characters escaped."""
+    shown = _QUERY_PASSWORD.sub(r"\1***", _USERINFO_PASSWORD.sub(r"\1:***@", raw))
+    return "".join(c if ord(c) >= 32 and ord(c) != 127 else f"\\x{ord(c):02x}" for c in shown)
+
+
 @dataclass(frozen=True)
 class DatabaseUrl:
     """``postgresql://user[:password]@host[:port]/dbname[?sslmode=...]``.
@@ -51,7 +63,10 @@ class DatabaseUrl:
     @classmethod
     def parse(cls, text: str) -> DatabaseUrl:
         raw = str(text).strip()
-        parts = urllib.parse.urlsplit(raw)
+        try:
+            parts = urllib.parse.urlsplit(raw)
+        except ValueError as exc:  # "Invalid IPv6 URL": a bracket left open, ...
+            raise BadDatabaseUrl(f"cannot be read ({exc}): {_cut_password(raw)}") from None
         if parts.scheme.lower() not in SCHEMES:
             raise BadDatabaseUrl("must start with postgresql://")
         shown = _without_password(parts)
