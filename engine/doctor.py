@@ -213,4 +213,3 @@ def home_warnings(home: HomeLayout, settings: Settings | None = None) -> list[Ho
         found.append(HomeWarning("proc", "/proc is not readable: no process is ever signalled, "
                                  "entries with processes are kept", "run where /proc is mounted and readable"))
     return found
-    return check_shared_board(where, hostname()).to_json()
