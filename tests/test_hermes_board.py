@@ -187,23 +187,31 @@ with open({record!r}, "a") as f:
 if os.environ.get("FAKE_HERMES_FAIL"):
     print("kanban: cannot complete t_x (unknown id or terminal state)", file=sys.stderr)
     sys.exit(1)
-if sys.argv[1:3] == ["kanban", "create"]:
+argv = sys.argv[1:]
+if argv[1:2] == ["--board"]:
+    argv = argv[:1] + argv[3:]
+if argv[:2] == ["kanban", "create"]:
     print(json.dumps({{"id": "{card}", "title": "New card", "status": "ready"}}, indent=2))
 else:
     print("Done")
 """
 
 
-@pytest.fixture
-def fake_hermes(tmp_path):
+def install_fake_hermes(tmp_path, card: str):
+    """A stand-in ``hermes`` on a PATH of its own: (env with that PATH, its record file)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     record = tmp_path / "hermes-calls.jsonl"
     script = bin_dir / "hermes"
-    script.write_text(FAKE_HERMES.format(python=sys.executable, record=str(record), card=WRITER_CARD))
+    script.write_text(FAKE_HERMES.format(python=sys.executable, record=str(record), card=card))
     script.chmod(0o755)
     env = {"PATH": f"{bin_dir}{os.pathsep}{os.path.dirname(sys.executable)}"}
     return env, record
+
+
+@pytest.fixture
+def fake_hermes(tmp_path):
+    return install_fake_hermes(tmp_path, WRITER_CARD)
 
 
 @pytest.mark.parametrize(("args", "hermes_argv"), ACTIONS, ids=lambda v: " ".join(v))
@@ -213,7 +221,7 @@ def test_with_hermes_on_path_the_action_calls_hermes_kanban(hermes, fake_hermes,
     r = cli(hermes, *args, env=env)
     assert r.returncode == 0, r.stderr
     calls = [json.loads(line) for line in record.read_text().splitlines()]
-    assert [c["argv"] for c in calls] == [["kanban", *hermes_argv]]
+    assert [c["argv"] for c in calls] == [["kanban", "--board", "default", *hermes_argv]]
     assert calls[0]["home"] == str(hermes.root) and calls[0]["db"] == str(hermes.shared_kanban_db)
     assert hermes.shared_kanban_db.read_bytes() == before  # hermes-tui itself wrote nothing
 
@@ -337,6 +345,6 @@ async def test_pane_actions_go_through_hermes_kanban(hermes, fake_hermes, monkey
         await wait_for(pilot, lambda: len(record.read_text().splitlines()) == 2)
         await pilot.press("q")
     calls = [json.loads(line)["argv"] for line in record.read_text().splitlines()]
-    assert calls[0] == ["kanban", "archive", "--", DONE_CARD]
-    assert calls[1][:3] == ["kanban", "create", "--json"] and calls[1][-2:] == ["--", "From the pane"]
+    assert calls[0] == ["kanban", "--board", "default", "archive", "--", DONE_CARD]
+    assert calls[1][:5] == ["kanban", "--board", "default", "create", "--json"] and calls[1][-2:] == ["--", "From the pane"]
     assert hermes.shared_kanban_db.read_bytes() == before

@@ -310,6 +310,14 @@ class HermesBoardService:
         return self._reader.path
 
     @property
+    def slug(self) -> str | None:
+        """Which of hermes's boards this is (``default``, or a named board under
+        ``kanban/boards/``); None for a hermes database elsewhere (``--db``)."""
+        from engine.hermes.boards import slug_of
+
+        return slug_of(self.home.root, self.path)
+
+    @property
     def read_only(self) -> bool:
         return self.command is None
 
@@ -340,7 +348,13 @@ class HermesBoardService:
         return False
 
     def log_path(self, task_id: str) -> Path:
-        return self.home.hermes_kanban_logs_dir / f"{task_id}.log"
+        """hermes's worker log of a card: ``kanban/logs/`` for ``default``, the board's own
+        ``logs/`` for a named board."""
+        from engine.hermes.boards import logs_dir
+
+        slug = self.slug
+        folder = self.home.hermes_kanban_logs_dir if slug is None else logs_dir(self.home.root, slug)
+        return folder / f"{task_id}.log"
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -392,9 +406,11 @@ class HermesBoardService:
         if self.command is None:
             raise ReadOnlyBoard(self.read_only_reason)
         env = dict(os.environ, HERMES_HOME=str(self.home.root), HERMES_KANBAN_DB=str(self.path))
+        slug = self.slug
+        board = ["--board", slug] if slug is not None else []  # the board's logs and workspaces
         try:
             proc = await asyncio.create_subprocess_exec(
-                self.command, "kanban", *args, stdin=asyncio.subprocess.DEVNULL,
+                self.command, "kanban", *board, *args, stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
         except OSError as exc:
             raise StoreError(f"cannot run {self.command}: {exc.strerror or exc}") from None

@@ -31,7 +31,8 @@ MAX_PRIORITY = 1_000_000_000
 MAX_RETRIES = 1_000_000
 MAX_TAIL_LINES = 1_000_000
 VERBS = ("create", "list", "show", "assign", "complete", "block", "review", "heartbeat", "reclaim", "unblock",
-         "archive", "comment", "dispatch", "daemon", "tail")
+         "archive", "comment", "dispatch", "daemon", "tail", "boards")
+BOARD_HELP = "the board by name: hermes-agent's board SLUG, else hermes-tui's own (see `kanban boards`)"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,10 +44,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--db", metavar="PATH|URL", help="the board: a file, or a postgresql:// URL (default: "
                    "$HERMES_KANBAN_DB, $HERMES_KANBAN_DATABASE_URL, config kanban.database, kanban.db, "
                    "hermes-agent's <home>/kanban.db when there, else <home>/hermes-tui/board.db)")
+    p.add_argument("--board", metavar="SLUG", help=BOARD_HELP)
     p.set_defaults(func=_need_verb)
     verbs = p.add_subparsers(dest="verb", metavar="VERB", parser_class=type(p))
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--db", metavar="PATH|URL", default=argparse.SUPPRESS, help="the board file or URL")
+    common.add_argument("--board", metavar="SLUG", default=argparse.SUPPRESS, help=BOARD_HELP)
 
     def verb(name: str, help_: str, func, json_flag: bool = True) -> argparse.ArgumentParser:
         vp = verbs.add_parser(name, help=help_, description=help_, parents=[common])
@@ -101,6 +104,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     tp.add_argument("id", nargs="?")
     tp.add_argument("--lines", type=bounded_int(0, MAX_TAIL_LINES, "lines"), default=10, metavar="N", help="earlier events to show first (default 10)")
     tp.add_argument("--interval", type=number_arg(unit="seconds"), default=0.5, metavar="S", help=argparse.SUPPRESS)
+    bp = verb("boards", "every board of the home (hermes-agent's and hermes-tui's own) with its counts; "
+                        "`boards create SLUG` makes a hermes-tui board", run_boards)
+    bp.add_argument("action", nargs="?", choices=("list", "create"), default="list")
+    bp.add_argument("slug", nargs="?", help="the new board's slug (create)")
+    bp.add_argument("--name", help="the new board's display name (create)")
 
 
 def _statuses() -> tuple[str, ...]:
@@ -166,12 +174,13 @@ async def _with_service(ctx: Context, body, spawner) -> Any:
     from engine.kanban.service import BoardService
     from engine.kanban.store import BadId, StoreError
 
+    override = board_override(ctx)
     try:
-        path = BoardService.path_for(ctx.home, ctx.settings, getattr(ctx.args, "db", None))
+        path = BoardService.path_for(ctx.home, ctx.settings, override)
     except BadDatabaseUrl as exc:  # --db, $HERMES_KANBAN_DB or $HERMES_KANBAN_DATABASE_URL
         raise CliError(f"the board database URL {exc}", EXIT_USAGE) from None
     try:
-        async with await BoardService.open(ctx.home, ctx.settings, override=getattr(ctx.args, "db", None),
+        async with await BoardService.open(ctx.home, ctx.settings, override=override,
                                            spawner=spawner) as service:
             return await body(service)
     except BadId as exc:
@@ -180,6 +189,21 @@ async def _with_service(ctx: Context, body, spawner) -> Any:
         raise CliError(str(exc), EXIT_FAILED) from None
     except sqlite3.DatabaseError as exc:  # damage found after opening, a full disk, ...
         raise CliError(f"the board {path} cannot be used: {exc}", EXIT_FAILED) from None
+
+
+def board_override(ctx: Context):
+    """``--db`` as given, or the file ``--board SLUG`` names (not both: exit 2)."""
+    db, board = getattr(ctx.args, "db", None), getattr(ctx.args, "board", None)
+    if board is None:
+        return db
+    if db is not None:
+        raise CliError("give --db or --board, not both", EXIT_USAGE)
+    from engine.kanban.boards import BadSlug, UnknownBoard, resolve_board
+
+    try:
+        return resolve_board(ctx.home, board)
+    except (BadSlug, UnknownBoard) as exc:
+        raise CliError(f"--board: {exc}", EXIT_USAGE) from None
 
 
 def _worker_call():
@@ -484,3 +508,51 @@ def run_tail(ctx: Context) -> int:
 
 def _print_event(e) -> None:
     print(f"[{local_time(e.created_at)}] {e.task_id} {e.kind} {payload_text(e.payload)}".rstrip(), flush=True)
+
+
+def run_boards(ctx: Context) -> int:
+    """``kanban boards``: every board with its counts; ``boards create SLUG``: a new
+    hermes-tui board (hermes-agent's boards are made by ``hermes kanban boards create``)."""
+    import asyncio
+
+    from engine.kanban.boards import BadSlug, create_own_board, list_boards
+
+    a = ctx.args
+    if a.action == "create":
+        if not a.slug:
+            raise CliError("boards create needs a SLUG", EXIT_USAGE)
+        try:
+            path = create_own_board(ctx.home, a.slug, a.name)
+        except BadSlug as exc:
+            raise CliError(str(exc), EXIT_USAGE) from None
+        except OSError as exc:
+            raise CliError(f"cannot create the board: {exc.strerror or exc}", EXIT_FAILED) from None
+        ctx.args.db, ctx.args.board = str(path), None
+
+        async def body(service):
+            return service.path
+
+        _run(ctx, body)  # the board service creates the database, with its schema
+        if ctx.json:
+            print_json({"slug": a.slug.strip().lower(), "path": str(path)})
+        else:
+            print(f"Created board {a.slug.strip().lower()} ({path})")
+        return EXIT_OK
+    if a.slug:
+        raise CliError("boards lists every board: it takes no SLUG (`boards create SLUG` makes one)", EXIT_USAGE)
+    boards = asyncio.run(list_boards(ctx.home, ctx.settings))
+    if ctx.json:
+        print_json({"boards": [b.to_json() for b in boards],
+                    "current": next((b.slug for b in boards if b.current), None)})
+        return EXIT_OK
+    if not boards:
+        print("No boards yet (the first `kanban create` makes hermes-tui's default board).")
+        return EXIT_OK
+    for b in boards:
+        mark = "*" if b.current else " "
+        counts = b.error or (", ".join(f"{s}={n}" for s, n in sorted(b.counts.items())) or "no cards")
+        extra = " (hermes's current board)" if b.hermes_current and not b.current else ""
+        extra += " (archived)" if b.archived else ""
+        print(f"{mark} {b.slug:<20} {b.kind:<10} {b.name:<24} {counts}{extra}")
+    print("* the board hermes-tui shows without --board")
+    return EXIT_OK

@@ -1,0 +1,137 @@
+"""Issue 24: every board of a home and what hermes knows, against a home the real
+hermes-agent 0.19.0 wrote (tests/fixtures/hermes_boards_0_19_0, made by
+tests/fixtures/make_hermes_boards_home.sh; copied per test): two boards (``default`` and
+``research``, hermes's current one), a card the breaker gave up on, a card the respawn
+guard holds back, a card in triage, a card done by a worker whose session has usage
+rows, and two registered processes. Every read leaves every file of the home as it was
+(hashed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.home import HomeLayout
+from tests.conftest import run_cli
+from tests.test_hermes_board import install_fake_hermes
+from tests.test_hermes_home import tree_state
+
+FIXTURE = Path(__file__).parent / "fixtures" / "hermes_boards_0_19_0"
+NO_HERMES = {"PATH": os.path.dirname(sys.executable) + os.pathsep + "/nonexistent-bin", "HERMES_AUTO_PRUNE": ""}
+WORKED = "t_5ff40224"    # "Write the release notes": done by a worker, its session has usage
+BY_HAND = "t_7b645408"   # "Tag the release": done by hand, no worker session
+GAVE_UP = "t_0a0a580f"   # "Deploy the site": the breaker gave up (max_retries 1)
+GUARDED = "t_d2b843e6"   # "Publish the package": ready, held back by the respawn guard (blocker_auth)
+TRIAGE = "t_2b2e3d90"    # "Plan the next release": triage, no main model (triage_aux_unavailable)
+RESEARCH = {"t_d110b468": "Read the survey paper", "t_041fcace": "Summarise the benchmarks"}
+
+
+@pytest.fixture
+def home(tmp_path) -> HomeLayout:
+    root = tmp_path / "hermes"
+    shutil.copytree(FIXTURE, root)
+    return HomeLayout(root)
+
+
+def kanban(home: HomeLayout, *args: str, env: dict | None = None):
+    return run_cli("--home", str(home.root), "kanban", *args, env={**NO_HERMES, **(env or {})}, timeout=60)
+
+
+def ok_json(home: HomeLayout, *args: str, env: dict | None = None) -> dict:
+    r = kanban(home, *args, "--json", env=env)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_the_fixture_was_written_by_hermes_agent_0_19_0():
+    assert (FIXTURE / ".hermes-agent-version").read_text().strip() == "0.19.0"
+    assert (FIXTURE / "kanban" / "current").read_text().strip() == "research"
+
+
+# --------------------------------------------------------------------------------------
+# Boards
+# --------------------------------------------------------------------------------------
+
+
+def test_boards_lists_every_hermes_board_with_counts_and_the_current_one(home):
+    before = tree_state(home.root)
+    data = ok_json(home, "boards")
+    boards = {b["slug"]: b for b in data["boards"]}
+    assert list(boards) == ["default", "research"]
+    assert boards["default"]["counts"] == {"blocked": 1, "done": 2, "ready": 1, "triage": 1}
+    assert boards["research"]["counts"] == {"ready": 2} and boards["research"]["name"] == "Research"
+    assert boards["research"]["description"] == "Reading for the next release"
+    assert {b["kind"] for b in boards.values()} == {"hermes"}
+    # hermes's own setting (kanban/current, `hermes kanban boards switch`) is followed.
+    assert data["current"] == "research" and boards["research"]["hermes_current"]
+    text = kanban(home, "boards")
+    assert text.returncode == 0, text.stderr
+    assert "* research" in text.stdout and "blocked=1, done=2, ready=1, triage=1" in text.stdout
+    assert tree_state(home.root) == before
+
+
+def test_every_verb_reads_the_board_board_names_and_changes_nothing(home):
+    before = tree_state(home.root)
+    research = ok_json(home, "--board", "research", "list")["tasks"]
+    assert {t["id"]: t["title"] for t in research} == RESEARCH
+    assert {t["id"] for t in ok_json(home, "list")["tasks"]} == set(RESEARCH)  # the current board
+    default = {t["id"]: t["status"] for t in ok_json(home, "list", "--board", "default", "--all")["tasks"]}
+    assert default == {WORKED: "done", BY_HAND: "done", GAVE_UP: "blocked", GUARDED: "ready", TRIAGE: "triage"}
+    shown = ok_json(home, "show", "--board", "default", GAVE_UP)
+    assert shown["status"] == "blocked" and "gave_up" in [e["kind"] for e in shown["events"]]
+    r = kanban(home, "--board", "research", "show", "t_d110")
+    assert r.returncode == 0 and "Read the survey paper" in r.stdout, r.stderr
+    assert tree_state(home.root) == before
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--board", "nope", "list"], "no board 'nope'"),
+    (["list", "--board", "../default"], "is not a board slug"),
+    (["--board", "research", "--db", "x.db", "list"], "give --db or --board, not both"),
+])
+def test_a_board_that_is_not_there_is_one_usage_line(home, args, words):
+    before = tree_state(home.root)
+    r = kanban(home, *args)
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and words in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and tree_state(home.root) == before
+
+
+@pytest.fixture
+def fake_hermes(tmp_path):
+    return install_fake_hermes(tmp_path, "t_d110b468")
+
+
+def test_a_change_on_a_named_board_goes_through_hermes_kanban_board(home, fake_hermes):
+    env, record = fake_hermes
+    before = tree_state(home.root)
+    r = kanban(home, "--board", "research", "complete", "t_d110", "--summary", "read it", env=env)
+    assert r.returncode == 0, r.stderr
+    calls = [json.loads(line) for line in record.read_text().splitlines()]
+    assert [c["argv"] for c in calls] == [["kanban", "--board", "research", "complete", "--summary", "read it",
+                                           "--", "t_d110b468"]]
+    assert calls[0]["db"] == str(home.root / "kanban" / "boards" / "research" / "kanban.db")
+    assert tree_state(home.root) == before  # the fake wrote nothing; hermes-tui neither
+
+
+def test_hermes_tui_own_boards_live_in_its_own_folder(tmp_path):
+    own = HomeLayout(tmp_path / "own")
+    own.root.mkdir()
+    r = run_cli("--home", str(own.root), "kanban", "boards", "create", "work", "--name", "Work things",
+                env=NO_HERMES)
+    assert r.returncode == 0, r.stderr
+    assert (own.root / "hermes-tui" / "boards" / "work" / "board.db").is_file()
+    r = run_cli("--home", str(own.root), "kanban", "--board", "work", "create", "On the work board", env=NO_HERMES)
+    assert r.returncode == 0, r.stderr
+    r = run_cli("--home", str(own.root), "kanban", "create", "On the default board", env=NO_HERMES)
+    assert r.returncode == 0, r.stderr
+    r = run_cli("--home", str(own.root), "kanban", "boards", "--json", env=NO_HERMES)
+    boards = {b["slug"]: b for b in json.loads(r.stdout)["boards"]}
+    assert {s: (b["kind"], b["name"], b["total"], b["current"]) for s, b in boards.items()} == {
+        "default": ("hermes-tui", "hermes-tui", 1, True), "work": ("hermes-tui", "Work things", 1, False)}
+    r = run_cli("--home", str(own.root), "kanban", "list", "--board", "work", "--json", env=NO_HERMES)
+    assert [t["title"] for t in json.loads(r.stdout)["tasks"]] == ["On the work board"]
