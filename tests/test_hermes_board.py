@@ -288,7 +288,7 @@ async def test_the_pane_shows_hermes_cards_read_only_and_changes_nothing(hermes,
         assert pane.column_ids("ready") == (WRITER_CARD, "t_594173db") and pane.column_ids("done") == (DONE_CARD,)
         assert pane.query("#column-triage") and pane.query("#column-scheduled")
         info = str(pane.query_one("#board-info").render())
-        assert "hermes-agent's board (kanban.db)" in info and "read-only" in info
+        assert "hermes-agent's board default (kanban.db)" in info and "read-only" in info
         assert sum("not on PATH" in n for n in notes) == 1  # said once
         cards = pane.query_one("#cards-done")
         cards.focus()

@@ -135,3 +135,45 @@ def test_hermes_tui_own_boards_live_in_its_own_folder(tmp_path):
         "default": ("hermes-tui", "hermes-tui", 1, True), "work": ("hermes-tui", "Work things", 1, False)}
     r = run_cli("--home", str(own.root), "kanban", "list", "--board", "work", "--json", env=NO_HERMES)
     assert [t["title"] for t in json.loads(r.stdout)["tasks"]] == ["On the work board"]
+
+
+# --------------------------------------------------------------------------------------
+# The app
+# --------------------------------------------------------------------------------------
+
+
+async def test_the_pane_shows_the_current_board_and_switches_to_another(home, monkeypatch):
+    """The pane opens hermes's current board (research), says which board it shows, and
+    `b` (board.switch, also in the palette) lists both boards with their counts; Enter
+    on `default` shows it. Nothing in the home changes."""
+    from tests.test_hermes_board import _app
+    from tests.test_kanban_pane import wait_for
+    from widgets.board_pane import BoardPane
+    from widgets.board_switcher import BoardSwitchScreen
+
+    monkeypatch.setenv("PATH", NO_HERMES["PATH"])
+    before = tree_state(home.root)
+    app, _notes = _app(home)
+    async with app.run_test(size=(200, 50)) as pilot:
+        pane = app.query_one(BoardPane)
+        await wait_for(pilot, lambda: set(pane.cards) == set(RESEARCH))
+        info = str(pane.query_one("#board-info").render())
+        assert "hermes-agent's board research (kanban/boards/research/kanban.db)" in info
+        await pilot.press("b")
+        await wait_for(pilot, lambda: isinstance(app.screen, BoardSwitchScreen))
+        listed = [str(app.screen.query_one("#boards").get_option_at_index(i).prompt) for i in range(2)]
+        assert listed[0].startswith("  default  Default") and "blocked 1, done 2, ready 1, triage 1" in listed[0]
+        assert listed[1].startswith("● research  Research") and "hermes's current board" in listed[1]
+        await pilot.press("up", "enter")
+        await wait_for(pilot, lambda: GUARDED in pane.cards and not set(RESEARCH) & set(pane.cards))
+        assert pane.column_ids("triage") == (TRIAGE,) and pane.column_ids("blocked") == (GAVE_UP,)
+        await wait_for(pilot, lambda: "hermes-agent's board default (kanban.db)"
+                       in str(pane.query_one("#board-info").render()))
+        await pilot.press("q")
+    assert tree_state(home.root) == before
+
+
+def test_the_switcher_is_a_binding_with_an_id():
+    from hermes_tui.keymap import known_binding_ids
+
+    assert {"board.switch", "board.switcher.cancel"} <= set(known_binding_ids())

@@ -116,6 +116,7 @@ class BoardPane(Pane):
         Binding("D", "dispatch_now", "Dispatch now", id="board.dispatch", show=False),
         Binding("A", "toggle_archived", "Show archived", id="board.toggle_archived", show=False),
         Binding("o", "open_output", "Worker output", id="board.output", show=False),
+        Binding("b", "switch_board", "Switch board", id="board.switch", show=False),
     ]
 
     DEFAULT_CSS = """
@@ -187,6 +188,7 @@ class BoardPane(Pane):
         self.listening = False  # a server board announces its changes (no need to wait for the timer)
         self._timer_ticks = 0
         self._info: str | None = None  # what the info line shows
+        self.board_override: Path | None = None  # the board the switcher chose (None: the default one)
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -259,8 +261,9 @@ class BoardPane(Pane):
         from engine.kanban.store import StoreError
 
         try:
-            self.db_path = await asyncio.to_thread(BoardService.path_for, self.home, self.settings)
-            exists = await asyncio.to_thread(BoardService.exists, self.home, self.settings)
+            self.db_path = await asyncio.to_thread(BoardService.path_for, self.home, self.settings,
+                                                   self.board_override)
+            exists = await asyncio.to_thread(BoardService.exists, self.home, self.settings, self.board_override)
         except ValueError as exc:  # a malformed board URL (its message holds no password)
             self._fail(f"The board cannot be used: the board database URL {exc}")
             return None
@@ -270,7 +273,8 @@ class BoardPane(Pane):
         from engine.kanban.pg.errors import BoardUnreachable, NoBoardYet
 
         try:
-            service = await BoardService.open(self.home, self.settings, create=create, clock=self.clock)
+            service = await BoardService.open(self.home, self.settings, create=create, clock=self.clock,
+                                              override=self.board_override)
             await self._use_statuses(await service.statuses())
         except BoardUnreachable as exc:
             self._unreachable(exc)
@@ -468,7 +472,7 @@ class BoardPane(Pane):
             if self.last_result is not None and self.last_result.spawned:
                 state += f": spawned {len(self.last_result.spawned)}"
         words = held_back_words(self.last_result) if self.last_result is not None else ""
-        info = state + (f" · {words}" if words else "")
+        info = self._board_label() + state + (f" · {words}" if words else "")
         self._set_info(info)  # cut with … when narrow (the selected card's reason is in full below)
         total = sum(self.counts.get(s, len(self._columns[s])) for s in self._shown_statuses(False))
         status = f"{total} cards, {running} running · {'dispatch on' if k.dispatch else 'dispatch off'}"
@@ -505,7 +509,10 @@ class BoardPane(Pane):
         """hermes-agent's board: whose it is, how it changes, who dispatches it."""
         how = "read-only (`hermes` is not on PATH)" if self.service.read_only else \
             f"changes go through {self.service.command}"
-        info = f"hermes-agent's board ({self._shown_db_path()}) · {how} · hermes's gateway dispatches it"
+        from engine.kanban.boards import board_slug
+
+        name = board_slug(self.home, self.db_path) or ""
+        info = f"hermes-agent's board {name} ({self._shown_db_path()}) · {how} · hermes's gateway dispatches it"
         self._set_info(info)
         total = sum(self.counts.get(s, len(self._columns[s])) for s in self._shown_statuses(False))
         self.set_status(f"hermes board: {total} cards" + (", read-only" if self.service.read_only else ""))
@@ -526,7 +533,17 @@ class BoardPane(Pane):
 
     # -- the dispatcher's results (the app's dispatch loop ticks) ---------------------------------
 
+    def _board_label(self) -> str:
+        """``board SLUG · `` when the switcher shows a board other than the default one."""
+        if self.board_override is None:
+            return ""
+        from engine.kanban.boards import board_slug
+
+        return f"board {board_slug(self.home, self.db_path) or self._shown_db_path()} · "
+
     def on_board_pane_tick_done(self, message: TickDone) -> None:
+        if self.board_override is not None:  # the app's dispatch loop ticks the default board, not this one
+            return
         result = message.result
         self.last_result = result
         self._held_back = {skip.task_id: skip for skip in result.skipped}
@@ -545,8 +562,49 @@ class BoardPane(Pane):
             self.notify(f"{self._shown_db_path()} is hermes-agent's board: hermes's gateway dispatches it, "
                         "hermes-tui never does", severity="warning", timeout=5, markup=False)
             return
+        if self.board_override is not None:
+            self.notify("the app dispatches its default board only: run `hermes-tui kanban --board SLUG dispatch` "
+                        "for this one", severity="warning", timeout=5, markup=False)
+            return
         self.notify("dispatching…", timeout=2)
         self.post_message(self.DispatchRequested())
+
+    # -- switching boards ------------------------------------------------------------------------
+
+    @work(exclusive=True, group="board-switch")
+    async def action_switch_board(self) -> None:
+        """List every board of the home (off the UI thread) and offer them."""
+        from engine.kanban.boards import list_boards
+        from widgets.board_switcher import BoardSwitchScreen
+
+        boards = await list_boards(self.home, self.settings)
+        if not boards:
+            self.notify("no board in this home yet: press n to create the first card", timeout=4)
+            return
+        self.app.push_screen(BoardSwitchScreen(boards, self.db_path if isinstance(self.db_path, Path) else None),
+                             self._switch_to)
+
+    def _switch_to(self, path: Path | None) -> None:
+        if path is not None and path != self.db_path:
+            self._reopen(path)
+
+    @work(exclusive=True, group="board-open")
+    async def _reopen(self, path: Path) -> None:
+        """Show another board: close this one's service, forget its cards, open that one."""
+        async with self._open_lock:
+            old, self.service = self.service, None
+            if old is not None:
+                await old.close()
+            self.board_override, self.db_path, self.error = path, path, None
+            self.listening, self.last_result, self._held_back = False, None, {}
+            self.remove_class("-failed")
+            for status in [s for s in self._columns if s not in STATUSES]:
+                del self._columns[status]
+                await self.query_one(f"#column-{status}").remove()
+            self.statuses = STATUSES
+            self.apply([], {})
+            await self._open_locked(create=False)
+        self.refresh_board()
 
     # -- selection -----------------------------------------------------------------------------
 

@@ -103,6 +103,23 @@ def own_boards(home: HomeLayout) -> list[tuple[str, str, Path]]:
     return found
 
 
+def board_slug(home: HomeLayout, path: object) -> str | None:
+    """The slug of the board at ``path`` (hermes's or ours), None for a file elsewhere
+    (``--db``) or a server board."""
+    if not isinstance(path, Path):
+        return None
+    found = hermes_boards_mod.slug_of(home.root, path)
+    if found is not None:
+        return found
+    path = Path(os.path.abspath(path))
+    if path == Path(os.path.abspath(home.kanban_db)):
+        return DEFAULT_BOARD
+    root = Path(os.path.abspath(own_boards_root(home)))
+    if path.name == "board.db" and path.parent.parent == root and hermes_boards_mod.SLUG_RE.match(path.parent.name):
+        return path.parent.name
+    return None
+
+
 def home_has_hermes_board(home: HomeLayout) -> bool:
     """Whether hermes-agent keeps its boards here (its ``<home>/kanban.db``, asked of
     SQLite read-only and immutable: call off the UI thread)."""
