@@ -138,6 +138,61 @@ def test_hermes_tui_own_boards_live_in_its_own_folder(tmp_path):
 
 
 # --------------------------------------------------------------------------------------
+# Why hermes did not spawn a card; its gateway
+# --------------------------------------------------------------------------------------
+
+
+def test_hermes_reasons_are_listed_per_card_in_words_and_codes(home):
+    before = tree_state(home.root)
+    data = ok_json(home, "--board", "default", "list")
+    codes = {t["id"]: [r["code"] for r in t["hermes_reasons"]] for t in data["tasks"]}
+    assert codes == {GUARDED: ["respawn_guarded:blocker_auth"], GAVE_UP: ["gave_up"],
+                     TRIAGE: ["triage_aux_unavailable"], WORKED: [], BY_HAND: []}
+    assert data["gateway"]["running"] is False and "no gateway.pid" in data["gateway"]["words"]
+    research = ok_json(home, "--board", "research", "list")["tasks"]
+    assert {t["id"]: [r["code"] for r in t["hermes_reasons"]] for t in research} == {
+        "t_d110b468": [], "t_041fcace": ["unassigned"]}
+    text = kanban(home, "--board", "default", "list").stdout
+    assert text.splitlines()[0].startswith("hermes's gateway is not running (no gateway.pid)")
+    assert "hermes: hermes gave up after 1 failure(s) (limit 1, from the card's max_retries): 401 Unauthorized" in text
+    assert "hermes: held back by hermes's respawn guard: its last failure reads like a quota" in text
+    shown = ok_json(home, "--board", "default", "show", TRIAGE)
+    assert "no model can triage it: auxiliary.kanban_decomposer is not set" in shown["hermes_reasons"][0]["words"]
+    assert tree_state(home.root) == before
+
+
+def _gateway_pid_file(root: Path, pid: int, start_time) -> None:
+    """gateway.pid as hermes 0.19.0 writes it (gateway/status.py: pid, kind, argv, start_time)."""
+    (root / "gateway.pid").write_text(json.dumps({"pid": pid, "kind": "hermes-gateway",
+                                                  "argv": ["hermes", "gateway", "run"], "start_time": start_time}))
+
+
+def test_the_gateway_runs_only_when_its_pid_file_names_a_verified_live_gateway(home, children):
+    from engine import identity
+    from engine.hermes.reasons import gateway_state
+
+    gateway = children([sys.executable, "-c", "import time; time.sleep(600)", "hermes", "gateway", "run"])
+    stranger = children(["sleep", "600"])
+    for proc in (gateway, stranger):
+        assert identity.read_stat(proc.pid) is not None
+    ticks = identity.read_stat(gateway.pid).start_ticks
+    _gateway_pid_file(home.root, gateway.pid, ticks)
+    assert gateway_state(home.root).running
+    _gateway_pid_file(home.root, gateway.pid, ticks + 1)  # the pid was reused: not the gateway hermes wrote
+    state = gateway_state(home.root)
+    assert not state.running and "been reused" in state.words
+    _gateway_pid_file(home.root, stranger.pid, identity.read_stat(stranger.pid).start_ticks)
+    assert not gateway_state(home.root).running and "is not hermes's gateway" in gateway_state(home.root).words
+    (home.root / "gateway.pid").write_text(str(gateway.pid))  # a bare pid: never trusted
+    assert not gateway_state(home.root).running and "no pid with a start time" in gateway_state(home.root).words
+    _gateway_pid_file(home.root, gateway.pid, ticks)
+    data = ok_json(home, "--board", "default", "list")
+    assert data["gateway"] == {"running": True, "pid": gateway.pid,
+                               "words": f"hermes's gateway runs (pid {gateway.pid}) and dispatches"}
+    assert os.kill(gateway.pid, 0) is None and os.kill(stranger.pid, 0) is None  # nobody was signalled
+
+
+# --------------------------------------------------------------------------------------
 # The app
 # --------------------------------------------------------------------------------------
 
@@ -169,6 +224,16 @@ async def test_the_pane_shows_the_current_board_and_switches_to_another(home, mo
         assert pane.column_ids("triage") == (TRIAGE,) and pane.column_ids("blocked") == (GAVE_UP,)
         await wait_for(pilot, lambda: "hermes-agent's board default (kanban.db)"
                        in str(pane.query_one("#board-info").render()))
+        info = str(pane.query_one("#board-info").render())
+        assert info.startswith("hermes's gateway is not running (no gateway.pid)")
+        assert "guarded: auth/quota error" in str(pane.cards[GUARDED].prompt(0))
+        assert "gave up after 1" in str(pane.cards[GAVE_UP].prompt(0))
+        assert "triage: no model" in str(pane.cards[TRIAGE].prompt(0))
+        cards = pane.query_one("#cards-blocked")
+        cards.focus()
+        cards.highlighted = 0
+        await wait_for(pilot, lambda: "hermes: hermes gave up after 1 failure(s)"
+                       in str(pane.query_one("#board-detail").render()))
         await pilot.press("q")
     assert tree_state(home.root) == before
 

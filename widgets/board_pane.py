@@ -61,6 +61,8 @@ class CardView:
 
     task: Task
     live: bool | None  # True verified alive, False gone, None no worker / not ours to check
+    reasons: tuple[str, ...] = ()  # hermes-agent's board: why hermes does not spawn it, in words
+    short: str = ""  # the same, in a few words for the card
 
     def prompt(self, now: float) -> Text:
         t = self.task
@@ -76,6 +78,8 @@ class CardView:
         if t.priority:
             meta.append(f"p{t.priority}")
         text.append("\n" + " · ".join(meta), style="dim")
+        if self.short:
+            text.append("\n" + self.short, style="yellow")
         return text
 
 
@@ -189,6 +193,7 @@ class BoardPane(Pane):
         self._timer_ticks = 0
         self._info: str | None = None  # what the info line shows
         self.board_override: Path | None = None  # the board the switcher chose (None: the default one)
+        self.gateway = None  # hermes-agent's board: whether hermes's gateway (its dispatcher) runs
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -380,6 +385,15 @@ class BoardPane(Pane):
         if not self.listening:
             await self._listen()
         views = await asyncio.to_thread(_with_liveness, list(view.tasks))
+        if hasattr(self.service, "reasons"):  # hermes-agent's board: hermes's own reasons, its gateway
+            try:
+                reasons = await self.service.reasons(view.tasks)
+                self.gateway = await self.service.gateway()
+            except StoreError:
+                reasons = {}
+            views = [replace(v, reasons=tuple(escape_text(r.words) for r in reasons.get(v.task.id, ())),
+                             short=" · ".join(escape_text(r.short) for r in reasons.get(v.task.id, ())))
+                     for v in views]
         self.apply(views, view.counts)
 
     def apply(self, views: list[CardView], counts: dict[str, int] | None = None) -> None:
@@ -496,6 +510,10 @@ class BoardPane(Pane):
         if skip is not None:
             text.append(" · held back: ", style="bold yellow")
             text.append(skip_reason(skip))
+        view = self.cards.get(task.id)
+        for reason in view.reasons if view is not None else ():
+            text.append(" · hermes: ", style="bold yellow")
+            text.append(reason)
         detail.show(text)
 
     @on(OptionList.OptionHighlighted)
@@ -513,6 +531,8 @@ class BoardPane(Pane):
 
         name = board_slug(self.home, self.db_path) or ""
         info = f"hermes-agent's board {name} ({self._shown_db_path()}) · {how} · hermes's gateway dispatches it"
+        if self.gateway is not None and not self.gateway.running:
+            info = f"{self.gateway.words} · hermes-agent's board {name} ({self._shown_db_path()}) · {how}"
         self._set_info(info)
         total = sum(self.counts.get(s, len(self._columns[s])) for s in self._shown_statuses(False))
         self.set_status(f"hermes board: {total} cards" + (", read-only" if self.service.read_only else ""))

@@ -216,6 +216,13 @@ class HermesBoardReader:
         return self._query(lambda conn, _cols: {str(r[0]): int(r[1]) for r in conn.execute(
             "SELECT status, count(*) FROM tasks GROUP BY status")})
 
+    def reason_events(self, kinds: Sequence[str]) -> dict[str, Event]:
+        """Each card's latest event of ``kinds`` (a guard, a give-up, or what supersedes them)."""
+        marks = ",".join("?" * len(kinds))
+        return self._query(lambda conn, _cols: {str(r["task_id"]): event_from_hermes(r) for r in conn.execute(
+            f"SELECT * FROM task_events WHERE id IN (SELECT max(id) FROM task_events WHERE kind IN ({marks}) "
+            "GROUP BY task_id)", list(kinds))})
+
 
 def _parents(conn: sqlite3.Connection, cols: dict[str, set[str]]) -> dict[str, list[str]]:
     links: dict[str, list[str]] = {}
@@ -397,6 +404,27 @@ class HermesBoardService:
 
     async def counts(self) -> dict[str, int]:
         return await self._read(self._reader.counts)
+
+    async def reasons(self, tasks: Sequence[Task]) -> dict[str, list]:
+        """Why hermes does not spawn each of ``tasks`` (:mod:`engine.hermes.reasons`): card
+        id -> its reasons (cards with none are left out)."""
+        from engine.hermes import reasons as hr
+
+        events = await self._read(self._reader.reason_events, hr.REASON_EVENTS)
+        config = await asyncio.to_thread(hr.read_hermes_config, self.home.root)
+        out = {}
+        for task in tasks:
+            found = hr.card_reasons(task, events.get(task.id), self.home.root, config)
+            if found:
+                out[task.id] = found
+        return out
+
+    async def gateway(self):
+        """Whether hermes's gateway (its dispatcher) runs, verified from gateway.pid."""
+        from engine.hermes import reasons as hr
+
+        config = await asyncio.to_thread(hr.read_hermes_config, self.home.root)
+        return await asyncio.to_thread(hr.gateway_state, self.home.root, config)
 
     # -- changes (hermes kanban ...) -------------------------------------------------------
 

@@ -278,12 +278,19 @@ def run_list(ctx: Context) -> int:
     async def body(service):
         board = await service.statuses()
         statuses = a.status or [s for s in board if a.all or s != "archived"]
-        return board, await service.list_tasks(statuses)
+        tasks = await service.list_tasks(statuses)
+        return board, tasks, await _hermes_knows(service, tasks)
 
-    board, tasks = _run(ctx, body)
+    board, tasks, (reasons, gateway) = _run(ctx, body)
     if ctx.json:
-        print_json({"tasks": [t.to_json() for t in tasks]})
+        listed = [t.to_json() for t in tasks]
+        if gateway is not None:  # hermes-agent's board: why hermes does not spawn each card
+            for item in listed:
+                item["hermes_reasons"] = [r.to_json() for r in reasons.get(item["id"], [])]
+        print_json({"tasks": listed, **({"gateway": gateway.to_json()} if gateway is not None else {})})
         return EXIT_OK
+    if gateway is not None and not gateway.running:
+        print(gateway.words)
     if not tasks:
         print("No cards.")
         return EXIT_OK
@@ -293,18 +300,37 @@ def run_list(ctx: Context) -> int:
         fails = f"  failures={t.consecutive_failures}" if t.consecutive_failures else ""
         pid = f"  pid={t.worker_pid}" if t.worker_pid else ""
         print(f"{t.id}  {t.status:<8}  {(t.assignee or '-'):<12}  {_ago(now, t.created_at):>7}  {t.title}{fails}{pid}")
+        for reason in reasons.get(t.id, []):
+            print(f"    hermes: {reason.words}")
     return EXIT_OK
+
+
+async def _hermes_knows(service, tasks) -> tuple[dict, Any]:
+    """hermes-agent's board: (card id -> why hermes does not spawn it, its gateway's
+    state); ({}, None) for hermes-tui's own board."""
+    if not hasattr(service, "reasons"):
+        return {}, None
+    return await service.reasons(tasks), await service.gateway()
 
 
 def run_show(ctx: Context) -> int:
     async def body(service):
-        return await service.details(await service.resolve(ctx.args.id))
+        details = await service.details(await service.resolve(ctx.args.id))
+        return details, await _hermes_knows(service, [details.task])
 
-    details = _run(ctx, body)
+    details, (reasons, gateway) = _run(ctx, body)
     if ctx.json:
-        print_json(details.to_json())
+        data = details.to_json()
+        if gateway is not None:
+            data["hermes_reasons"] = [r.to_json() for r in reasons.get(details.task.id, [])]
+            data["gateway"] = gateway.to_json()
+        print_json(data)
         return EXIT_OK
     print(plain_text(describe_task(details, time.time())))
+    for reason in reasons.get(details.task.id, []):
+        print(f"hermes: {reason.words}")
+    if gateway is not None and not gateway.running and details.task.status in ("ready", "triage", "todo"):
+        print(gateway.words)
     return EXIT_OK
 
 
