@@ -193,6 +193,71 @@ def test_the_gateway_runs_only_when_its_pid_file_names_a_verified_live_gateway(h
 
 
 # --------------------------------------------------------------------------------------
+# Who owns a process
+# --------------------------------------------------------------------------------------
+
+CARD_PROC, WATCH_PROC = "proc_ff6b59270d01", "proc_b678b0e74c93"
+
+
+def ps(home: HomeLayout, *args: str):
+    return run_cli("--home", str(home.root), "ps", *args, env=NO_HERMES, timeout=60)
+
+
+def test_ps_shows_who_each_hermes_process_is_for(home):
+    before = tree_state(home.root)
+    r = ps(home, "--all", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = {row["id"]: row for row in json.loads(r.stdout)}
+    assert rows[CARD_PROC]["hermes_owner"] == {
+        "task_id": WORKED, "session_key": "agent:main:telegram:dm:4242", "platform": "telegram", "chat_id": "4242",
+        "thread_id": None, "user_name": "ada", "notify_on_complete": True, "watch_patterns": []}
+    assert rows[CARD_PROC]["notify"] is True and rows[CARD_PROC]["alive"] is False  # stopped when written
+    assert rows[WATCH_PROC]["watch"] == ["ERROR", "Traceback"]
+    assert rows[WATCH_PROC]["hermes_owner"]["session_key"] == "agent:main:cli"
+    text = ps(home, "--all").stdout
+    assert (f"for card {WORKED}, telegram chat 4242 (ada), session agent:main:telegram:dm:4242, "
+            "notifies on completion") in text
+    assert "for session agent:main:cli, watches ERROR | Traceback" in text
+    assert tree_state(home.root) == before
+
+
+def test_a_profiles_own_processes_are_listed_and_spared(home, children):
+    """A hermes profile is a home of its own (profiles/<name>/) with its own processes.json:
+    its live process is listed (owner hermes-agent (writer)) and the pruner spares it."""
+    from engine import identity
+    from engine.hermes.processes import live_hermes_processes
+
+    live = children(["sleep", "600"])
+    entry = dict(json.loads((FIXTURE / "processes.json").read_text())[0])  # hermes's own entry, this pid
+    entry.update(session_id="proc_0123456789ab", pid=live.pid,
+                 host_start_time=identity.read_stat(live.pid).start_ticks)
+    (home.root / "profiles" / "writer" / "processes.json").write_text(json.dumps([entry]))
+    before = tree_state(home.root)
+    rows = {row["id"]: row for row in json.loads(ps(home, "--json").stdout)}
+    assert rows["proc_0123456789ab"]["owner"] == "hermes-agent (writer)" and rows["proc_0123456789ab"]["alive"]
+    assert [pid for pid, _fp, _label in live_hermes_processes(home.root)] == [live.pid]
+    assert tree_state(home.root) == before and os.kill(live.pid, 0) is None
+
+
+async def test_the_processes_pane_says_who_a_hermes_process_is_for(home, monkeypatch):
+    from tests.support import wait_until_pilot as wait_until
+    from tests.test_hermes_board import _app
+
+    monkeypatch.setenv("PATH", NO_HERMES["PATH"])
+    app, _notes = _app(home)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_until(pilot, lambda: bool(app.query("#pane-tabs")))
+        await pilot.press("2")
+        pane = app.pane("processes")
+        await wait_until(pilot, lambda: CARD_PROC in pane.row_ids)
+        pane.table.focus()
+        pane.show_session(CARD_PROC)
+        await wait_until(pilot, lambda: f"for card {WORKED}, telegram chat 4242 (ada)"
+                         in str(pane.query_one("#proc-detail").render()))
+        await pilot.press("q")
+
+
+# --------------------------------------------------------------------------------------
 # The app
 # --------------------------------------------------------------------------------------
 

@@ -436,6 +436,9 @@ class ProcessesPane(Pane):
             if value and col.key not in ("command", "id"):
                 text.append(f" · {col.label.lower()} {value}", style="dim")
         text.append(f" · {s.id}", style="dim")
+        owner = s.hermes_owner.words() if s.hermes_owner is not None else ""
+        if owner:  # hermes-agent's: who it is for (outside text: escaped)
+            text.append(f" · for {escape_controls(owner)}")
         detail.show(text)
 
     @property

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    from engine.hermes.processes import HermesOwner
+
 
 class SessionStatus(enum.StrEnum):
     """What a session is now, derived from disk (the values are those of ``--json``)."""
@@ -153,6 +155,7 @@ class ProcessSession:
     argv: tuple[str, ...] | None = None
     dir: Path = field(default=Path("."), compare=False)
     source: SessionSource = SessionSource.OWN
+    hermes_owner: HermesOwner | None = None  # hermes-agent's: who it is for (task, chat, session, watch)
 
     @property
     def output_available(self) -> bool:
@@ -209,6 +212,7 @@ class ProcessSession:
             "source": self.source.value,
             "alive": self.running,
             "output_available": self.output_available,
+            "hermes_owner": self.hermes_owner.to_json() if self.hermes_owner is not None else None,
         }
 
 

@@ -295,8 +295,11 @@ def cmd_ps(ctx: Context) -> int:
         rows.append((s.id, s.status, str(s.pid), human_duration(s.runtime(now)), exit_text, s.owner,
                      maybe_redact(" ".join(s.command.split()), redact)[:80]))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    for r in rows:
+    for r, s in zip(rows, [None, *sessions], strict=True):
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
+        owner = s.hermes_owner.words() if s is not None and s.hermes_owner is not None else ""
+        if owner:  # hermes-agent's: the card, chat and session it is for (outside text)
+            print(f"    for {owner}")
     return EXIT_OK
 
 
