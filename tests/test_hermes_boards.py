@@ -258,6 +258,36 @@ async def test_the_processes_pane_says_who_a_hermes_process_is_for(home, monkeyp
 
 
 # --------------------------------------------------------------------------------------
+# Tokens and cost
+# --------------------------------------------------------------------------------------
+
+
+def test_usage_per_run_card_and_board_through_the_worker_session(home):
+    before = tree_state(home.root)
+    worked = ok_json(home, "--board", "default", "show", WORKED)["usage"]
+    assert (worked["input_tokens"], worked["output_tokens"], worked["cost_usd"]) == (12000, 3400, 0.087)
+    assert worked["runs"][0]["session_id"] == "20260601_101500_a1b2c3"
+    assert worked["runs"][0]["model"] == "anthropic/claude-sonnet-4"
+    by_hand = ok_json(home, "--board", "default", "show", BY_HAND)["usage"]
+    assert by_hand["input_tokens"] is None and by_hand["unlinked_runs"] == 1  # not linked, never zero
+    assert by_hand["runs"][0]["why"] == "the run records no worker session"
+    board = ok_json(home, "--board", "default", "list")["usage"]
+    assert (board["input_tokens"], board["linked_runs"], board["unlinked_runs"]) == (12000, 1, 3)
+    text = kanban(home, "--board", "default", "show", BY_HAND).stdout
+    assert "Usage\n  usage not linked (1 run(s): the run records no worker session)" in text
+    boards = {b["slug"]: b["usage"] for b in ok_json(home, "boards")["boards"]}
+    assert boards["default"]["cost_usd"] == 0.087 and boards["research"]["input_tokens"] is None
+    assert tree_state(home.root) == before
+
+
+def test_a_session_no_state_db_holds_is_not_linked(home):
+    (home.root / "profiles" / "writer" / "state.db").unlink()
+    run = ok_json(home, "--board", "default", "show", WORKED)["usage"]["runs"][0]
+    assert not run["linked"] and run["input_tokens"] is None
+    assert run["why"] == "its worker session 20260601_101500_a1b2c3 is in no state.db of this home"
+
+
+# --------------------------------------------------------------------------------------
 # The app
 # --------------------------------------------------------------------------------------
 
@@ -268,6 +298,7 @@ async def test_the_pane_shows_the_current_board_and_switches_to_another(home, mo
     on `default` shows it. Nothing in the home changes."""
     from tests.test_hermes_board import _app
     from tests.test_kanban_pane import wait_for
+    from widgets.board_modals import CardDetailsScreen
     from widgets.board_pane import BoardPane
     from widgets.board_switcher import BoardSwitchScreen
 
@@ -299,6 +330,13 @@ async def test_the_pane_shows_the_current_board_and_switches_to_another(home, mo
         cards.highlighted = 0
         await wait_for(pilot, lambda: "hermes: hermes gave up after 1 failure(s)"
                        in str(pane.query_one("#board-detail").render()))
+        cards = pane.query_one("#cards-done")
+        cards.focus()
+        cards.highlighted = cards.get_option_index(WORKED)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, CardDetailsScreen)
+                       and "run 1: 12,000 in / 3,400 out tokens, $0.087" in app.screen._shown)
+        await pilot.press("escape")
         await pilot.press("q")
     assert tree_state(home.root) == before
 

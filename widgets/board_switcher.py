@@ -35,6 +35,8 @@ def board_line(board: BoardInfo, shown: bool) -> Text:
     else:
         counts = ", ".join(f"{status} {n}" for status, n in sorted(board.counts.items())) or "no cards"
         text.append(f"  {counts}", style="dim")
+    if board.usage and board.usage.get("input_tokens") is not None:
+        text.append(f"  {board.usage['input_tokens']:,} in / {board.usage['output_tokens']:,} out tokens", style="dim")
     if board.hermes_current:
         text.append("  hermes's current board", style="dim italic")
     return text

@@ -216,6 +216,20 @@ class HermesBoardReader:
         return self._query(lambda conn, _cols: {str(r[0]): int(r[1]) for r in conn.execute(
             "SELECT status, count(*) FROM tasks GROUP BY status")})
 
+    def run_links(self, task_id: str | None) -> list[tuple[int, str, str | None, object]]:
+        """(run id, card id, profile, metadata) of a card's runs, or of every run."""
+
+        def work(conn, cols):
+            if not {"id", "task_id"} <= cols.get("task_runs", set()):
+                return []
+            profile = "profile" if "profile" in cols["task_runs"] else "NULL"
+            metadata = "metadata" if "metadata" in cols["task_runs"] else "NULL"
+            where, params = ("WHERE task_id = ?", [task_id]) if task_id is not None else ("", [])
+            return [(int(r[0]), str(r[1]), r[2], r[3]) for r in conn.execute(
+                f"SELECT id, task_id, {profile}, {metadata} FROM task_runs {where} ORDER BY id", params)]
+
+        return self._query(work)
+
     def reason_events(self, kinds: Sequence[str]) -> dict[str, Event]:
         """Each card's latest event of ``kinds`` (a guard, a give-up, or what supersedes them)."""
         marks = ",".join("?" * len(kinds))
@@ -419,6 +433,15 @@ class HermesBoardService:
                 out[task.id] = found
         return out
 
+    async def usage(self, task_id: str | None = None):
+        """Tokens and cost of a card's runs (or of the whole board's), through the worker
+        sessions they link to (:mod:`engine.hermes.usage`)."""
+        from engine.hermes.usage import runs_usage
+        from engine.kanban.usage import total
+
+        links = await self._read(self._reader.run_links, task_id)
+        return total(await asyncio.to_thread(runs_usage, self.home.root, links))
+
     async def gateway(self):
         """Whether hermes's gateway (its dispatcher) runs, verified from gateway.pid."""
         from engine.hermes import reasons as hr
@@ -502,6 +525,10 @@ class HermesBoardService:
 
     async def _not_here(self, what: str):
         raise StoreError(f"{what} is not available on hermes-agent's board (use hermes's own CLI)")
+
+    async def report_usage(self, task_id: str, **_usage):
+        raise ReadOnlyBoard("hermes-agent records its workers' usage itself (state.db): `kanban usage` is "
+                            "for hermes-tui's own board")
 
     async def review(self, task_id: str, summary: str | None = None, call=None):
         await self._not_here("review")

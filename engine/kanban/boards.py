@@ -54,6 +54,7 @@ class BoardInfo:
     hermes_current: bool = False  # hermes's own current board (``hermes kanban boards switch``)
     counts: dict[str, int] = field(default_factory=dict)
     error: str | None = None      # why its counts could not be read
+    usage: dict[str, Any] | None = None  # the board's tokens and cost (engine.kanban.usage.UsageTotal, no runs)
 
     @property
     def total(self) -> int:
@@ -63,7 +64,7 @@ class BoardInfo:
         return {"slug": self.slug, "name": self.name, "kind": self.kind, "path": str(self.path),
                 "description": self.description, "archived": self.archived, "current": self.current,
                 "hermes_current": self.hermes_current, "counts": dict(self.counts), "total": self.total,
-                "error": self.error}
+                "usage": self.usage, "error": self.error}
 
 
 def own_boards_root(home: HomeLayout) -> Path:
@@ -174,6 +175,7 @@ async def list_boards(home: HomeLayout, settings: Settings) -> list[BoardInfo]:
     out = []
     for ref in refs:
         counts: dict[str, int] = {}
+        usage = None
         error = None
         if not ref.path.exists():
             error = "no database yet"
@@ -181,11 +183,12 @@ async def list_boards(home: HomeLayout, settings: Settings) -> list[BoardInfo]:
             try:
                 async with await BoardService.open(home, settings, override=ref.path, create=False) as service:
                     counts = await service.counts()
+                    usage = {k: v for k, v in (await service.usage()).to_json().items() if k != "runs"}
             except (StoreError, OSError, ValueError) as exc:
                 error = str(exc)
             except Exception as exc:  # a damaged file: listed, with why
                 error = f"cannot be read: {exc}"
-        out.append(replace(ref, counts=counts, error=error,
+        out.append(replace(ref, counts=counts, usage=usage, error=error,
                            current=default_path is not None and Path(os.path.abspath(ref.path)) == default_path))
     return out
 

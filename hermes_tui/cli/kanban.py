@@ -31,7 +31,7 @@ MAX_PRIORITY = 1_000_000_000
 MAX_RETRIES = 1_000_000
 MAX_TAIL_LINES = 1_000_000
 VERBS = ("create", "list", "show", "assign", "complete", "block", "review", "heartbeat", "reclaim", "unblock",
-         "archive", "comment", "dispatch", "daemon", "tail", "boards")
+         "archive", "comment", "dispatch", "daemon", "tail", "boards", "usage")
 BOARD_HELP = "the board by name: hermes-agent's board SLUG, else hermes-tui's own (see `kanban boards`)"
 
 
@@ -104,6 +104,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     tp.add_argument("id", nargs="?")
     tp.add_argument("--lines", type=bounded_int(0, MAX_TAIL_LINES, "lines"), default=10, metavar="N", help="earlier events to show first (default 10)")
     tp.add_argument("--interval", type=number_arg(unit="seconds"), default=0.5, metavar="S", help=argparse.SUPPRESS)
+    up = verb("usage", "record a run's tokens and cost (a worker: its own current run; a person: the card's "
+                       "latest run); the latest report of a run wins", run_usage)
+    up.add_argument("id")
+    up.add_argument("--input-tokens", type=bounded_int(0, 10**15, "input tokens"), required=True, metavar="N")
+    up.add_argument("--output-tokens", type=bounded_int(0, 10**15, "output tokens"), required=True, metavar="N")
+    up.add_argument("--cost-usd", type=number_arg(allow_zero=True, unit="US dollars"), metavar="X",
+                    help="the run's estimated cost in US dollars")
     bp = verb("boards", "every board of the home (hermes-agent's and hermes-tui's own) with its counts; "
                         "`boards create SLUG` makes a hermes-tui board", run_boards)
     bp.add_argument("action", nargs="?", choices=("list", "create"), default="list")
@@ -279,15 +286,17 @@ def run_list(ctx: Context) -> int:
         board = await service.statuses()
         statuses = a.status or [s for s in board if a.all or s != "archived"]
         tasks = await service.list_tasks(statuses)
-        return board, tasks, await _hermes_knows(service, tasks)
+        return board, tasks, await _hermes_knows(service, tasks), await service.usage()
 
-    board, tasks, (reasons, gateway) = _run(ctx, body)
+    board, tasks, (reasons, gateway), usage = _run(ctx, body)
     if ctx.json:
         listed = [t.to_json() for t in tasks]
         if gateway is not None:  # hermes-agent's board: why hermes does not spawn each card
             for item in listed:
                 item["hermes_reasons"] = [r.to_json() for r in reasons.get(item["id"], [])]
-        print_json({"tasks": listed, **({"gateway": gateway.to_json()} if gateway is not None else {})})
+        usage_json = {k: v for k, v in usage.to_json().items() if k != "runs"}  # the board's total
+        print_json({"tasks": listed, "usage": usage_json,
+                    **({"gateway": gateway.to_json()} if gateway is not None else {})})
         return EXIT_OK
     if gateway is not None and not gateway.running:
         print(gateway.words)
@@ -302,6 +311,7 @@ def run_list(ctx: Context) -> int:
         print(f"{t.id}  {t.status:<8}  {(t.assignee or '-'):<12}  {_ago(now, t.created_at):>7}  {t.title}{fails}{pid}")
         for reason in reasons.get(t.id, []):
             print(f"    hermes: {reason.words}")
+    print(f"Usage of the board: {usage.words()}")
     return EXIT_OK
 
 
@@ -316,17 +326,20 @@ async def _hermes_knows(service, tasks) -> tuple[dict, Any]:
 def run_show(ctx: Context) -> int:
     async def body(service):
         details = await service.details(await service.resolve(ctx.args.id))
-        return details, await _hermes_knows(service, [details.task])
+        return details, await _hermes_knows(service, [details.task]), await service.usage(details.task.id)
 
-    details, (reasons, gateway) = _run(ctx, body)
+    details, (reasons, gateway), usage = _run(ctx, body)
     if ctx.json:
         data = details.to_json()
+        data["usage"] = usage.to_json()
         if gateway is not None:
             data["hermes_reasons"] = [r.to_json() for r in reasons.get(details.task.id, [])]
             data["gateway"] = gateway.to_json()
         print_json(data)
         return EXIT_OK
-    print(plain_text(describe_task(details, time.time())))
+    from engine.kanban.usage import usage_lines
+
+    print(plain_text(describe_task(details, time.time(), usage=usage_lines(usage))))
     for reason in reasons.get(details.task.id, []):
         print(f"hermes: {reason.words}")
     if gateway is not None and not gateway.running and details.task.status in ("ready", "triage", "todo"):
@@ -581,4 +594,24 @@ def run_boards(ctx: Context) -> int:
         extra += " (archived)" if b.archived else ""
         print(f"{mark} {b.slug:<20} {b.kind:<10} {b.name:<24} {counts}{extra}")
     print("* the board hermes-tui shows without --board")
+    return EXIT_OK
+
+
+def run_usage(ctx: Context) -> int:
+    """``kanban usage ID --input-tokens N --output-tokens N [--cost-usd X]``: a run's usage
+    (a worker's call is fenced by its run id, like ``complete``)."""
+    a = ctx.args
+    call = _worker_call()
+
+    async def body(service):
+        task_id = a.id if call.is_worker else await service.resolve(a.id)
+        await service.report_usage(task_id, input_tokens=a.input_tokens, output_tokens=a.output_tokens,
+                                   cost_usd=a.cost_usd, call=call)
+        return task_id, await service.usage(task_id)
+
+    task_id, usage = _run(ctx, body)
+    if ctx.json:
+        print_json({"id": task_id, "usage": usage.to_json()})
+    else:
+        print(f"Recorded usage of {task_id}: {usage.words()}")
     return EXIT_OK
