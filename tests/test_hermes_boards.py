@@ -345,3 +345,40 @@ def test_the_switcher_is_a_binding_with_an_id():
     from hermes_tui.keymap import known_binding_ids
 
     assert {"board.switch", "board.switcher.cancel"} <= set(known_binding_ids())
+
+
+async def test_o_on_a_hermes_card_follows_its_worker_log_live(home, monkeypatch):
+    """`o` on a card of hermes's board follows hermes's own kanban/logs/<id>.log in the
+    output view: lines hermes appends later appear too. The file is only read."""
+    from tests.support import wait_until_pilot as wait_until
+    from tests.test_hermes_board import _app
+    from widgets.board_pane import BoardPane
+
+    monkeypatch.setenv("PATH", NO_HERMES["PATH"])
+    (home.root / "kanban" / "current").unlink()  # the default board (hermes writes the file; a test setup step)
+    logs = home.root / "kanban" / "logs"
+    logs.mkdir(parents=True)
+    log = logs / f"{GUARDED}.log"
+    log.write_text("spawning worker\n")
+    app, notes = _app(home)
+    async with app.run_test(size=(160, 48)) as pilot:
+        pane = app.query_one(BoardPane)
+        await wait_until(pilot, lambda: GUARDED in pane.cards)
+        cards = pane.query_one("#cards-ready")
+        cards.focus()
+        cards.highlighted = cards.get_option_index(GUARDED)
+        await pilot.press("o")
+        output = app.pane("processes").output
+        await wait_until(pilot, lambda: "spawning worker" in output.text())
+        assert "hermes worker log" in str(output.title_text()) and "read-only" in output.state
+        with log.open("a") as fh:  # hermes's worker writes on
+            fh.write("401 Unauthorized\n")
+        await wait_until(pilot, lambda: "401 Unauthorized" in output.text())
+        await pilot.press("1")
+        cards = pane.query_one("#cards-triage")
+        cards.focus()
+        cards.highlighted = 0
+        await pilot.press("o")
+        await wait_until(pilot, lambda: any(f"{TRIAGE} has no worker log yet (kanban/logs/{TRIAGE}.log)" in n
+                                            for n in notes))
+        await pilot.press("q")

@@ -154,6 +154,14 @@ class BoardPane(Pane):
             self.process_id = process_id
             self.task_id = task_id
 
+    class OpenWorkerLog(Message):
+        """Follow a card's worker log file live (hermes-agent's ``kanban/logs/<id>.log``)."""
+
+        def __init__(self, path: Path, task_id: str) -> None:
+            super().__init__()
+            self.path = path
+            self.task_id = task_id
+
     class TickDone(Message):
         """A dispatch tick ended: sent to the pane by the app's dispatch loop."""
 
@@ -709,12 +717,26 @@ class BoardPane(Pane):
 
     @work(group="board-output")
     async def _find_process(self, task_id: str) -> None:
+        if self.service.kind == "hermes":  # hermes's worker writes its own log: follow that file
+            path = self.service.log_path(task_id)
+            if not await asyncio.to_thread(path.is_file):
+                self.notify(f"{task_id} has no worker log yet ({self._shown_log(path)})", severity="warning",
+                            timeout=4, markup=False)
+                return
+            self.post_message(self.OpenWorkerLog(path, task_id))
+            return
         runs = await self.service.runs_of(task_id)
         process_id = next((r.process_id for r in reversed(runs) if r.process_id), None)
         if process_id is None:
             self.notify(f"{task_id} has no worker output yet", severity="warning", timeout=4, markup=False)
             return
         self.post_message(self.OpenWorkerOutput(process_id, task_id))
+
+    def _shown_log(self, path: Path) -> str:
+        try:
+            return str(path.relative_to(self.home.root))
+        except ValueError:
+            return str(path)
 
     def action_move(self, step: int) -> None:
         task = self._need_selected()

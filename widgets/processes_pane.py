@@ -38,6 +38,8 @@ from widgets.output_view import OutputView
 from widgets.pane import EmptyState, Pane
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from engine.processes.sampler import SessionSampler, Usage
 
 # The table's columns, in order. COMMAND takes what the others leave and never drops
@@ -397,6 +399,12 @@ class ProcessesPane(Pane):
         if not self.show_finished:
             self.show_finished = True
         self.refresh_sessions()
+
+    def show_file(self, key: str, path: Path, title: str, state: str) -> None:
+        """Follow a file that is no session's output (hermes-agent's worker log of a
+        card) in the output view, until another session is selected."""
+        self.output.show(key, path, title)
+        self.output.set_state(state)
 
     def _select(self, session_id: str) -> None:
         self._wanted_selection = None
