@@ -165,6 +165,13 @@ ACTIONS = [
     (["assign", "1c45", "-"], ["assign", "--", WRITER_CARD, "none"]),
     (["archive", "20f9"], ["archive", "--", DONE_CARD]),
     (["comment", "20f9", "--", "-looks good"], ["comment", "--", DONE_CARD, "-looks good"]),
+    (["reclaim", "1c45", "--reason", "stuck"], ["reclaim", "--reason", "stuck", "--", WRITER_CARD]),
+    (["reassign", "1c45", "editor", "--reclaim"], ["reassign", "--reclaim", "--", WRITER_CARD, "editor"]),
+    (["schedule", "1c45", "after the release"], ["schedule", "--", WRITER_CARD, "after the release"]),
+    (["promote", "1c45", "--force"], ["promote", "--force", "--", WRITER_CARD]),
+    (["link", "1c45", "5941"], ["link", "--", WRITER_CARD, "t_594173db"]),
+    (["unlink", "1c45", "5941"], ["unlink", "--", WRITER_CARD, "t_594173db"]),
+    (["edit", "20f9", "--result", "fixed"], ["edit", "--result", "fixed", "--", DONE_CARD]),
 ]
 
 
@@ -184,6 +191,9 @@ import json, os, sys
 with open({record!r}, "a") as f:
     f.write(json.dumps({{"argv": sys.argv[1:], "home": os.environ.get("HERMES_HOME"),
                         "db": os.environ.get("HERMES_KANBAN_DB")}}) + "\\n")
+if os.environ.get("FAKE_HERMES_SAYS_NO"):  # hermes 0.19.0 refuses many changes with exit 0
+    print("cannot complete t_x (unknown id or terminal state)", file=sys.stderr)
+    sys.exit(0)
 if os.environ.get("FAKE_HERMES_FAIL"):
     print("kanban: cannot complete t_x (unknown id or terminal state)", file=sys.stderr)
     sys.exit(1)
@@ -233,6 +243,15 @@ def test_a_failing_hermes_is_one_line_with_its_reason(hermes, fake_hermes):
     assert "hermes kanban complete failed: kanban: cannot complete" in r.stderr
 
 
+def test_a_refusal_hermes_prints_with_exit_0_is_a_failure_too(hermes, fake_hermes):
+    """hermes 0.19.0 answers e.g. `complete` of a card it cannot complete with exit 0,
+    nothing on stdout and its reason on stderr: that is a failure, not "Completed"."""
+    env, _record = fake_hermes
+    r = cli(hermes, "complete", "20f9", env={**env, "FAKE_HERMES_SAYS_NO": "1"})
+    assert r.returncode == 1 and len(r.stderr.splitlines()) == 1 and r.stdout == "", (r.stdout, r.stderr)
+    assert "hermes kanban complete failed: cannot complete t_x" in r.stderr
+
+
 @pytest.mark.parametrize("verb", ["dispatch", "daemon"])
 def test_dispatch_and_daemon_refuse_hermes_board(hermes, fake_hermes, verb):
     env, record = fake_hermes
@@ -253,7 +272,7 @@ def test_create_from_stdin_is_refused_on_hermes_board(hermes, fake_hermes):
     assert not record.exists() and hermes.shared_kanban_db.read_bytes() == before
 
 
-@pytest.mark.parametrize("verb", ["review", "heartbeat", "reclaim"])
+@pytest.mark.parametrize("verb", ["review", "heartbeat"])
 def test_verbs_hermes_tui_cannot_route_are_refused(hermes, fake_hermes, verb):
     env, record = fake_hermes
     r = cli(hermes, verb, "20f9", env=env)

@@ -382,3 +382,59 @@ async def test_o_on_a_hermes_card_follows_its_worker_log_live(home, monkeypatch)
         await wait_until(pilot, lambda: any(f"{TRIAGE} has no worker log yet (kanban/logs/{TRIAGE}.log)" in n
                                             for n in notes))
         await pilot.press("q")
+
+
+@pytest.mark.parametrize("args", [["reassign", "t_abcd", "w"], ["schedule", "t_abcd"], ["promote", "t_abcd"],
+                                  ["link", "t_abcd", "t_efgh"], ["edit", "t_abcd", "--result", "r"]],
+                         ids=lambda a: a[0])
+def test_hermes_verbs_are_refused_in_one_line_on_our_own_board(tmp_path, args):
+    own = tmp_path / "own"
+    own.mkdir()
+    assert run_cli("--home", str(own), "kanban", "create", "x", env=NO_HERMES).returncode == 0
+    r = run_cli("--home", str(own), "kanban", *args, env=NO_HERMES)
+    assert r.returncode == 1 and len(r.stderr.splitlines()) == 1, r.stderr
+    assert "is a verb of hermes-agent's board" in r.stderr
+
+
+REAL = os.environ.get("HERMES_AGENT_BIN", "")
+
+
+@pytest.mark.skipif(not (REAL and os.access(REAL, os.X_OK)),
+                    reason="set HERMES_AGENT_BIN to a real hermes-agent 0.19.0 `hermes` to run")
+def test_real_hermes_carries_out_the_verbs_on_a_named_board(home, tmp_path):
+    """Opt-in (like tests/test_hermes_board_real.py): the real hermes CLI does each change
+    on the research board, and hermes itself reads the result back."""
+    import subprocess
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "hermes").symlink_to(REAL)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.path.dirname(sys.executable)}{os.pathsep}/usr/bin:/bin"}
+    read, summarise = "t_d110b468", "t_041fcace"
+
+    def ok(*args):
+        r = kanban(home, "--board", "research", *args, env=env)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    ok("link", read, summarise)
+    ok("schedule", read, "after the survey is out")
+    refused = kanban(home, "--board", "research", "promote", read, env=env)  # hermes: only todo or blocked
+    assert refused.returncode == 1 and "promote only applies to 'todo' or 'blocked'" in refused.stderr
+    ok("unblock", read)
+    ok("block", read, "--reason", "waiting")
+    ok("promote", read, "--force")
+    ok("reassign", summarise, "writer")
+    ok("unlink", read, summarise)
+    ok("complete", read, "--summary", "read")
+    ok("edit", read, "--result", "notes in the wiki")
+    shown = ok_json(home, "--board", "research", "show", read)
+    assert shown["status"] == "done" and shown["result"] == "notes in the wiki"
+    kinds = [e["kind"] for e in shown["events"]]
+    assert kinds[2:] == ["scheduled", "unblocked", "commented", "blocked", "promoted_manual", "completed", "edited"], \
+        kinds
+    assert ok_json(home, "--board", "research", "show", summarise)["assignee"] == "writer"
+    theirs = subprocess.run([REAL, "kanban", "--board", "research", "list", "--json"], capture_output=True, text=True,
+                            env={**os.environ, "HERMES_HOME": str(home.root)}, timeout=120)
+    assert theirs.returncode == 0 and read in theirs.stdout, theirs.stderr
+    assert not (home.root / "kanban.db-wal").exists()  # the default board was not touched

@@ -793,6 +793,9 @@ class BoardPane(Pane):
         grace = self.settings.processes.kill_grace_seconds
         body = (f"{task.id} \"{task.title}\" goes back to ready and its failure counter "
                 f"({task.consecutive_failures}) resets to 0.\n\n" + _worker_plan(task, grace))
+        if self.service is not None and self.service.kind == "hermes":  # hermes's verb, hermes's rules
+            body = (f"{task.id} \"{task.title}\": hermes releases its worker's claim (`hermes kanban reclaim`); "
+                    "hermes-tui signals nothing.")
         self._confirm(f"Reclaim {task.id}?", body, "Reclaim", "reclaim",
                       lambda: self.service.reclaim(task.id, reason="reclaimed in the app"))
 

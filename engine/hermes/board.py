@@ -472,7 +472,9 @@ class HermesBoardService:
             await proc.wait()
             raise StoreError(f"hermes kanban {args[0]} did not answer within {CLI_TIMEOUT_SECONDS:g}s") from None
         stdout, stderr = out.decode(errors="replace"), err.decode(errors="replace")
-        if proc.returncode != 0:
+        # hermes 0.19.0 exits 0 on many refusals ("cannot complete ...", "unknown task ..."),
+        # saying so on stderr only: nothing on stdout and something on stderr is a failure.
+        if proc.returncode != 0 or (not stdout.strip() and stderr.strip()):
             why = _last_line(stderr) or _last_line(stdout) or f"exit status {proc.returncode}"
             raise StoreError(f"hermes kanban {args[0]} failed: {why}")
         return stdout
@@ -536,8 +538,32 @@ class HermesBoardService:
     async def heartbeat(self, task_id: str, call=None):
         await self._not_here("heartbeat")
 
-    async def reclaim(self, task_id: str, reason: str = ""):
-        await self._not_here("reclaim")
+    async def reclaim(self, task_id: str, reason: str = "") -> HermesChange:
+        """hermes releases the card's worker claim (``hermes kanban reclaim``)."""
+        return await self._change("reclaim", task_id, *(["--reason", reason] if reason else []), "--", task_id)
+
+    async def reassign(self, task_id: str, profile: str | None, *, reclaim: bool = False,
+                       reason: str = "") -> HermesChange:
+        extra = (["--reclaim"] if reclaim else []) + (["--reason", reason] if reason else [])
+        return await self._change("reassign", task_id, *extra, "--", task_id, profile or "none")
+
+    async def schedule(self, task_id: str, reason: str = "") -> HermesChange:
+        """Park the card in scheduled (waiting on time, not on a person)."""
+        return await self._change("schedule", task_id, "--", task_id, *([reason] if reason else []))
+
+    async def promote(self, task_id: str, reason: str = "", *, force: bool = False) -> HermesChange:
+        """todo/blocked -> ready by hand (``--force``: even with open parents)."""
+        return await self._change("promote", task_id, *(["--force"] if force else []), "--", task_id,
+                                  *([reason] if reason else []))
+
+    async def link(self, parent_id: str, child_id: str, *, unlink: bool = False) -> HermesChange:
+        """Add (or remove) the dependency parent -> child."""
+        return await self._change("unlink" if unlink else "link", child_id, "--", parent_id, child_id)
+
+    async def edit(self, task_id: str, result: str, summary: str | None = None) -> HermesChange:
+        """Backfill a done card's result (and summary)."""
+        return await self._change("edit", task_id, "--result", result, *(["--summary", summary] if summary else []),
+                                  "--", task_id)
 
     async def move(self, task_id: str, to_status: str) -> HermesChange:
         """A move the pane offers, as the hermes verb that makes it (done: complete,

@@ -31,7 +31,9 @@ MAX_PRIORITY = 1_000_000_000
 MAX_RETRIES = 1_000_000
 MAX_TAIL_LINES = 1_000_000
 VERBS = ("create", "list", "show", "assign", "complete", "block", "review", "heartbeat", "reclaim", "unblock",
-         "archive", "comment", "dispatch", "daemon", "tail", "boards", "usage")
+         "archive", "comment", "dispatch", "daemon", "tail", "boards", "usage", "reassign", "schedule", "promote",
+         "link", "unlink", "edit")
+HERMES_ONLY = "hermes-agent's board only, through `hermes kanban`"
 BOARD_HELP = "the board by name: hermes-agent's board SLUG, else hermes-tui's own (see `kanban boards`)"
 
 
@@ -111,6 +113,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     up.add_argument("--output-tokens", type=bounded_int(0, 10**15, "output tokens"), required=True, metavar="N")
     up.add_argument("--cost-usd", type=number_arg(allow_zero=True, unit="US dollars"), metavar="X",
                     help="the run's estimated cost in US dollars")
+    rp2 = verb("reassign", f"give a card to another profile, reclaiming it first with --reclaim ({HERMES_ONLY})",
+               run_hermes_verb)
+    rp2.add_argument("id")
+    rp2.add_argument("profile", help="the new profile ('-' unassigns)")
+    rp2.add_argument("--reclaim", action="store_true", help="release an active claim first")
+    rp2.add_argument("--reason", default="", help="why (recorded by hermes)")
+    sp = verb("schedule", f"park a card in scheduled: waiting on time, not on a person ({HERMES_ONLY})",
+              run_hermes_verb)
+    sp.add_argument("id")
+    sp.add_argument("reason", nargs="?", default="", help="a reason or timing note (hermes adds it as a comment)")
+    pp = verb("promote", f"todo/blocked -> ready by hand ({HERMES_ONLY})", run_hermes_verb)
+    pp.add_argument("id")
+    pp.add_argument("reason", nargs="?", default="", help="recorded on hermes's event")
+    pp.add_argument("--force", action="store_true", help="even while a parent is not done")
+    for name, help_ in (("link", "make CHILD wait for PARENT"), ("unlink", "remove the dependency PARENT -> CHILD")):
+        lk = verb(name, f"{help_} ({HERMES_ONLY})", run_hermes_verb)
+        lk.add_argument("parent")
+        lk.add_argument("child")
+    ep = verb("edit", f"backfill a done card's result and summary ({HERMES_ONLY})", run_hermes_verb)
+    ep.add_argument("id")
+    ep.add_argument("--result", required=True, help="the card's result text")
+    ep.add_argument("--summary", help="the handoff summary (hermes falls back to the result)")
     bp = verb("boards", "every board of the home (hermes-agent's and hermes-tui's own) with its counts; "
                         "`boards create SLUG` makes a hermes-tui board", run_boards)
     bp.add_argument("action", nargs="?", choices=("list", "create"), default="list")
@@ -614,4 +638,40 @@ def run_usage(ctx: Context) -> int:
         print_json({"id": task_id, "usage": usage.to_json()})
     else:
         print(f"Recorded usage of {task_id}: {usage.words()}")
+    return EXIT_OK
+
+
+def run_hermes_verb(ctx: Context) -> int:
+    """reassign, schedule, promote, link, unlink, edit: hermes-agent's verbs, run by
+    ``hermes kanban --board SLUG VERB`` (refused in one line on hermes-tui's own board, or
+    when ``hermes`` is not on PATH)."""
+    a, verb = ctx.args, ctx.args.verb
+
+    async def body(service):
+        if service.kind != "hermes":
+            hint = {"reassign": " (use assign, and reclaim first)", "promote": " (use unblock)"}.get(verb, "")
+            raise CliError(f"{verb} is a verb of hermes-agent's board; hermes-tui's own board has none{hint}",
+                           EXIT_FAILED)
+        if verb in ("link", "unlink"):
+            return await service.link(await service.resolve(a.parent), await service.resolve(a.child),
+                                      unlink=verb == "unlink")
+        task_id = await service.resolve(a.id)
+        if verb == "reassign":
+            return await service.reassign(task_id, None if a.profile == "-" else a.profile, reclaim=a.reclaim,
+                                          reason=a.reason)
+        if verb == "schedule":
+            return await service.schedule(task_id, a.reason)
+        if verb == "promote":
+            return await service.promote(task_id, a.reason, force=a.force)
+        return await service.edit(task_id, a.result, a.summary)
+
+    result = _run(ctx, body)
+    if ctx.json:
+        print_json(result.to_json())
+    elif verb in ("link", "unlink"):
+        print(f"{'Linked' if verb == 'link' else 'Unlinked'} {a.parent} -> {a.child}"
+              + (f": {result.message}" if result.message else ""))
+    else:
+        done = {"reassign": "Reassigned", "schedule": "Scheduled", "promote": "Promoted", "edit": "Edited"}[verb]
+        print(f"{done} {result.task_id}  ({result.from_status} -> {result.to_status})")
     return EXIT_OK
