@@ -231,8 +231,12 @@ def test_a_profiles_own_processes_are_listed_and_spared(home, children):
     entry = dict(json.loads((FIXTURE / "processes.json").read_text())[0])  # hermes's own entry, this pid
     entry.update(session_id="proc_0123456789ab", pid=live.pid,
                  host_start_time=identity.read_stat(live.pid).start_ticks)
-    (home.root / "profiles" / "writer" / "processes.json").write_text(json.dumps([entry]))
+    # A newer hermes writes every live process of its registry into each profile's file too.
+    root_entries = json.loads((home.root / "processes.json").read_text())
+    (home.root / "profiles" / "writer" / "processes.json").write_text(json.dumps([entry, *root_entries]))
     before = tree_state(home.root)
+    listed = [row["id"] for row in json.loads(ps(home, "--all", "--json").stdout)]
+    assert sorted(listed) == sorted(["proc_0123456789ab", CARD_PROC, WATCH_PROC])  # each once
     rows = {row["id"]: row for row in json.loads(ps(home, "--json").stdout)}
     assert rows["proc_0123456789ab"]["owner"] == "hermes-agent (writer)" and rows["proc_0123456789ab"]["alive"]
     assert [pid for pid, _fp, _label in live_hermes_processes(home.root)] == [live.pid]

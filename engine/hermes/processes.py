@@ -121,7 +121,7 @@ def _owner(raw: dict) -> HermesOwner:
     label the process: sparing and signalling rest on the pid and its start ticks)."""
     patterns = raw.get("watch_patterns")
     return HermesOwner(
-        task_id=_text(raw, "task_id"), session_key=_text(raw, "session_key"),
+        task_id=_text(raw, "task_id") or _text(raw, "owner_task_id"), session_key=_text(raw, "session_key"),
         platform=_text(raw, "watcher_platform"), chat_id=_text(raw, "watcher_chat_id"),
         thread_id=_text(raw, "watcher_thread_id"), user_name=_text(raw, "watcher_user_name"),
         notify_on_complete=raw.get("notify_on_complete") is True,
@@ -156,10 +156,13 @@ def read_all_processes(home_root: Path) -> tuple[HermesProcess, ...]:
     profile. Raises ProcessesFileUnreadable when any of them cannot be trusted."""
     from dataclasses import replace
 
-    found: list[HermesProcess] = []
+    found: dict[str, HermesProcess] = {}
     for profile, home in hermes_homes(home_root):
-        found += [replace(p, profile=profile) for p in read_processes(home)]
-    return tuple(found)
+        for proc in read_processes(home):
+            # A newer hermes (main after 0.19.0) checkpoints every live process of its
+            # process-global registry into each profile's file: one session, listed once.
+            found.setdefault(proc.session_id, replace(proc, profile=profile))
+    return tuple(found.values())
 
 
 def read_processes(home_root: Path) -> tuple[HermesProcess, ...]:
