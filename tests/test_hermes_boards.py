@@ -442,3 +442,61 @@ def test_real_hermes_carries_out_the_verbs_on_a_named_board(home, tmp_path):
                             env={**os.environ, "HERMES_HOME": str(home.root)}, timeout=120)
     assert theirs.returncode == 0 and read in theirs.stdout, theirs.stderr
     assert not (home.root / "kanban.db-wal").exists()  # the default board was not touched
+
+
+# --------------------------------------------------------------------------------------
+# Acceptance: everything above, then every file of the home is as hermes wrote it
+# --------------------------------------------------------------------------------------
+
+
+def file_hashes(root: Path) -> dict[str, str]:
+    import hashlib
+
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+async def test_acceptance_every_read_shows_what_hermes_knows_and_every_file_stays_identical(home, monkeypatch):
+    from tests.support import wait_until_pilot as wait_until
+    from tests.test_hermes_board import _app
+    from widgets.board_modals import CardDetailsScreen
+    from widgets.board_pane import BoardPane
+    from widgets.board_switcher import BoardSwitchScreen
+
+    assert file_hashes(home.root) == file_hashes(FIXTURE)  # the copy is hermes's home
+    before = tree_state(home.root)
+    boards = ok_json(home, "boards")["boards"]
+    assert [(b["slug"], b["total"], b["current"]) for b in boards] == [("default", 5, False), ("research", 2, True)]
+    for board, cards in (("default", [WORKED, BY_HAND, GAVE_UP, GUARDED, TRIAGE]), ("research", list(RESEARCH))):
+        listed = ok_json(home, "--board", board, "list", "--all")
+        assert sorted(t["id"] for t in listed["tasks"]) == sorted(cards)
+        for card in cards:
+            assert ok_json(home, "--board", board, "show", card)["id"] == card
+    default = {t["id"]: t for t in ok_json(home, "--board", "default", "list")["tasks"]}
+    assert default[GAVE_UP]["hermes_reasons"][0]["code"] == "gave_up"
+    assert default[GUARDED]["hermes_reasons"][0]["code"] == "respawn_guarded:blocker_auth"
+    assert ok_json(home, "--board", "default", "show", WORKED)["usage"]["input_tokens"] == 12000
+    rows = {row["id"]: row for row in json.loads(ps(home, "--all", "--json").stdout)}
+    assert rows[CARD_PROC]["hermes_owner"]["task_id"] == WORKED and rows[WATCH_PROC]["watch"] == ["ERROR", "Traceback"]
+
+    monkeypatch.setenv("PATH", NO_HERMES["PATH"])
+    app, _notes = _app(home)
+    async with app.run_test(size=(160, 48)) as pilot:
+        pane = app.query_one(BoardPane)
+        await wait_until(pilot, lambda: set(pane.cards) == set(RESEARCH))
+        await pilot.press("b")
+        await wait_until(pilot, lambda: isinstance(app.screen, BoardSwitchScreen))
+        await pilot.press("up", "enter")
+        await wait_until(pilot, lambda: GAVE_UP in pane.cards)
+        await wait_until(pilot, lambda: "gave up after 1" in str(pane.cards[GAVE_UP].prompt(0)))
+        cards = pane.query_one("#cards-done")
+        cards.focus()
+        cards.highlighted = cards.get_option_index(WORKED)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, CardDetailsScreen) and "12,000 in" in app.screen._shown)
+        await pilot.press("escape")
+        await pilot.press("2")
+        await wait_until(pilot, lambda: CARD_PROC in app.pane("processes").row_ids)
+        await pilot.press("q")
+    assert tree_state(home.root) == before
+    assert file_hashes(home.root) == file_hashes(FIXTURE)
