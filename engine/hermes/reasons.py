@@ -74,18 +74,33 @@ class HermesReason:
 # --------------------------------------------------------------------------------------
 
 
+_CONFIG_CACHE: dict[Path, tuple[tuple[int, int, int], dict[str, Any]]] = {}
+
+
 def read_hermes_config(root: Path) -> dict[str, Any]:
-    """hermes's ``config.yaml`` as a mapping ({} when missing or unreadable)."""
+    """hermes's ``config.yaml`` as a mapping ({} when missing or unreadable). Parsed
+    again only when the file changed (the board pane asks on every refresh)."""
+    path = Path(root) / "config.yaml"
+    try:
+        st = os.stat(path)
+    except OSError:
+        return {}
+    stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+    cached = _CONFIG_CACHE.get(path)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
     try:
         import yaml
 
-        with open(Path(root) / "config.yaml", encoding="utf-8") as fh:
+        with open(path, encoding="utf-8") as fh:
             raw = yaml.safe_load(fh)
     except (OSError, ValueError, UnicodeDecodeError):
         return {}
     except Exception:  # yaml.YAMLError: a broken config reads as none
         return {}
-    return raw if isinstance(raw, dict) else {}
+    config = raw if isinstance(raw, dict) else {}
+    _CONFIG_CACHE[path] = (stamp, config)
+    return config
 
 
 def _slot_explicit(slot: Any) -> bool:
