@@ -65,8 +65,9 @@ class BoardSwitchScreen(Dialog[Path | None]):
     def compose_body(self) -> ComposeResult:
         options = [Option(board_line(b, b.path == self._shown), id=str(i)) for i, b in enumerate(self.boards)]
         yield OptionList(*options, id="boards")
-        yield Static(Text("Enter shows the board, Escape keeps this one. hermes-agent's boards are read-only "
-                          "here; changes go through `hermes kanban --board SLUG`."), classes="hint")
+        yield Static(Text("Enter shows the board, Escape keeps this one. Changes to hermes-agent's boards go "
+                          "through `hermes kanban --board SLUG` (without `hermes` on PATH they are read-only)."),
+                     classes="hint")
 
     def on_mount(self) -> None:
         super().on_mount()
