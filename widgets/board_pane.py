@@ -619,6 +619,7 @@ class BoardPane(Pane):
     @work(exclusive=True, group="board-open")
     async def _reopen(self, path: Path) -> None:
         """Show another board: close this one's service, forget its cards, open that one."""
+        self.workers.cancel_group(self, "board-refresh")  # a read of the old board must not land on the new one
         async with self._open_lock:
             old, self.service = self.service, None
             if old is not None:
