@@ -538,8 +538,9 @@ class HermesBoardService:
     async def heartbeat(self, task_id: str, call=None):
         await self._not_here("heartbeat")
 
-    async def reclaim(self, task_id: str, reason: str = "") -> HermesChange:
-        """hermes releases the card's worker claim (``hermes kanban reclaim``)."""
+    async def reclaim(self, task_id: str, reason: str = "", expected=None) -> HermesChange:
+        """hermes releases the card's worker claim (``hermes kanban reclaim``). ``expected``
+        (what a dialog showed) is taken like the board service's."""
         return await self._change("reclaim", task_id, *(["--reason", reason] if reason else []), "--", task_id)
 
     async def reassign(self, task_id: str, profile: str | None, *, reclaim: bool = False,
