@@ -101,6 +101,19 @@ def test_a_board_that_is_not_there_is_one_usage_line(home, args, words):
     assert "Traceback" not in r.stderr and tree_state(home.root) == before
 
 
+def test_a_hermes_board_without_its_database_is_never_created_here(home):
+    """board.json alone makes a board for hermes; its kanban.db is hermes's to make."""
+    folder = home.root / "kanban" / "boards" / "ideas"
+    folder.mkdir()
+    (folder / "board.json").write_text('{"slug": "ideas", "name": "Ideas"}\n')
+    before = tree_state(home.root)
+    r = kanban(home, "--board", "ideas", "create", "a card")
+    assert r.returncode == 2 and "has no database yet" in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr
+    ideas = {b["slug"]: b for b in ok_json(home, "boards")["boards"]}["ideas"]
+    assert ideas["name"] == "Ideas" and ideas["error"] == "no database yet"
+    assert tree_state(home.root) == before and not (folder / "kanban.db").exists()
+
+
 @pytest.fixture
 def fake_hermes(tmp_path):
     return install_fake_hermes(tmp_path, "t_d110b468")

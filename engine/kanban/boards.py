@@ -134,7 +134,11 @@ def resolve_board(home: HomeLayout, raw_slug: str) -> Path:
     the boards there are)."""
     slug = check_slug(raw_slug)
     if home_has_hermes_board(home) and hermes_boards_mod.board_exists(home.root, slug):
-        return hermes_boards_mod.board_db(home.root, slug)
+        path = hermes_boards_mod.board_db(home.root, slug)
+        if not path.is_file():  # never made here: hermes's folder is hermes's
+            raise UnknownBoard(f"hermes-agent's board {slug!r} has no database yet (hermes makes it: "
+                               f"`hermes kanban --board {slug} init`)")
+        return path
     for own_slug, _name, path in own_boards(home):
         if own_slug == slug:
             return path
