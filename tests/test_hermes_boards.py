@@ -114,6 +114,31 @@ def test_a_hermes_board_without_its_database_is_never_created_here(home):
     assert tree_state(home.root) == before and not (folder / "kanban.db").exists()
 
 
+async def test_the_switcher_will_not_show_a_board_without_its_database(home, monkeypatch):
+    from tests.support import wait_until_pilot as wait_until
+    from tests.test_hermes_board import _app
+    from widgets.board_pane import BoardPane
+    from widgets.board_switcher import BoardSwitchScreen
+
+    folder = home.root / "kanban" / "boards" / "ideas"
+    folder.mkdir()
+    (folder / "board.json").write_text('{"slug": "ideas"}\n')
+    monkeypatch.setenv("PATH", NO_HERMES["PATH"])
+    before = tree_state(home.root)
+    app, notes = _app(home)
+    async with app.run_test(size=(160, 48)) as pilot:
+        pane = app.query_one(BoardPane)
+        await wait_until(pilot, lambda: set(pane.cards) == set(RESEARCH))
+        await pilot.press("b")
+        await wait_until(pilot, lambda: isinstance(app.screen, BoardSwitchScreen))
+        await pilot.press("up", "enter")  # default, ideas, research (shown, highlighted): the one above
+        await wait_until(pilot, lambda: any("board ideas cannot be shown: no database yet" in n for n in notes))
+        assert isinstance(app.screen, BoardSwitchScreen)
+        await pilot.press("escape", "n")  # the research board is still the one shown
+        await pilot.press("q")
+    assert tree_state(home.root) == before
+
+
 @pytest.fixture
 def fake_hermes(tmp_path):
     return install_fake_hermes(tmp_path, "t_d110b468")

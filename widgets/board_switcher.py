@@ -79,4 +79,9 @@ class BoardSwitchScreen(Dialog[Path | None]):
     @on(OptionList.OptionSelected)
     def _chosen(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        self.dismiss(self.boards[int(event.option.id or 0)].path)
+        board = self.boards[int(event.option.id or 0)]
+        if board.error:  # e.g. a hermes board with no database yet: nothing to show, nothing to create here
+            self.notify(f"board {escape_text(board.slug)} cannot be shown: {escape_text(board.error)}",
+                        severity="warning", timeout=5, markup=False)
+            return
+        self.dismiss(board.path)
