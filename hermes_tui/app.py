@@ -352,6 +352,15 @@ class HermesApp(AttentionMixin, App[int]):
         self.action_focus_pane("processes")
         self.pane("processes").show_session(message.process_id)
 
+    def on_board_pane_open_worker_log(self, message) -> None:
+        """A hermes-agent card's worker log (its own file): followed live in the output view."""
+        from engine.text import escape_text
+
+        self.action_focus_pane("processes")
+        self.pane("processes").show_file(f"hermes-log:{message.task_id}", message.path,
+                                         f"{message.task_id} · hermes worker log · {escape_text(str(message.path))}",
+                                         "hermes-agent's worker log, followed live (read-only)")
+
     # -- keys, help and palette -------------------------------------------------------------
 
     @property

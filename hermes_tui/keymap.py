@@ -31,6 +31,9 @@ def binding_sources() -> list[tuple[str, str, type]]:
 
     for dialog in (NewCardScreen, AssignScreen, CardDetailsScreen):
         sources.append(("Board dialogs", "modal", dialog))
+    from widgets.board_switcher import BoardSwitchScreen
+
+    sources.append(("Board dialogs", "modal", BoardSwitchScreen))
     sources.append(("Confirm dialogs", "modal", ConfirmModal))
     from widgets.attention_view import AttentionScreen
 

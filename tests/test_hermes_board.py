@@ -165,6 +165,13 @@ ACTIONS = [
     (["assign", "1c45", "-"], ["assign", "--", WRITER_CARD, "none"]),
     (["archive", "20f9"], ["archive", "--", DONE_CARD]),
     (["comment", "20f9", "--", "-looks good"], ["comment", "--", DONE_CARD, "-looks good"]),
+    (["reclaim", "1c45", "--reason", "stuck"], ["reclaim", "--reason", "stuck", "--", WRITER_CARD]),
+    (["reassign", "1c45", "editor", "--reclaim"], ["reassign", "--reclaim", "--", WRITER_CARD, "editor"]),
+    (["schedule", "1c45", "after the release"], ["schedule", "--", WRITER_CARD, "after the release"]),
+    (["promote", "1c45", "--force"], ["promote", "--force", "--", WRITER_CARD]),
+    (["link", "1c45", "5941"], ["link", "--", WRITER_CARD, "t_594173db"]),
+    (["unlink", "1c45", "5941"], ["unlink", "--", WRITER_CARD, "t_594173db"]),
+    (["edit", "20f9", "--result", "fixed"], ["edit", "--result", "fixed", "--", DONE_CARD]),
 ]
 
 
@@ -184,26 +191,37 @@ import json, os, sys
 with open({record!r}, "a") as f:
     f.write(json.dumps({{"argv": sys.argv[1:], "home": os.environ.get("HERMES_HOME"),
                         "db": os.environ.get("HERMES_KANBAN_DB")}}) + "\\n")
+if os.environ.get("FAKE_HERMES_SAYS_NO"):  # hermes 0.19.0 refuses many changes with exit 0
+    print("cannot complete t_x (unknown id or terminal state)", file=sys.stderr)
+    sys.exit(0)
 if os.environ.get("FAKE_HERMES_FAIL"):
     print("kanban: cannot complete t_x (unknown id or terminal state)", file=sys.stderr)
     sys.exit(1)
-if sys.argv[1:3] == ["kanban", "create"]:
+argv = sys.argv[1:]
+if argv[1:2] == ["--board"]:
+    argv = argv[:1] + argv[3:]
+if argv[:2] == ["kanban", "create"]:
     print(json.dumps({{"id": "{card}", "title": "New card", "status": "ready"}}, indent=2))
 else:
     print("Done")
 """
 
 
-@pytest.fixture
-def fake_hermes(tmp_path):
+def install_fake_hermes(tmp_path, card: str):
+    """A stand-in ``hermes`` on a PATH of its own: (env with that PATH, its record file)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     record = tmp_path / "hermes-calls.jsonl"
     script = bin_dir / "hermes"
-    script.write_text(FAKE_HERMES.format(python=sys.executable, record=str(record), card=WRITER_CARD))
+    script.write_text(FAKE_HERMES.format(python=sys.executable, record=str(record), card=card))
     script.chmod(0o755)
     env = {"PATH": f"{bin_dir}{os.pathsep}{os.path.dirname(sys.executable)}"}
     return env, record
+
+
+@pytest.fixture
+def fake_hermes(tmp_path):
+    return install_fake_hermes(tmp_path, WRITER_CARD)
 
 
 @pytest.mark.parametrize(("args", "hermes_argv"), ACTIONS, ids=lambda v: " ".join(v))
@@ -213,7 +231,7 @@ def test_with_hermes_on_path_the_action_calls_hermes_kanban(hermes, fake_hermes,
     r = cli(hermes, *args, env=env)
     assert r.returncode == 0, r.stderr
     calls = [json.loads(line) for line in record.read_text().splitlines()]
-    assert [c["argv"] for c in calls] == [["kanban", *hermes_argv]]
+    assert [c["argv"] for c in calls] == [["kanban", "--board", "default", *hermes_argv]]
     assert calls[0]["home"] == str(hermes.root) and calls[0]["db"] == str(hermes.shared_kanban_db)
     assert hermes.shared_kanban_db.read_bytes() == before  # hermes-tui itself wrote nothing
 
@@ -223,6 +241,15 @@ def test_a_failing_hermes_is_one_line_with_its_reason(hermes, fake_hermes):
     r = cli(hermes, "complete", "20f9", env={**env, "FAKE_HERMES_FAIL": "1"})
     assert r.returncode == 1 and len(r.stderr.splitlines()) == 1, r.stderr
     assert "hermes kanban complete failed: kanban: cannot complete" in r.stderr
+
+
+def test_a_refusal_hermes_prints_with_exit_0_is_a_failure_too(hermes, fake_hermes):
+    """hermes 0.19.0 answers e.g. `complete` of a card it cannot complete with exit 0,
+    nothing on stdout and its reason on stderr: that is a failure, not "Completed"."""
+    env, _record = fake_hermes
+    r = cli(hermes, "complete", "20f9", env={**env, "FAKE_HERMES_SAYS_NO": "1"})
+    assert r.returncode == 1 and len(r.stderr.splitlines()) == 1 and r.stdout == "", (r.stdout, r.stderr)
+    assert "hermes kanban complete failed: cannot complete t_x" in r.stderr
 
 
 @pytest.mark.parametrize("verb", ["dispatch", "daemon"])
@@ -245,7 +272,7 @@ def test_create_from_stdin_is_refused_on_hermes_board(hermes, fake_hermes):
     assert not record.exists() and hermes.shared_kanban_db.read_bytes() == before
 
 
-@pytest.mark.parametrize("verb", ["review", "heartbeat", "reclaim"])
+@pytest.mark.parametrize("verb", ["review", "heartbeat"])
 def test_verbs_hermes_tui_cannot_route_are_refused(hermes, fake_hermes, verb):
     env, record = fake_hermes
     r = cli(hermes, verb, "20f9", env=env)
@@ -280,7 +307,7 @@ async def test_the_pane_shows_hermes_cards_read_only_and_changes_nothing(hermes,
         assert pane.column_ids("ready") == (WRITER_CARD, "t_594173db") and pane.column_ids("done") == (DONE_CARD,)
         assert pane.query("#column-triage") and pane.query("#column-scheduled")
         info = str(pane.query_one("#board-info").render())
-        assert "hermes-agent's board (kanban.db)" in info and "read-only" in info
+        assert "hermes-agent's board default (kanban.db)" in info and "read-only" in info
         assert sum("not on PATH" in n for n in notes) == 1  # said once
         cards = pane.query_one("#cards-done")
         cards.focus()
@@ -337,6 +364,6 @@ async def test_pane_actions_go_through_hermes_kanban(hermes, fake_hermes, monkey
         await wait_for(pilot, lambda: len(record.read_text().splitlines()) == 2)
         await pilot.press("q")
     calls = [json.loads(line)["argv"] for line in record.read_text().splitlines()]
-    assert calls[0] == ["kanban", "archive", "--", DONE_CARD]
-    assert calls[1][:3] == ["kanban", "create", "--json"] and calls[1][-2:] == ["--", "From the pane"]
+    assert calls[0] == ["kanban", "--board", "default", "archive", "--", DONE_CARD]
+    assert calls[1][:5] == ["kanban", "--board", "default", "create", "--json"] and calls[1][-2:] == ["--", "From the pane"]
     assert hermes.shared_kanban_db.read_bytes() == before

@@ -338,7 +338,7 @@ async def test_a_board_of_an_older_schema_is_migrated_once_and_keeps_its_cards(p
         for board in boards:
             await board.close()
     version = await _sql(pg_url, f"SELECT value FROM {schema.META_TABLE} WHERE key = 'schema_version'")
-    assert version[0][0] == str(schema.SCHEMA_VERSION) == "2"
+    assert version[0][0] == str(schema.SCHEMA_VERSION) == "3"
 
 
 async def test_many_rows_at_once_go_in_chunks_below_the_parameter_limit_and_keep_or_ignore(home, pg_url):

@@ -145,11 +145,11 @@ PART_STYLES = {Part.TITLE: "bold", Part.LABEL: "dim", Part.NAME: "bold", Part.ER
 
 
 def render_details(details: TaskDetails, log_tail: Sequence[str], now: float,
-                   event_limit: int | None = None) -> Text:
+                   event_limit: int | None = None, usage: Sequence[str] | None = None) -> Text:
     """The card's description (:func:`describe_task`, what ``kanban show`` prints) with
     the tail of its worker log, styled, as one Rich Text (also what the tests read)."""
     out = Text()
-    for line in describe_task(details, now, event_limit=event_limit, log_tail=log_tail):
+    for line in describe_task(details, now, event_limit=event_limit, log_tail=log_tail, usage=usage):
         for text, part in line:
             out.append(escape_controls(text), style=PART_STYLES.get(part, ""))  # outside text: shown, never acted on
         out.append("\n")
@@ -197,7 +197,13 @@ class CardDetailsScreen(Dialog[str | None]):
             return
         raw = await asyncio.to_thread(read_tail, self._log_path, LOG_TAIL_BYTES)
         lines = raw.decode("utf-8", errors="replace").splitlines()[-LOG_TAIL_LINES:]
-        text = render_details(details, lines, self._clock(), EVENTS_SHOWN)
+        from engine.kanban.usage import usage_lines
+
+        try:  # tokens and cost per run (a run without a report or a session link: "not linked")
+            usage = usage_lines(await self._service.usage(self.task_id))
+        except StoreError:
+            usage = None
+        text = render_details(details, lines, self._clock(), EVENTS_SHOWN, usage)
         if text.plain != self._shown:
             self._shown = text.plain
             body.update(text)

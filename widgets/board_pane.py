@@ -62,6 +62,8 @@ class CardView:
 
     task: Task
     live: bool | None  # True verified alive, False gone, None no worker / not ours to check
+    reasons: tuple[str, ...] = ()  # hermes-agent's board: why hermes does not spawn it, in words
+    short: str = ""  # the same, in a few words for the card
 
     def prompt(self, now: float) -> Text:
         t = self.task
@@ -77,6 +79,8 @@ class CardView:
         if t.priority:
             meta.append(f"p{t.priority}")
         text.append("\n" + " · ".join(meta), style="dim")
+        if self.short:
+            text.append("\n" + self.short, style="yellow")
         return text
 
 
@@ -117,6 +121,7 @@ class BoardPane(Pane):
         Binding("D", "dispatch_now", "Dispatch now", id="board.dispatch", show=False),
         Binding("A", "toggle_archived", "Show archived", id="board.toggle_archived", show=False),
         Binding("o", "open_output", "Worker output", id="board.output", show=False),
+        Binding("b", "switch_board", "Switch board", id="board.switch", show=False),
     ]
 
     DEFAULT_CSS = """
@@ -148,6 +153,14 @@ class BoardPane(Pane):
         def __init__(self, process_id: str, task_id: str) -> None:
             super().__init__()
             self.process_id = process_id
+            self.task_id = task_id
+
+    class OpenWorkerLog(Message):
+        """Follow a card's worker log file live (hermes-agent's ``kanban/logs/<id>.log``)."""
+
+        def __init__(self, path: Path, task_id: str) -> None:
+            super().__init__()
+            self.path = path
             self.task_id = task_id
 
     class TickDone(Message):
@@ -188,6 +201,8 @@ class BoardPane(Pane):
         self.listening = False  # a server board announces its changes (no need to wait for the timer)
         self._timer_ticks = 0
         self._info: str | None = None  # what the info line shows
+        self.board_override: Path | None = None  # the board the switcher chose (None: the default one)
+        self.gateway = None  # hermes-agent's board: whether hermes's gateway (its dispatcher) runs
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -260,8 +275,9 @@ class BoardPane(Pane):
         from engine.kanban.store import StoreError
 
         try:
-            self.db_path = await asyncio.to_thread(BoardService.path_for, self.home, self.settings)
-            exists = await asyncio.to_thread(BoardService.exists, self.home, self.settings)
+            self.db_path = await asyncio.to_thread(BoardService.path_for, self.home, self.settings,
+                                                   self.board_override)
+            exists = await asyncio.to_thread(BoardService.exists, self.home, self.settings, self.board_override)
         except ValueError as exc:  # a malformed board URL (its message holds no password)
             self._fail(f"The board cannot be used: the board database URL {exc}")
             return None
@@ -273,7 +289,8 @@ class BoardPane(Pane):
         try:
             # A pinned clock (tests) is the board's too; this machine's is not a server board's.
             pinned = None if self.clock is _MACHINE_CLOCK else self.clock
-            service = await BoardService.open(self.home, self.settings, create=create, clock=pinned)
+            service = await BoardService.open(self.home, self.settings, create=create, clock=pinned,
+                                              override=self.board_override)
             await self._use_statuses(await service.statuses())
         except BoardUnreachable as exc:
             self._unreachable(exc)
@@ -379,6 +396,15 @@ class BoardPane(Pane):
         if not self.listening:
             await self._listen()
         views = await asyncio.to_thread(_with_liveness, list(view.tasks))
+        if hasattr(self.service, "reasons"):  # hermes-agent's board: hermes's own reasons, its gateway
+            try:
+                reasons = await self.service.reasons(view.tasks)
+                self.gateway = await self.service.gateway()
+            except StoreError:
+                reasons = {}
+            views = [replace(v, reasons=tuple(escape_text(r.words) for r in reasons.get(v.task.id, ())),
+                             short=" · ".join(escape_text(r.short) for r in reasons.get(v.task.id, ())))
+                     for v in views]
         self.apply(views, view.counts)
 
     def apply(self, views: list[CardView], counts: dict[str, int] | None = None) -> None:
@@ -471,7 +497,7 @@ class BoardPane(Pane):
             if self.last_result is not None and self.last_result.spawned:
                 state += f": spawned {len(self.last_result.spawned)}"
         words = held_back_words(self.last_result) if self.last_result is not None else ""
-        info = state + (f" · {words}" if words else "")
+        info = self._board_label() + state + (f" · {words}" if words else "")
         self._set_info(info)  # cut with … when narrow (the selected card's reason is in full below)
         total = sum(self.counts.get(s, len(self._columns[s])) for s in self._shown_statuses(False))
         status = f"{total} cards, {running} running · {'dispatch on' if k.dispatch else 'dispatch off'}"
@@ -495,6 +521,10 @@ class BoardPane(Pane):
         if skip is not None:
             text.append(" · held back: ", style="bold yellow")
             text.append(skip_reason(skip))
+        view = self.cards.get(task.id)
+        for reason in view.reasons if view is not None else ():
+            text.append(" · hermes: ", style="bold yellow")
+            text.append(reason)
         detail.show(text)
 
     @on(OptionList.OptionHighlighted)
@@ -508,7 +538,12 @@ class BoardPane(Pane):
         """hermes-agent's board: whose it is, how it changes, who dispatches it."""
         how = "read-only (`hermes` is not on PATH)" if self.service.read_only else \
             f"changes go through {self.service.command}"
-        info = f"hermes-agent's board ({self._shown_db_path()}) · {how} · hermes's gateway dispatches it"
+        from engine.kanban.boards import board_slug
+
+        name = board_slug(self.home, self.db_path) or ""
+        info = f"hermes-agent's board {name} ({self._shown_db_path()}) · {how} · hermes's gateway dispatches it"
+        if self.gateway is not None and not self.gateway.running:
+            info = f"{self.gateway.words} · hermes-agent's board {name} ({self._shown_db_path()}) · {how}"
         self._set_info(info)
         total = sum(self.counts.get(s, len(self._columns[s])) for s in self._shown_statuses(False))
         self.set_status(f"hermes board: {total} cards" + (", read-only" if self.service.read_only else ""))
@@ -529,7 +564,17 @@ class BoardPane(Pane):
 
     # -- the dispatcher's results (the app's dispatch loop ticks) ---------------------------------
 
+    def _board_label(self) -> str:
+        """``board SLUG · `` when the switcher shows a board other than the default one."""
+        if self.board_override is None:
+            return ""
+        from engine.kanban.boards import board_slug
+
+        return f"board {board_slug(self.home, self.db_path) or self._shown_db_path()} · "
+
     def on_board_pane_tick_done(self, message: TickDone) -> None:
+        if self.board_override is not None:  # the app's dispatch loop ticks the default board, not this one
+            return
         result = message.result
         self.last_result = result
         self._held_back = {skip.task_id: skip for skip in result.skipped}
@@ -548,8 +593,50 @@ class BoardPane(Pane):
             self.notify(f"{self._shown_db_path()} is hermes-agent's board: hermes's gateway dispatches it, "
                         "hermes-tui never does", severity="warning", timeout=5, markup=False)
             return
+        if self.board_override is not None:
+            self.notify("the app dispatches its default board only: run `hermes-tui kanban --board SLUG dispatch` "
+                        "for this one", severity="warning", timeout=5, markup=False)
+            return
         self.notify("dispatching…", timeout=2)
         self.post_message(self.DispatchRequested())
+
+    # -- switching boards ------------------------------------------------------------------------
+
+    @work(exclusive=True, group="board-switch")
+    async def action_switch_board(self) -> None:
+        """List every board of the home (off the UI thread) and offer them."""
+        from engine.kanban.boards import list_boards
+        from widgets.board_switcher import BoardSwitchScreen
+
+        boards = await list_boards(self.home, self.settings)
+        if not boards:
+            self.notify("no board in this home yet: press n to create the first card", timeout=4)
+            return
+        self.app.push_screen(BoardSwitchScreen(boards, self.db_path if isinstance(self.db_path, Path) else None),
+                             self._switch_to)
+
+    def _switch_to(self, path: Path | None) -> None:
+        if path is not None and path != self.db_path:
+            self._reopen(path)
+
+    @work(exclusive=True, group="board-open")
+    async def _reopen(self, path: Path) -> None:
+        """Show another board: close this one's service, forget its cards, open that one."""
+        self.workers.cancel_group(self, "board-refresh")  # a read of the old board must not land on the new one
+        async with self._open_lock:
+            old, self.service = self.service, None
+            if old is not None:
+                await old.close()
+            self.board_override, self.db_path, self.error = path, path, None
+            self.listening, self.last_result, self._held_back = False, None, {}
+            self.remove_class("-failed")
+            for status in [s for s in self._columns if s not in STATUSES]:
+                del self._columns[status]
+                await self.query_one(f"#column-{status}").remove()
+            self.statuses = STATUSES
+            self.apply([], {})
+            await self._open_locked(create=False)
+        self.refresh_board()
 
     # -- selection -----------------------------------------------------------------------------
 
@@ -634,12 +721,26 @@ class BoardPane(Pane):
 
     @work(group="board-output")
     async def _find_process(self, task_id: str) -> None:
+        if self.service.kind == "hermes":  # hermes's worker writes its own log: follow that file
+            path = self.service.log_path(task_id)
+            if not await asyncio.to_thread(path.is_file):
+                self.notify(f"{task_id} has no worker log yet ({self._shown_log(path)})", severity="warning",
+                            timeout=4, markup=False)
+                return
+            self.post_message(self.OpenWorkerLog(path, task_id))
+            return
         runs = await self.service.runs_of(task_id)
         process_id = next((r.process_id for r in reversed(runs) if r.process_id), None)
         if process_id is None:
             self.notify(f"{task_id} has no worker output yet", severity="warning", timeout=4, markup=False)
             return
         self.post_message(self.OpenWorkerOutput(process_id, task_id))
+
+    def _shown_log(self, path: Path) -> str:
+        try:
+            return str(path.relative_to(self.home.root))
+        except ValueError:
+            return str(path)
 
     def action_move(self, step: int) -> None:
         task = self._need_selected()
@@ -701,6 +802,9 @@ class BoardPane(Pane):
         from engine.kanban.transitions import Expected
 
         shown = Expected.of(task)  # approval acts on this run and pid only
+        if self.service is not None and self.service.kind == "hermes":  # hermes's verb, hermes's rules
+            body = (f"{task.id} \"{task.title}\" ({_run_named(task)}): hermes releases its worker's claim "
+                    "(`hermes kanban reclaim`); hermes-tui signals nothing.")
         self._confirm(f"Reclaim {task.id}?", body, "Reclaim", "reclaim",
                       lambda: self.service.reclaim(task.id, reason="reclaimed in the app", expected=shown))
 

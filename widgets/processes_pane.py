@@ -38,6 +38,8 @@ from widgets.output_view import OutputView
 from widgets.pane import EmptyState, Pane
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from engine.processes.sampler import SessionSampler, Usage
 
 # The table's columns, in order. COMMAND takes what the others leave and never drops
@@ -426,6 +428,12 @@ class ProcessesPane(Pane):
             self.show_finished = True
         self.refresh_sessions()
 
+    def show_file(self, key: str, path: Path, title: str, state: str) -> None:
+        """Follow a file that is no session's output (hermes-agent's worker log of a
+        card) in the output view, until another session is selected."""
+        self.output.show(key, path, title)
+        self.output.set_state(state)
+
     def _select(self, session_id: str) -> None:
         self._wanted_selection = None
         self.table.move_cursor(row=self.table.get_row_index(session_id), animate=False)
@@ -472,6 +480,9 @@ class ProcessesPane(Pane):
         if stored is not None:
             text.append(f" · output {human_bytes(stored)} stored"
                         + (f" (bound {human_bytes(s.max_output_bytes)})" if s.max_output_bytes else ""), style="dim")
+        owner = s.hermes_owner.words() if s.hermes_owner is not None else ""
+        if owner:  # hermes-agent's: who it is for (outside text: escaped)
+            text.append(f" · for {escape_controls(owner)}")
         detail.show(text)
 
     @property

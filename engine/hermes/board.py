@@ -227,6 +227,26 @@ class HermesBoardReader:
         return self._query(lambda conn, _cols: [event_from_hermes(r) for r in conn.execute(
             f"SELECT * FROM task_events WHERE kind IN ({','.join('?' * len(kinds))}) AND created_at >= ? "
             "ORDER BY id", [*kinds, since])])
+    def run_links(self, task_id: str | None) -> list[tuple[int, str, str | None, object]]:
+        """(run id, card id, profile, metadata) of a card's runs, or of every run."""
+
+        def work(conn, cols):
+            if not {"id", "task_id"} <= cols.get("task_runs", set()):
+                return []
+            profile = "profile" if "profile" in cols["task_runs"] else "NULL"
+            metadata = "metadata" if "metadata" in cols["task_runs"] else "NULL"
+            where, params = ("WHERE task_id = ?", [task_id]) if task_id is not None else ("", [])
+            return [(int(r[0]), str(r[1]), r[2], r[3]) for r in conn.execute(
+                f"SELECT id, task_id, {profile}, {metadata} FROM task_runs {where} ORDER BY id", params)]
+
+        return self._query(work)
+
+    def reason_events(self, kinds: Sequence[str]) -> dict[str, Event]:
+        """Each card's latest event of ``kinds`` (a guard, a give-up, or what supersedes them)."""
+        marks = ",".join("?" * len(kinds))
+        return self._query(lambda conn, _cols: {str(r["task_id"]): event_from_hermes(r) for r in conn.execute(
+            f"SELECT * FROM task_events WHERE id IN (SELECT max(id) FROM task_events WHERE kind IN ({marks}) "
+            "GROUP BY task_id)", list(kinds))})
 
 
 def _parents(conn: sqlite3.Connection, cols: dict[str, set[str]]) -> dict[str, list[str]]:
@@ -322,6 +342,14 @@ class HermesBoardService:
         return self._reader.path
 
     @property
+    def slug(self) -> str | None:
+        """Which of hermes's boards this is (``default``, or a named board under
+        ``kanban/boards/``); None for a hermes database elsewhere (``--db``)."""
+        from engine.hermes.boards import slug_of
+
+        return slug_of(self.home.root, self.path)
+
+    @property
     def read_only(self) -> bool:
         return self.command is None
 
@@ -352,7 +380,13 @@ class HermesBoardService:
         return False
 
     def log_path(self, task_id: str) -> Path:
-        return self.home.hermes_kanban_logs_dir / f"{task_id}.log"
+        """hermes's worker log of a card: ``kanban/logs/`` for ``default``, the board's own
+        ``logs/`` for a named board."""
+        from engine.hermes.boards import logs_dir
+
+        slug = self.slug
+        folder = self.home.hermes_kanban_logs_dir if slug is None else logs_dir(self.home.root, slug)
+        return folder / f"{task_id}.log"
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -401,6 +435,35 @@ class HermesBoardService:
 
     async def events_since(self, kinds: Sequence[str], since: float) -> list[Event]:
         return await self._read(self._reader.events_since, list(kinds), since)
+    async def reasons(self, tasks: Sequence[Task]) -> dict[str, list]:
+        """Why hermes does not spawn each of ``tasks`` (:mod:`engine.hermes.reasons`): card
+        id -> its reasons (cards with none are left out)."""
+        from engine.hermes import reasons as hr
+
+        events = await self._read(self._reader.reason_events, hr.REASON_EVENTS)
+        config = await asyncio.to_thread(hr.read_hermes_config, self.home.root)
+        out = {}
+        for task in tasks:
+            found = hr.card_reasons(task, events.get(task.id), self.home.root, config)
+            if found:
+                out[task.id] = found
+        return out
+
+    async def usage(self, task_id: str | None = None):
+        """Tokens and cost of a card's runs (or of the whole board's), through the worker
+        sessions they link to (:mod:`engine.hermes.usage`)."""
+        from engine.hermes.usage import runs_usage
+        from engine.kanban.usage import total
+
+        links = await self._read(self._reader.run_links, task_id)
+        return total(await asyncio.to_thread(runs_usage, self.home.root, links))
+
+    async def gateway(self):
+        """Whether hermes's gateway (its dispatcher) runs, verified from gateway.pid."""
+        from engine.hermes import reasons as hr
+
+        config = await asyncio.to_thread(hr.read_hermes_config, self.home.root)
+        return await asyncio.to_thread(hr.gateway_state, self.home.root, config)
 
     # -- changes (hermes kanban ...) -------------------------------------------------------
 
@@ -410,9 +473,11 @@ class HermesBoardService:
         if self.command is None:
             raise ReadOnlyBoard(self.read_only_reason)
         env = dict(os.environ, HERMES_HOME=str(self.home.root), HERMES_KANBAN_DB=str(self.path))
+        slug = self.slug
+        board = ["--board", slug] if slug is not None else []  # the board's logs and workspaces
         try:
             proc = await asyncio.create_subprocess_exec(
-                self.command, "kanban", *args, stdin=asyncio.subprocess.DEVNULL,
+                self.command, "kanban", *board, *args, stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
         except OSError as exc:
             raise StoreError(f"cannot run {self.command}: {exc.strerror or exc}") from None
@@ -423,7 +488,9 @@ class HermesBoardService:
             await proc.wait()
             raise StoreError(f"hermes kanban {args[0]} did not answer within {CLI_TIMEOUT_SECONDS:g}s") from None
         stdout, stderr = out.decode(errors="replace"), err.decode(errors="replace")
-        if proc.returncode != 0:
+        # hermes 0.19.0 exits 0 on many refusals ("cannot complete ...", "unknown task ..."),
+        # saying so on stderr only: nothing on stdout and something on stderr is a failure.
+        if proc.returncode != 0 or (not stdout.strip() and stderr.strip()):
             why = _last_line(stderr) or _last_line(stdout) or f"exit status {proc.returncode}"
             raise StoreError(f"hermes kanban {args[0]} failed: {why}")
         return stdout
@@ -486,14 +553,45 @@ class HermesBoardService:
     async def _not_here(self, what: str):
         raise StoreError(f"{what} is not available on hermes-agent's board (use hermes's own CLI)")
 
+    async def report_usage(self, task_id: str, **_usage):
+        raise ReadOnlyBoard("hermes-agent records its workers' usage itself (state.db): `kanban usage` is "
+                            "for hermes-tui's own board")
+
     async def review(self, task_id: str, summary: str | None = None, call=None):
         await self._not_here("review")
 
     async def heartbeat(self, task_id: str, call=None):
         await self._not_here("heartbeat")
 
-    async def reclaim(self, task_id: str, reason: str = "", expected=None):
-        await self._not_here("reclaim")
+    async def reclaim(self, task_id: str, reason: str = "", expected=None) -> HermesChange:
+        """hermes releases the card's worker claim (``hermes kanban reclaim``). ``expected``
+        (what a dialog showed) is checked like the board service's: a card whose run changed
+        meanwhile is refused and nothing is asked of hermes."""
+        await self._still_as_shown(task_id, expected)
+        return await self._change("reclaim", task_id, *(["--reason", reason] if reason else []), "--", task_id)
+
+    async def reassign(self, task_id: str, profile: str | None, *, reclaim: bool = False,
+                       reason: str = "") -> HermesChange:
+        extra = (["--reclaim"] if reclaim else []) + (["--reason", reason] if reason else [])
+        return await self._change("reassign", task_id, *extra, "--", task_id, profile or "none")
+
+    async def schedule(self, task_id: str, reason: str = "") -> HermesChange:
+        """Park the card in scheduled (waiting on time, not on a person)."""
+        return await self._change("schedule", task_id, "--", task_id, *([reason] if reason else []))
+
+    async def promote(self, task_id: str, reason: str = "", *, force: bool = False) -> HermesChange:
+        """todo/blocked -> ready by hand (``--force``: even with open parents)."""
+        return await self._change("promote", task_id, *(["--force"] if force else []), "--", task_id,
+                                  *([reason] if reason else []))
+
+    async def link(self, parent_id: str, child_id: str, *, unlink: bool = False) -> HermesChange:
+        """Add (or remove) the dependency parent -> child."""
+        return await self._change("unlink" if unlink else "link", child_id, "--", parent_id, child_id)
+
+    async def edit(self, task_id: str, result: str, summary: str | None = None) -> HermesChange:
+        """Backfill a done card's result (and summary)."""
+        return await self._change("edit", task_id, "--result", result, *(["--summary", summary] if summary else []),
+                                  "--", task_id)
 
     async def move(self, task_id: str, to_status: str, expected=None) -> HermesChange:
         """A move the pane offers, as the hermes verb that makes it (done: complete,

@@ -3,7 +3,15 @@
 hermes-agent checkpoints every live background process it started into
 ``<home>/processes.json`` (a JSON array; see the reference notes, "Checkpoint and
 recovery"): ``session_id``, ``command``, ``pid``, ``pid_scope``, ``host_start_time``
-(the kernel start ticks, field 22 of ``/proc/<pid>/stat``), ``cwd``, ``started_at``...
+(the kernel start ticks, field 22 of ``/proc/<pid>/stat``), ``cwd``, ``started_at``,
+and who it is for (hermes-agent 0.19.0, ``tools/process_registry.py``): ``task_id``
+(the kanban card), ``session_key`` (the gateway session), ``watcher_platform`` /
+``watcher_chat_id`` / ``watcher_thread_id`` / ``watcher_user_name`` (the chat told
+about it), ``notify_on_complete`` and ``watch_patterns``.
+
+Each hermes profile is a home of its own (``profiles/<name>/``, hermes's
+``HERMES_HOME`` for that profile) with its own ``processes.json``: :func:`hermes_homes`
+lists them, and every reader here covers all of them.
 
 The scratch pruner treats them as registered processes: it keeps their entries and
 never signals them. So this reader is strict: a file that exists but cannot be read
@@ -29,6 +37,44 @@ class ProcessesFileUnreadable(Exception):
 
 
 @dataclass(frozen=True)
+class HermesOwner:
+    """Who a hermes process is for (every field as hermes wrote it; "" when unset)."""
+
+    task_id: str = ""
+    session_key: str = ""
+    platform: str = ""
+    chat_id: str = ""
+    thread_id: str = ""
+    user_name: str = ""
+    notify_on_complete: bool = False
+    watch_patterns: tuple[str, ...] = ()
+
+    def words(self) -> str:
+        """One line: the card, the chat, the session, how hermes follows it."""
+        parts = []
+        if self.task_id:
+            parts.append(f"card {self.task_id}")
+        if self.platform or self.chat_id:
+            chat = f"{self.platform or 'chat'} chat {self.chat_id}".strip()
+            chat += f" thread {self.thread_id}" if self.thread_id else ""
+            chat += f" ({self.user_name})" if self.user_name else ""
+            parts.append(chat)
+        if self.session_key:
+            parts.append(f"session {self.session_key}")
+        if self.notify_on_complete:
+            parts.append("notifies on completion")
+        if self.watch_patterns:
+            parts.append("watches " + " | ".join(self.watch_patterns))
+        return ", ".join(parts)
+
+    def to_json(self) -> dict[str, object]:
+        return {"task_id": self.task_id or None, "session_key": self.session_key or None,
+                "platform": self.platform or None, "chat_id": self.chat_id or None,
+                "thread_id": self.thread_id or None, "user_name": self.user_name or None,
+                "notify_on_complete": self.notify_on_complete, "watch_patterns": list(self.watch_patterns)}
+
+
+@dataclass(frozen=True)
 class HermesProcess:
     """One entry of processes.json, as far as hermes-tui needs it."""
 
@@ -39,10 +85,48 @@ class HermesProcess:
     command: str
     cwd: str | None
     started_at: float | None
+    owner: HermesOwner = HermesOwner()  # who the process is for
+    profile: str | None = None  # the hermes profile whose home lists it (None: the root home)
 
 
 def processes_file(home_root: Path) -> Path:
     return Path(home_root) / FILE_NAME
+
+
+def hermes_homes(home_root: Path) -> list[tuple[str | None, Path]]:
+    """(profile, home) of the root home and of every profile's own home (``profiles/<name>/``)."""
+    import os
+
+    homes: list[tuple[str | None, Path]] = [(None, Path(home_root))]
+    try:
+        entries = sorted(os.scandir(Path(home_root) / "profiles"), key=lambda e: e.name)
+    except OSError:
+        return homes
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                homes.append((entry.name, Path(entry.path)))
+        except OSError:
+            continue
+    return homes
+
+
+def _text(raw: dict, key: str) -> str:
+    value = raw.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def _owner(raw: dict) -> HermesOwner:
+    """Who the process is for; a field of an unexpected type reads as unset (these only
+    label the process: sparing and signalling rest on the pid and its start ticks)."""
+    patterns = raw.get("watch_patterns")
+    return HermesOwner(
+        task_id=_text(raw, "task_id") or _text(raw, "owner_task_id"), session_key=_text(raw, "session_key"),
+        platform=_text(raw, "watcher_platform"), chat_id=_text(raw, "watcher_chat_id"),
+        thread_id=_text(raw, "watcher_thread_id"), user_name=_text(raw, "watcher_user_name"),
+        notify_on_complete=raw.get("notify_on_complete") is True,
+        watch_patterns=tuple(p for p in patterns if isinstance(p, str)) if isinstance(patterns, list) else (),
+    )
 
 
 def _entry(raw: object, index: int) -> HermesProcess:
@@ -63,7 +147,22 @@ def _entry(raw: object, index: int) -> HermesProcess:
         command=str(raw.get("command") or ""),
         cwd=raw.get("cwd") if isinstance(raw.get("cwd"), str) else None,
         started_at=float(started) if isinstance(started, (int, float)) and not isinstance(started, bool) else None,
+        owner=_owner(raw),
     )
+
+
+def read_all_processes(home_root: Path) -> tuple[HermesProcess, ...]:
+    """Every entry of the root home's processes.json and of each profile's, with its
+    profile. Raises ProcessesFileUnreadable when any of them cannot be trusted."""
+    from dataclasses import replace
+
+    found: dict[str, HermesProcess] = {}
+    for profile, home in hermes_homes(home_root):
+        for proc in read_processes(home):
+            # A newer hermes (main after 0.19.0) checkpoints every live process of its
+            # process-global registry into each profile's file: one session, listed once.
+            found.setdefault(proc.session_id, replace(proc, profile=profile))
+    return tuple(found.values())
 
 
 def read_processes(home_root: Path) -> tuple[HermesProcess, ...]:
@@ -116,8 +215,9 @@ def live_hermes_processes(home_root: Path) -> list[tuple[int, str, str]]:
     """(pid, fingerprint, label) of every live process hermes registered, verified by
     pid + start ticks. Raises ProcessesFileUnreadable (fail closed)."""
     live = []
-    for proc in read_processes(home_root):
+    for proc in read_all_processes(home_root):
         fp = verified_fingerprint(proc)
         if fp is not None:
-            live.append((proc.pid, fp, f"hermes-agent session {proc.session_id}"))
+            profile = f" (profile {proc.profile})" if proc.profile else ""
+            live.append((proc.pid, fp, f"hermes-agent session {proc.session_id}{profile}"))
     return live

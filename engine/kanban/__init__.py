@@ -28,8 +28,9 @@ DATABASE_URL_VARIABLE = "HERMES_KANBAN_DATABASE_URL"
 def board_path(home: HomeLayout, settings: Settings, override: str | os.PathLike[str] | None = None,
                environ: Mapping[str, str] | None = None) -> Path:
     """Which board: ``--db`` > ``$HERMES_KANBAN_DB`` (a worker's own board) > config
-    ``kanban.db`` (relative to the home) > hermes-agent's ``<home>/kanban.db`` when it
-    is there > an older hermes-tui's ``<home>/kanban.db`` not moved yet (see
+    ``kanban.db`` (relative to the home) > hermes-agent's current board when its
+    ``<home>/kanban.db`` is there (``kanban/boards/<slug>/kanban.db`` after
+    ``hermes kanban boards switch SLUG``) > an older hermes-tui's ``<home>/kanban.db`` not moved yet (see
     :mod:`engine.kanban.relocate`) > ``<home>/hermes-tui/board.db``. A flag or variable
     that is relative is taken from the current directory, as any path typed in a shell.
 
@@ -42,10 +43,22 @@ def board_path(home: HomeLayout, settings: Settings, override: str | os.PathLike
 
     shared = board_kind(home.shared_kanban_db)
     if shared is BoardKind.HERMES:
-        return home.shared_kanban_db
+        return _hermes_current_db(home)
     if shared is BoardKind.OURS and not home.kanban_db.exists():
         return home.shared_kanban_db
     return home.kanban_db
+
+
+def _hermes_current_db(home: HomeLayout) -> Path:
+    """hermes-agent's current board (its own setting, ``kanban/current``), when its
+    database is hermes's; else its ``default`` board at ``<home>/kanban.db``."""
+    from engine.hermes.board_file import BoardKind, board_kind
+    from engine.hermes.boards import DEFAULT_BOARD, board_db, current_board
+
+    slug = current_board(home.root)
+    if slug != DEFAULT_BOARD and board_kind(board_db(home.root, slug)) is BoardKind.HERMES:
+        return board_db(home.root, slug)
+    return home.shared_kanban_db
 
 
 def chosen_board_path(home: HomeLayout, settings: Settings, override: str | os.PathLike[str] | None = None,

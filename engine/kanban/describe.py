@@ -57,7 +57,7 @@ def _indented(text: str, part: Part = Part.TEXT) -> list[Line]:
 
 
 def describe_task(details: TaskDetails, now: float, *, event_limit: int | None = None,
-                  log_tail: Sequence[str] | None = None) -> list[Line]:
+                  log_tail: Sequence[str] | None = None, usage: Sequence[str] | None = None) -> list[Line]:
     """The card with its fields, last failure, body, runs, comments and events.
 
     ``now`` gives the card's age. ``event_limit`` is the limit the events were read
@@ -102,6 +102,9 @@ def describe_task(details: TaskDetails, now: float, *, event_limit: int | None =
         if r.error or r.summary:
             run.append((f"  {r.error or r.summary}", Part.NOTE))
         lines.append(tuple(run))
+
+    if usage is not None:  # tokens and cost (engine.kanban.usage.usage_lines)
+        lines += _section("Usage") + [(("  " + line, Part.TEXT),) for line in usage]
 
     if details.comments:
         lines += _section(f"Comments ({len(details.comments)})")

@@ -248,6 +248,24 @@ class BoardService:
         """``expected``: the run and worker pid a dialog showed; refused if the card moved on."""
         return await tr.reclaim(self._board, task_id, reason=reason, grace=self._grace, expected=expected)
 
+    async def report_usage(self, task_id: str, *, input_tokens: int, output_tokens: int, cost_usd: float | None,
+                           call: tr.WorkerCall = tr.WorkerCall()) -> tr.TransitionResult:
+        return await tr.report_usage(self._board, task_id, input_tokens=input_tokens, output_tokens=output_tokens,
+                                     cost_usd=cost_usd, call=call)
+
+    async def usage(self, task_id: str | None = None):
+        """Tokens and cost of a card's runs (every run of the board without ``task_id``)
+        as workers reported them; a run without a report is not linked."""
+        from engine.kanban.usage import RunUsage, total
+
+        where, params = ("WHERE r.task_id = ?", (task_id,)) if task_id is not None else ("", ())
+        rows = await self._board.fetch(
+            "SELECT r.id, r.task_id, u.input_tokens, u.output_tokens, u.cost_usd FROM task_runs r "
+            f"LEFT JOIN run_usage u ON u.run_id = r.id {where} ORDER BY r.id", params)
+        return total(RunUsage(run_id, tid, True, input_tokens=i, output_tokens=o, cost_usd=c) if i is not None
+                     else RunUsage(run_id, tid, False, why="its worker reported no usage")
+                     for run_id, tid, i, o, c in rows)
+
     async def comment(self, task_id: str, text: str) -> tr.TransitionResult:
         from engine.kanban.store import StoreError
 

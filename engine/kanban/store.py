@@ -129,8 +129,22 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX links_by_child ON task_links(child_id, parent_id)",
     ),
+    (
+        # Usage a worker reports for its run (`kanban usage`): one row per run, the latest
+        # report wins. A run without a row has no known usage (never shown as zero).
+        """CREATE TABLE run_usage (
+            run_id INTEGER PRIMARY KEY,
+            task_id TEXT NOT NULL,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            cost_usd REAL,
+            reported_at REAL NOT NULL
+        )""",
+        "CREATE INDEX usage_by_task ON run_usage(task_id, run_id)",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+USAGE_STEP = 1  # the SQLite step that makes run_usage (the PostgreSQL board repeats it)
 
 TASK_COLUMNS = (
     "id, title, body, assignee, status, priority, created_at, started_at, completed_at, "

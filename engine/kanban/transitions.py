@@ -436,3 +436,43 @@ async def move(board: Board, task_id: str, to_status: str, *, reason: str | None
     if task.status == BLOCKED:
         return await unblock(board, task.id)
     return await reopen(board, task.id)
+
+
+# --------------------------------------------------------------------------------------
+# Usage a worker reports (tokens and cost of its run)
+# --------------------------------------------------------------------------------------
+
+
+async def report_usage(board: Board, task_id: str, *, input_tokens: int, output_tokens: int,
+                       cost_usd: float | None, call: WorkerCall = WorkerCall()) -> TransitionResult:
+    """Record a run's tokens and cost (the latest report of a run wins: a worker reports
+    its running totals). A worker may report only for its own card's current run, like
+    ``complete`` (checked again inside the transaction: a run that ended meanwhile is
+    refused, never recorded); a person reports for the card's latest run."""
+    if call.task_id is not None and call.task_id != task_id:
+        raise TransitionRefused(f"refused: this worker works card {call.task_id}, not {task_id}")
+    task = await board.get_task(task_id)
+    _check_worker_call(task, call, "report usage")
+    now = board.now()
+    async with board.transaction() as conn:
+        if call.is_worker:
+            rows = await conn.execute_fetchall("SELECT current_run_id FROM tasks WHERE id = ? AND status = ? "
+                                               "AND current_run_id IS ?", (task.id, RUNNING, call.run_id))
+            if not rows:
+                raise TransitionRefused(f"refused: run {call.run_id} is no longer the current run of {task.id}")
+            run_id = call.run_id
+        else:
+            rows = await conn.execute_fetchall("SELECT max(id) FROM task_runs WHERE task_id = ?", (task.id,))
+            run_id = rows[0][0] if rows else None
+            if run_id is None:
+                raise TransitionRefused(f"{task.id} has no run to record usage for")
+        await conn.execute(
+            "INSERT INTO run_usage (run_id, task_id, input_tokens, output_tokens, cost_usd, reported_at) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET input_tokens = excluded.input_tokens, "
+            "output_tokens = excluded.output_tokens, cost_usd = excluded.cost_usd, reported_at = excluded.reported_at",
+            (run_id, task.id, input_tokens, output_tokens, cost_usd, now))
+        await add_event(conn, task.id, "usage_reported", {"input_tokens": input_tokens, "output_tokens": output_tokens,
+                                                          "cost_usd": cost_usd, "run_id": run_id,
+                                                          "by": "worker" if call.is_worker else "operator"},
+                        now, run_id)
+    return TransitionResult(task.id, task.status, task.status)

@@ -21,7 +21,7 @@ from engine import identity
 from engine.hermes.processes import (
     HermesProcess,
     ProcessesFileUnreadable,
-    read_processes,
+    read_all_processes,
     verified_fingerprint,
 )
 from engine.processes.session import KillOutcome, ProcessSession, SessionSource, SessionStatus
@@ -61,18 +61,19 @@ def session_of(proc: HermesProcess, home_root: Path) -> ProcessSession:
         fingerprint=fp or identity.UNVERIFIED,
         command=proc.command,
         cwd=proc.cwd or "",
-        owner=OWNER,
+        owner=OWNER if proc.profile is None else f"{OWNER} ({proc.profile})",
         started_at=proc.started_at or 0.0,
         status=SessionStatus.RUNNING if fp is not None else SessionStatus.LOST,
         exit_code=None,
         signal=None,
         ended_at=None,
         output_path=NO_OUTPUT,
-        notify=False,
-        watch=(),
+        notify=proc.owner.notify_on_complete,
+        watch=proc.owner.watch_patterns,
         background=True,
         dir=Path(home_root),
         source=SessionSource.HERMES,
+        hermes_owner=proc.owner,
     )
 
 
@@ -80,7 +81,7 @@ def list_hermes_sessions(home_root: Path) -> HermesListing:
     """Every session of processes.json (none when there is no such file); a file that
     cannot be read lists none and says why."""
     try:
-        entries = read_processes(home_root)
+        entries = read_all_processes(home_root)
     except ProcessesFileUnreadable as exc:
         return HermesListing((), f"hermes-agent's processes.json cannot be read ({exc}); its sessions")
     return HermesListing(tuple(session_of(p, home_root) for p in entries))
@@ -89,7 +90,7 @@ def list_hermes_sessions(home_root: Path) -> HermesListing:
 def signal_target(home_root: Path, session_id: str) -> SignalTarget:
     """Read processes.json again, right before a signal, and verify the entry's process."""
     try:
-        entries = read_processes(home_root)
+        entries = read_all_processes(home_root)
     except ProcessesFileUnreadable as exc:
         return SignalTarget(None, KillOutcome.UNVERIFIED, f"{exc}: not signalled")
     proc = next((p for p in entries if p.session_id == session_id), None)

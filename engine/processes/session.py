@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    from engine.hermes.processes import HermesOwner
+
 
 class SessionStatus(enum.StrEnum):
     """What a session is now, derived from disk (the values are those of ``--json``)."""
@@ -161,6 +163,7 @@ class ProcessSession:
     restarted_from: str | None = None  # the session this one restarts (`proc restart`)
     restart: str = "no"  # the restart policy: no | on-failure | always
     max_restarts: int = 0
+    hermes_owner: HermesOwner | None = None  # hermes-agent's: who it is for (task, chat, session, watch)
 
     @property
     def output_available(self) -> bool:
@@ -222,6 +225,7 @@ class ProcessSession:
             "restarted_from": self.restarted_from,
             "restart": self.restart,
             "max_restarts": self.max_restarts,
+            "hermes_owner": self.hermes_owner.to_json() if self.hermes_owner is not None else None,
         }
 
 

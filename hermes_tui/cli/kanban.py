@@ -31,7 +31,10 @@ MAX_PRIORITY = 1_000_000_000
 MAX_RETRIES = 1_000_000
 MAX_TAIL_LINES = 1_000_000
 VERBS = ("create", "list", "show", "assign", "complete", "block", "review", "heartbeat", "reclaim", "unblock",
-         "archive", "comment", "dispatch", "daemon", "tail")
+         "archive", "comment", "dispatch", "daemon", "tail", "boards", "usage", "reassign", "schedule", "promote",
+         "link", "unlink", "edit")
+HERMES_ONLY = "hermes-agent's board only, through `hermes kanban`"
+BOARD_HELP = "the board by name: hermes-agent's board SLUG, else hermes-tui's own (see `kanban boards`)"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,10 +46,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--db", metavar="PATH|URL", help="the board: a file, or a postgresql:// URL (default: "
                    "$HERMES_KANBAN_DB, $HERMES_KANBAN_DATABASE_URL, config kanban.database, kanban.db, "
                    "hermes-agent's <home>/kanban.db when there, else <home>/hermes-tui/board.db)")
+    p.add_argument("--board", metavar="SLUG", help=BOARD_HELP)
     p.set_defaults(func=_need_verb)
     verbs = p.add_subparsers(dest="verb", metavar="VERB", parser_class=type(p))
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--db", metavar="PATH|URL", default=argparse.SUPPRESS, help="the board file or URL")
+    common.add_argument("--board", metavar="SLUG", default=argparse.SUPPRESS, help=BOARD_HELP)
 
     def verb(name: str, help_: str, func, json_flag: bool = True) -> argparse.ArgumentParser:
         vp = verbs.add_parser(name, help=help_, description=help_, parents=[common])
@@ -101,6 +106,40 @@ def register(sub: argparse._SubParsersAction) -> None:
     tp.add_argument("id", nargs="?")
     tp.add_argument("--lines", type=bounded_int(0, MAX_TAIL_LINES, "lines"), default=10, metavar="N", help="earlier events to show first (default 10)")
     tp.add_argument("--interval", type=number_arg(unit="seconds"), default=0.5, metavar="S", help=argparse.SUPPRESS)
+    up = verb("usage", "record a run's tokens and cost (a worker: its own current run; a person: the card's "
+                       "latest run); the latest report of a run wins", run_usage)
+    up.add_argument("id")
+    up.add_argument("--input-tokens", type=bounded_int(0, 10**15, "input tokens"), required=True, metavar="N")
+    up.add_argument("--output-tokens", type=bounded_int(0, 10**15, "output tokens"), required=True, metavar="N")
+    up.add_argument("--cost-usd", type=number_arg(allow_zero=True, unit="US dollars"), metavar="X",
+                    help="the run's estimated cost in US dollars")
+    rp2 = verb("reassign", f"give a card to another profile, reclaiming it first with --reclaim ({HERMES_ONLY})",
+               run_hermes_verb)
+    rp2.add_argument("id")
+    rp2.add_argument("profile", help="the new profile ('-' unassigns)")
+    rp2.add_argument("--reclaim", action="store_true", help="release an active claim first")
+    rp2.add_argument("--reason", default="", help="why (recorded by hermes)")
+    sp = verb("schedule", f"park a card in scheduled: waiting on time, not on a person ({HERMES_ONLY})",
+              run_hermes_verb)
+    sp.add_argument("id")
+    sp.add_argument("reason", nargs="?", default="", help="a reason or timing note (hermes adds it as a comment)")
+    pp = verb("promote", f"todo/blocked -> ready by hand ({HERMES_ONLY})", run_hermes_verb)
+    pp.add_argument("id")
+    pp.add_argument("reason", nargs="?", default="", help="recorded on hermes's event")
+    pp.add_argument("--force", action="store_true", help="even while a parent is not done")
+    for name, help_ in (("link", "make CHILD wait for PARENT"), ("unlink", "remove the dependency PARENT -> CHILD")):
+        lk = verb(name, f"{help_} ({HERMES_ONLY})", run_hermes_verb)
+        lk.add_argument("parent")
+        lk.add_argument("child")
+    ep = verb("edit", f"backfill a done card's result and summary ({HERMES_ONLY})", run_hermes_verb)
+    ep.add_argument("id")
+    ep.add_argument("--result", required=True, help="the card's result text")
+    ep.add_argument("--summary", help="the handoff summary (hermes falls back to the result)")
+    bp = verb("boards", "every board of the home (hermes-agent's and hermes-tui's own) with its counts; "
+                        "`boards create SLUG` makes a hermes-tui board", run_boards)
+    bp.add_argument("action", nargs="?", choices=("list", "create"), default="list")
+    bp.add_argument("slug", nargs="?", help="the new board's slug (create)")
+    bp.add_argument("--name", help="the new board's display name (create)")
 
 
 def _statuses() -> tuple[str, ...]:
@@ -173,16 +212,17 @@ async def _with_service(ctx: Context, body, spawner) -> Any:
     from engine.kanban.store import BadId, StoreError
     from engine.kanban.workers import BadHostId, hostname
 
+    override = board_override(ctx)
     try:
         hostname()  # this host's id is checked before any verb: a bad one is a usage error
     except BadHostId as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
     try:
-        path = BoardService.path_for(ctx.home, ctx.settings, getattr(ctx.args, "db", None))
+        path = BoardService.path_for(ctx.home, ctx.settings, override)
     except BadDatabaseUrl as exc:  # --db, $HERMES_KANBAN_DB or $HERMES_KANBAN_DATABASE_URL
         raise CliError(f"the board database URL {exc}", EXIT_USAGE) from None
     try:
-        async with await BoardService.open(ctx.home, ctx.settings, override=getattr(ctx.args, "db", None),
+        async with await BoardService.open(ctx.home, ctx.settings, override=override,
                                            spawner=spawner) as service:
             return await body(service)
     except (BadId, UnusableUrl) as exc:
@@ -193,6 +233,21 @@ async def _with_service(ctx: Context, body, spawner) -> Any:
         raise CliError(str(exc), EXIT_FAILED) from None
     except sqlite3.DatabaseError as exc:  # damage found after opening, a full disk, ...
         raise CliError(f"the board {path} cannot be used: {exc}", EXIT_FAILED) from None
+
+
+def board_override(ctx: Context):
+    """``--db`` as given, or the file ``--board SLUG`` names (not both: exit 2)."""
+    db, board = getattr(ctx.args, "db", None), getattr(ctx.args, "board", None)
+    if board is None:
+        return db
+    if db is not None:
+        raise CliError("give --db or --board, not both", EXIT_USAGE)
+    from engine.kanban.boards import BadSlug, UnknownBoard, resolve_board
+
+    try:
+        return resolve_board(ctx.home, board)
+    except (BadSlug, UnknownBoard) as exc:
+        raise CliError(f"--board: {exc}", EXIT_USAGE) from None
 
 
 def _worker_call():
@@ -267,12 +322,21 @@ def run_list(ctx: Context) -> int:
     async def body(service):
         board = await service.statuses()
         statuses = a.status or [s for s in board if a.all or s != "archived"]
-        return board, await service.list_tasks(statuses)
+        tasks = await service.list_tasks(statuses)
+        return board, tasks, await _hermes_knows(service, tasks), await service.usage()
 
-    board, tasks = _run(ctx, body)
+    board, tasks, (reasons, gateway), usage = _run(ctx, body)
     if ctx.json:
-        print_json({"tasks": [t.to_json() for t in tasks]})
+        listed = [t.to_json() for t in tasks]
+        if gateway is not None:  # hermes-agent's board: why hermes does not spawn each card
+            for item in listed:
+                item["hermes_reasons"] = [r.to_json() for r in reasons.get(item["id"], [])]
+        usage_json = {k: v for k, v in usage.to_json().items() if k != "runs"}  # the board's total
+        print_json({"tasks": listed, "usage": usage_json,
+                    **({"gateway": gateway.to_json()} if gateway is not None else {})})
         return EXIT_OK
+    if gateway is not None and not gateway.running:
+        print(gateway.words)
     if not tasks:
         print("No cards.")
         return EXIT_OK
@@ -282,18 +346,41 @@ def run_list(ctx: Context) -> int:
         fails = f"  failures={t.consecutive_failures}" if t.consecutive_failures else ""
         pid = f"  pid={t.worker_pid}" if t.worker_pid else ""
         print(f"{t.id}  {t.status:<8}  {(t.assignee or '-'):<12}  {_ago(now, t.created_at):>7}  {t.title}{fails}{pid}")
+        for reason in reasons.get(t.id, []):
+            print(f"    hermes: {reason.words}")
+    print(f"Usage of the board: {usage.words()}")
     return EXIT_OK
+
+
+async def _hermes_knows(service, tasks) -> tuple[dict, Any]:
+    """hermes-agent's board: (card id -> why hermes does not spawn it, its gateway's
+    state); ({}, None) for hermes-tui's own board."""
+    if not hasattr(service, "reasons"):
+        return {}, None
+    return await service.reasons(tasks), await service.gateway()
 
 
 def run_show(ctx: Context) -> int:
     async def body(service):
-        return await service.details(await service.resolve(ctx.args.id))
+        details = await service.details(await service.resolve(ctx.args.id))
+        return details, await _hermes_knows(service, [details.task]), await service.usage(details.task.id)
 
-    details = _run(ctx, body)
+    details, (reasons, gateway), usage = _run(ctx, body)
     if ctx.json:
-        print_json(details.to_json())
+        data = details.to_json()
+        data["usage"] = usage.to_json()
+        if gateway is not None:
+            data["hermes_reasons"] = [r.to_json() for r in reasons.get(details.task.id, [])]
+            data["gateway"] = gateway.to_json()
+        print_json(data)
         return EXIT_OK
-    print(plain_text(describe_task(details, time.time())))
+    from engine.kanban.usage import usage_lines
+
+    print(plain_text(describe_task(details, time.time(), usage=usage_lines(usage))))
+    for reason in reasons.get(details.task.id, []):
+        print(f"hermes: {reason.words}")
+    if gateway is not None and not gateway.running and details.task.status in ("ready", "triage", "todo"):
+        print(gateway.words)
     return EXIT_OK
 
 
@@ -527,3 +614,107 @@ def run_tail(ctx: Context) -> int:
 
 def _print_event(e) -> None:
     print(f"[{local_time(e.created_at)}] {e.task_id} {e.kind} {payload_text(e.payload)}".rstrip(), flush=True)
+
+
+def run_boards(ctx: Context) -> int:
+    """``kanban boards``: every board with its counts; ``boards create SLUG``: a new
+    hermes-tui board (hermes-agent's boards are made by ``hermes kanban boards create``)."""
+    import asyncio
+
+    from engine.kanban.boards import BadSlug, create_own_board, list_boards
+
+    a = ctx.args
+    if a.action == "create":
+        if not a.slug:
+            raise CliError("boards create needs a SLUG", EXIT_USAGE)
+        try:
+            path = create_own_board(ctx.home, a.slug, a.name)
+        except BadSlug as exc:
+            raise CliError(str(exc), EXIT_USAGE) from None
+        except OSError as exc:
+            raise CliError(f"cannot create the board: {exc.strerror or exc}", EXIT_FAILED) from None
+        ctx.args.db, ctx.args.board = str(path), None
+
+        async def body(service):
+            return service.path
+
+        _run(ctx, body)  # the board service creates the database, with its schema
+        if ctx.json:
+            print_json({"slug": a.slug.strip().lower(), "path": str(path)})
+        else:
+            print(f"Created board {a.slug.strip().lower()} ({path})")
+        return EXIT_OK
+    if a.slug:
+        raise CliError("boards lists every board: it takes no SLUG (`boards create SLUG` makes one)", EXIT_USAGE)
+    boards = asyncio.run(list_boards(ctx.home, ctx.settings))
+    if ctx.json:
+        print_json({"boards": [b.to_json() for b in boards],
+                    "current": next((b.slug for b in boards if b.current), None)})
+        return EXIT_OK
+    if not boards:
+        print("No boards yet (the first `kanban create` makes hermes-tui's default board).")
+        return EXIT_OK
+    for b in boards:
+        mark = "*" if b.current else " "
+        counts = b.error or (", ".join(f"{s}={n}" for s, n in sorted(b.counts.items())) or "no cards")
+        extra = " (hermes's current board)" if b.hermes_current and not b.current else ""
+        extra += " (archived)" if b.archived else ""
+        print(f"{mark} {b.slug:<20} {b.kind:<10} {b.name:<24} {counts}{extra}")
+    print("* the board hermes-tui shows without --board")
+    return EXIT_OK
+
+
+def run_usage(ctx: Context) -> int:
+    """``kanban usage ID --input-tokens N --output-tokens N [--cost-usd X]``: a run's usage
+    (a worker's call is fenced by its run id, like ``complete``)."""
+    a = ctx.args
+    call = _worker_call()
+
+    async def body(service):
+        task_id = a.id if call.is_worker else await service.resolve(a.id)
+        await service.report_usage(task_id, input_tokens=a.input_tokens, output_tokens=a.output_tokens,
+                                   cost_usd=a.cost_usd, call=call)
+        return task_id, await service.usage(task_id)
+
+    task_id, usage = _run(ctx, body)
+    if ctx.json:
+        print_json({"id": task_id, "usage": usage.to_json()})
+    else:
+        print(f"Recorded usage of {task_id}: {usage.words()}")
+    return EXIT_OK
+
+
+def run_hermes_verb(ctx: Context) -> int:
+    """reassign, schedule, promote, link, unlink, edit: hermes-agent's verbs, run by
+    ``hermes kanban --board SLUG VERB`` (refused in one line on hermes-tui's own board, or
+    when ``hermes`` is not on PATH)."""
+    a, verb = ctx.args, ctx.args.verb
+
+    async def body(service):
+        if service.kind != "hermes":
+            hint = {"reassign": " (use assign, and reclaim first)", "promote": " (use unblock)"}.get(verb, "")
+            raise CliError(f"{verb} is a verb of hermes-agent's board; hermes-tui's own board has none{hint}",
+                           EXIT_FAILED)
+        if verb in ("link", "unlink"):
+            return await service.link(await service.resolve(a.parent), await service.resolve(a.child),
+                                      unlink=verb == "unlink")
+        task_id = await service.resolve(a.id)
+        if verb == "reassign":
+            return await service.reassign(task_id, None if a.profile == "-" else a.profile, reclaim=a.reclaim,
+                                          reason=a.reason)
+        if verb == "schedule":
+            return await service.schedule(task_id, a.reason)
+        if verb == "promote":
+            return await service.promote(task_id, a.reason, force=a.force)
+        return await service.edit(task_id, a.result, a.summary)
+
+    result = _run(ctx, body)
+    if ctx.json:
+        print_json(result.to_json())
+    elif verb in ("link", "unlink"):
+        print(f"{'Linked' if verb == 'link' else 'Unlinked'} {a.parent} -> {a.child}"
+              + (f": {result.message}" if result.message else ""))
+    else:
+        done = {"reassign": "Reassigned", "schedule": "Scheduled", "promote": "Promoted", "edit": "Edited"}[verb]
+        print(f"{done} {result.task_id}  ({result.from_status} -> {result.to_status})")
+    return EXIT_OK

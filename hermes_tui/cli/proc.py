@@ -375,8 +375,11 @@ def cmd_ps(ctx: Context) -> int:
                      "-" if stored is None else human_bytes(stored), s.owner,
                      maybe_redact(" ".join(s.command.split()), redact)[:80]))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    for r in rows:
+    for r, s in zip(rows, [None, *sessions], strict=True):
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
+        owner = s.hermes_owner.words() if s is not None and s.hermes_owner is not None else ""
+        if owner:  # hermes-agent's: the card, chat and session it is for (outside text)
+            print(f"    for {owner}")
     return EXIT_OK
 
 

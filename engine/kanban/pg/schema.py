@@ -69,11 +69,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             renewed_at DOUBLE PRECISION NOT NULL
         )""",
     ),
+    # The SQLite board's run_usage step (a worker's reported tokens and cost per run).
+    tuple(from_sqlite(statement) for statement in sqlite_store.MIGRATIONS[sqlite_store.USAGE_STEP]),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Objects of ours in a schema (tables, and the sequences/indexes PostgreSQL makes for them).
-OUR_TABLES = frozenset({META_TABLE, "tasks", "task_runs", "task_events", "task_links", "hosts"})
+OUR_TABLES = frozenset({META_TABLE, "tasks", "task_runs", "task_events", "task_links", "hosts", "run_usage"})
 
 
 def refusal(shown: str, *, meta: dict[str, str] | None, other_tables: list[str]) -> str:
