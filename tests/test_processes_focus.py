@@ -109,3 +109,30 @@ async def test_after_a_search_the_arrows_move_the_list_and_enter_lands_on_the_fi
         assert app.focused is not pane.table
         await pilot.press("escape")
         await wait_until_pilot(pilot, lambda: app.focused is pane.table)
+
+
+NARROW = (80, 24)
+
+
+async def test_opening_a_session_of_the_hidden_processes_pane_at_80x24_selects_it(home, cleanup):  # noqa: F811
+    """`o` on the board at 80x24: the processes pane is a hidden tab, its table holds no
+    DataTable row yet; opening a session there selects it once shown (it raised
+    RowDoesNotExist from get_row_index)."""
+    from widgets.board_pane import BoardPane
+
+    reg = ProcessRegistry(home, Settings())
+    first = reg.spawn("echo the-worker; sleep 60", background=True)
+    newer = reg.spawn("sleep 60", background=True)  # the top row: not the one asked for
+    app = make_app(home)
+    async with app.run_test(size=NARROW) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        assert app.active_pane_id == "board"
+        await wait_until_pilot(pilot, lambda: {first.id, newer.id} <= set(pane.row_ids))
+        app.query_one(BoardPane).post_message(BoardPane.OpenWorkerOutput(first.id, "t_1"))
+        await wait_until_pilot(pilot, lambda: pane.selected is not None and pane.selected.id == first.id)
+        assert app.active_pane_id == "processes"
+        assert pane.output.session_id == first.id
+        await wait_until_pilot(pilot, lambda: "the-worker" in pane.output.lines)
+        seen = pane.refresh_count  # two more refreshes: the selection stays
+        await wait_until_pilot(pilot, lambda: pane.refresh_count >= seen + 2)
+        assert pane.selected.id == first.id
