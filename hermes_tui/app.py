@@ -6,6 +6,7 @@ CLI makes), run in a worker thread when it may block.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
@@ -26,7 +27,7 @@ from engine.config import Settings
 from engine.home import HomeLayout
 from hermes_tui import __version__
 from hermes_tui.dispatch_loop import DispatchLoop
-from hermes_tui.keymap import display_key, help_rows, pane_classes
+from hermes_tui.keymap import MULTIPLEXER_BACKGROUND_KEY, display_key, help_rows, multiplexer, pane_classes
 from widgets.command_bar import CommandBar
 from widgets.help_screen import HelpScreen
 from widgets.keys_footer import KeysFooter
@@ -140,8 +141,13 @@ class HermesApp(App[int]):
                 self.theme = settings.ui.theme
             except Exception:  # an unknown theme name: keep the default, say so once mounted
                 self._bad_theme = settings.ui.theme
-        if settings.keys:
-            self.set_keymap(dict(settings.keys))
+        # tmux (or screen) may keep ctrl+b: the background key gets a second default there.
+        self.multiplexer = multiplexer(os.environ)
+        keys = dict(settings.keys)
+        if self.multiplexer and "processes.background" not in keys:
+            keys["processes.background"] = f"{MULTIPLEXER_BACKGROUND_KEY},ctrl+b"
+        if keys:
+            self.set_keymap(keys)
 
     # -- layout -------------------------------------------------------------------------
 
@@ -348,7 +354,8 @@ class HermesApp(App[int]):
 
     @property
     def keymap(self) -> Mapping[str, str]:
-        """The keys that ``keys:`` in config.yaml gave to binding ids (read-only)."""
+        """The keys that ``keys:`` in config.yaml gave to binding ids, with the background
+        key's second default inside tmux or screen (read-only)."""
         return MappingProxyType(self._keymap)
 
     def key_display(self, binding_id: str) -> str:
