@@ -329,7 +329,9 @@ class HermesApp(App[int]):
         await self.pane("processes").run_foreground(message.command)
 
     async def action_background(self) -> None:
-        await self.pane("processes").move_foreground_to_background()
+        # The view follows the run just moved: its pane, its row; the command bar is left.
+        if await self.pane("processes").move_foreground_to_background() is not None:
+            self.action_focus_pane("processes")
 
     def on_processes_pane_foreground_changed(self, message: ProcessesPane.ForegroundChanged) -> None:
         """The command bar says what runs in the foreground and the key that backgrounds it."""

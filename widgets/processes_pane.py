@@ -346,6 +346,8 @@ class ProcessesPane(Pane):
         order = {s.id: (not s.running, -s.started_at, s.id) for s in snap.sessions}
         table = self.table
         selected = self.selected if self._sorted_once else None  # at first, start at the top
+        if self._wanted_selection in self._rows:  # a row asked for goes first (no detour)
+            selected = self.sessions.get(self._wanted_selection, selected)
         self._sorted_once = True
         table.order(lambda key: order.get(key, (True, 0.0, key)))
         table.sync()
@@ -420,9 +422,15 @@ class ProcessesPane(Pane):
         return f"{s.id} · pid {s.pid} · {shown_command(s, self.redact)}"
 
     def _show_detail(self) -> None:
-        """The selected row in full under the table: whatever its columns cut or hide."""
+        """The selected row in full under the table: whatever its columns cut or hide;
+        while the output view shows the foreground run (not a row), that run."""
         s = self.selected
         detail = self.query_one("#proc-detail", DetailLine)
+        fg = self.foreground
+        if fg is not None and self.output.session_id == fg.id:
+            detail.show(Text(shown_command(fg, self.redact)).append(
+                f" · foreground · pid {fg.pid} · {fg.id}", style="dim"))
+            return
         if s is None:
             detail.show("")
             return
@@ -492,6 +500,7 @@ class ProcessesPane(Pane):
         self.sessions[s.id] = s
         self.output.show(s.id, s.output_path, self._title_of(s))
         self.output.set_state("foreground")
+        self._show_detail()
         self.post_message(self.ForegroundChanged(command))
         if redirected is not None:
             self.app.notify(
@@ -518,6 +527,9 @@ class ProcessesPane(Pane):
             self.app.notify(f"cannot move {fg.id} to background: {exc}", severity="error", markup=False)
             return None
         self.sessions[moved.id] = moved
+        # The view stays on the run just moved: its row, new in the table, is selected once
+        # a refresh brings it (not the row the cursor was on before it ran).
+        self._wanted_selection = moved.id
         self.post_message(self.ForegroundChanged(None))
         if self.output.session_id == moved.id:
             self.output.set_state("background")
