@@ -28,7 +28,7 @@ from textual.widgets import DataTable, RichLog
 from engine.config import Settings
 from engine.home import HomeError, HomeLayout
 from engine.processes import ProcessLookupFailed, ProcessRegistry, ProcessSession, SpawnFailed
-from engine.processes.notify import EventKind, NotificationCenter, ProcessEvent
+from engine.processes.notify import NotificationCenter, ProcessEvent
 from engine.processes.redact import escape_controls, maybe_redact
 from engine.processes.session import KillOutcome, SessionSource, SessionStatus
 from engine.text import human_bytes, human_duration
@@ -36,6 +36,7 @@ from widgets.confirm import ConfirmModal
 from widgets.fit_table import Col, DetailLine, FitTable
 from widgets.output_view import OutputView
 from widgets.pane import EmptyState, Pane
+from widgets.toast_groups import ToastGrouper
 
 if TYPE_CHECKING:
     from engine.processes.sampler import SessionSampler, Usage
@@ -192,6 +193,7 @@ class ProcessesPane(Pane):
         self._refreshing = False
         self._refresh_started = 0.0
         self.refresh_count = 0
+        self._toasts = ToastGrouper()
 
     def compose(self) -> ComposeResult:
         yield EmptyState(
@@ -336,6 +338,7 @@ class ProcessesPane(Pane):
             self._show_row(selected.id if selected is not None else next(iter(self._rows)))
         for event in snap.events:
             self._deliver(event)
+        self._toast(snap.events, snap.taken_at)
         if self._wanted_selection is not None and self._wanted_selection in self._rows:
             self._select(self._wanted_selection)
         self._show_detail()
@@ -473,13 +476,12 @@ class ProcessesPane(Pane):
         line.append(f" {event.text}")
         self.query_one("#proc-notifications", RichLog).write(line)
         self.add_class("-has-notifications")
-        if self.settings.ui.notifications:
-            title = "process completed" if event.kind == EventKind.COMPLETION else event.kind.replace("_", " ")
-            body = event.text
-            if event.kind == EventKind.COMPLETION and event.detail:
-                last = event.detail.rstrip().splitlines()[-3:]
-                body += "\n" + "\n".join(line[:100] for line in last)
-            self.app.notify(body, title=title, severity="information" if event.ok else "error" if event.kind == EventKind.COMPLETION else "warning", markup=False)
+
+    def _toast(self, events: tuple[ProcessEvent, ...], now: float) -> None:
+        """At most one toast per refresh; alike events are grouped (widgets/toast_groups.py)."""
+        toast = self._toasts.offer(events, now)
+        if toast is not None and self.settings.ui.notifications:
+            self.app.notify(toast.body, title=toast.title, severity=toast.severity, markup=False)
 
     # -- foreground runs ------------------------------------------------------------------
 
