@@ -161,7 +161,8 @@ def _shared_board(home: HomeLayout, settings: Settings | None, env) -> dict | No
     try:
         where = board_location(home, settings, environ=env)
     except BadDatabaseUrl as exc:
-        return {"url": None, "reachable": False, "state": f"the board database URL {exc}", "usable": False}
+        return {"url": None, "reachable": False, "state": f"the board database URL {exc}", "usable": False,
+                "host_id": None, "lease_expires_in": None}  # the fields of every other answer
     if not isinstance(where, DatabaseUrl):
         return None
     from engine.kanban.pg.check import check_shared_board
