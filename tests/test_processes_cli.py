@@ -266,3 +266,17 @@ def test_log_tail_of_one_huge_line_reads_only_a_bounded_end(cli):
     text = cli("proc", "log", sid, "--tail", "3")
     assert text.stdout == "a" * (1 << 20)
     assert "longer one" in text.stderr
+
+
+def test_ps_says_how_a_session_ended_in_the_pane_s_words(cli, home):
+    """`ps` said `exited` and, in an EXIT column, `2`, where the pane says `exit 2`."""
+    from widgets.processes_pane import row_cells
+
+    sid = cli("run", "--bg", "--", "sh", "-c", "exit 2").stdout.strip()
+    assert cli("proc", "wait", sid, "--timeout", "60").returncode == 0  # it ended
+    table = cli("ps", "--all").stdout.splitlines()
+    assert table[0].split() == ["ID", "STATUS", "PID", "RUNTIME", "OWNER", "COMMAND"]
+    row = next(line for line in table if line.startswith(sid))
+    s = ProcessRegistry(home, Settings()).get(sid)
+    assert row.split()[1:3] == ["exit", "2"]
+    assert row_cells(s, None, 0.0, "")[1] == "exit 2"

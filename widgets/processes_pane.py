@@ -86,7 +86,7 @@ def row_cells(s: ProcessSession, usage: Usage | None, now: float, command: str) 
     """The table cells of a session, in COLUMNS order (``command`` already masked)."""
     return (
         s.short_id,
-        s.exit_text() if s.status in (SessionStatus.EXITED, SessionStatus.KILLED) else s.status,
+        s.status_text(),
         str(s.pid),
         human_duration(s.runtime(now)),
         f"{usage.cpu_percent:.0f}" if usage else "",
@@ -336,6 +336,10 @@ class ProcessesPane(Pane):
         if self.output.session_id is None and self._rows:
             selected = self.selected
             self._show_row(selected.id if selected is not None else next(iter(self._rows)))
+        shown = self.sessions.get(self.output.session_id or "")
+        if (shown is not None and shown.id != fg and not shown.running
+                and self.output.state != self._state_of(shown)):
+            self.output.set_state(self._state_of(shown))  # it ended, or was lost, while shown
         for event in snap.events:
             self._deliver(event)
         self._toast(snap.events, snap.taken_at)
@@ -414,12 +418,14 @@ class ProcessesPane(Pane):
             return
         fresh = self.output.session_id != s.id
         self.output.show(s.id, s.output_path, self._title_of(s))
-        if s.output_available:
-            self.output.set_state(s.exit_text())
-        else:
-            self.output.set_state(f"{s.exit_text()} · output not available")
-            if fresh:
-                self.output.append_note(NO_OUTPUT_NOTE)
+        self.output.set_state(self._state_of(s))
+        if fresh and not s.output_available:
+            self.output.append_note(NO_OUTPUT_NOTE)
+
+    @staticmethod
+    def _state_of(s: ProcessSession) -> str:
+        """The output title's state: how the session stands now."""
+        return s.exit_text() if s.output_available else f"{s.exit_text()} · output not available"
 
     def _title_of(self, s: ProcessSession) -> str:
         return f"{s.id} · pid {s.pid} · {shown_command(s, self.redact)}"

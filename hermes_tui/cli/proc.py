@@ -132,7 +132,8 @@ def _session_json(s, now: float | None = None, redact: bool = True) -> dict:
 
     data = s.to_json()
     data["command"] = maybe_redact(s.command, redact)
-    data["runtime_seconds"] = round(s.runtime(now), 3)
+    runtime = s.runtime(now)
+    data["runtime_seconds"] = None if runtime is None else round(runtime, 3)
     return data
 
 
@@ -283,16 +284,12 @@ def cmd_ps(ctx: Context) -> int:
         print("no process sessions" if ctx.args.all else "no running process sessions (--all shows finished ones)")
         return EXIT_OK
     from engine.processes.redact import maybe_redact
-    from engine.processes.session import SessionStatus
     from engine.text import human_duration
 
     redact = ctx.settings.processes.redact
-    rows = [("ID", "STATUS", "PID", "RUNTIME", "EXIT", "OWNER", "COMMAND")]
-    for s in sessions:
-        exit_text = "" if s.running else (s.signal or "") if s.exit_code is None else str(s.exit_code)
-        if s.status is SessionStatus.LOST:
-            exit_text = "?"
-        rows.append((s.id, s.status, str(s.pid), human_duration(s.runtime(now)), exit_text, s.owner,
+    rows = [("ID", "STATUS", "PID", "RUNTIME", "OWNER", "COMMAND")]
+    for s in sessions:  # STATUS in the pane's words: running, exit 2, killed (SIGTERM), lost
+        rows.append((s.id, s.status_text(), str(s.pid), human_duration(s.runtime(now)), s.owner,
                      maybe_redact(" ".join(s.command.split()), redact)[:80]))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for r in rows:
