@@ -23,7 +23,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.message import Message
-from textual.widgets import DataTable, RichLog
+from textual.widgets import DataTable
 
 from engine.config import Settings
 from engine.home import HomeError, HomeLayout
@@ -34,6 +34,7 @@ from engine.processes.session import KillOutcome, SessionSource, SessionStatus
 from engine.text import human_bytes, human_duration
 from widgets.confirm import ConfirmModal
 from widgets.fit_table import Col, DetailLine, FitTable
+from widgets.notification_list import NotificationList
 from widgets.output_view import OutputView
 from widgets.pane import EmptyState, Pane
 from widgets.toast_groups import ToastGrouper
@@ -205,8 +206,7 @@ class ProcessesPane(Pane):
         yield OutputView(max_lines=self.settings.ui.output_max_lines, tail_chars=self.settings.processes.tail_bytes,
                          redact=self.redact)
         # Wrapped, never cut: a watch match or a completion is read in full where it lands.
-        yield RichLog(id="proc-notifications", max_lines=NOTIFICATIONS_KEPT, auto_scroll=True, wrap=True,
-                      markup=False, min_width=20)
+        yield NotificationList(id="proc-notifications", max_events=NOTIFICATIONS_KEPT, min_width=20)
 
     @property
     def table(self) -> FitTable:
@@ -480,7 +480,7 @@ class ProcessesPane(Pane):
         line = Text(f"{stamp} ", style="dim")
         line.append(event.kind.replace("_", " "), style="bold")
         line.append(f" {event.text}")
-        self.query_one("#proc-notifications", RichLog).write(line)
+        self.query_one("#proc-notifications", NotificationList).add(line)
         self.add_class("-has-notifications")
 
     def _toast(self, events: tuple[ProcessEvent, ...], now: float) -> None:
@@ -668,8 +668,16 @@ class ProcessesPane(Pane):
         if not text:
             self.app.notify("nothing to copy", severity="warning")
             return
+        # Textual sends it to the terminal (OSC 52): whether it lands is the terminal's
+        # business (and tmux's: its default set-clipboard external drops it), so say so.
         self.app.copy_to_clipboard(text)
-        self.app.notify(f"copied {len(self.output.lines)} line(s) of output (secrets masked)", timeout=2)
+        n = len(self.output.lines)
+        where = "sent to the terminal's clipboard"
+        if os.environ.get("TMUX"):
+            where += " (tmux may need set-clipboard on)"
+        elif os.environ.get("STY"):
+            where += " (screen may not pass it on)"
+        self.app.notify(f"{n} line{'s' if n != 1 else ''} of output (secrets masked) {where}", timeout=4)
 
     def action_toggle_finished(self) -> None:
         self.show_finished = not self.show_finished
