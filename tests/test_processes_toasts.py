@@ -14,7 +14,7 @@ from tests.support import wait_until_pilot
 from tests.support.commands import until
 from tests.support.kanban import FakeClock
 from widgets.processes_pane import ProcessesPane
-from widgets.toast_groups import TOAST_GROUP_SECONDS
+from widgets.toast_groups import TOAST_GROUP_SECONDS, TOAST_SETTLE_SECONDS
 
 
 class Recording(PaneOnly):
@@ -74,3 +74,30 @@ async def test_a_watched_session_s_repeated_matches_are_grouped_into_one_later_t
         seen = pane.refresh_count
         await wait_until_pilot(pilot, lambda: pane.refresh_count >= seen + 2)
         assert len(app.titled) == 2  # said once
+
+
+async def test_an_event_soon_after_a_toast_waits_so_toasts_never_pile_up(home, tmp_path, cleanup):  # noqa: F811
+    """The demo's start: a completion, then a watch match a refresh later, were two toasts
+    stacked over an 80x24 screen. The second waits until the first has gone."""
+    reg = ProcessRegistry(home, Settings())
+    done = reg.spawn("echo built; exit 1", notify=True)
+    reg.wait(done.id, timeout=30)
+    gate = tmp_path / "gate"
+    clock = FakeClock()
+    app = Recording(home, FAST)
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        pane.clock = pane.center.clock = clock
+        await wait_until_pilot(pilot, lambda: len(app.titled) == 1)
+        assert app.titled[0][0] == "process completed"
+        watched = reg.spawn(f"{until(gate)} echo 'WARN queue depth'; sleep 60", watch=["WARN"])
+        await wait_until_pilot(pilot, lambda: watched.id in pane.row_ids)
+        clock.advance(2)
+        gate.touch()
+        await wait_until_pilot(pilot, lambda: any(e.kind == "watch_match" for e in pane.notifications))
+        seen = pane.refresh_count
+        await wait_until_pilot(pilot, lambda: pane.refresh_count >= seen + 2)
+        assert len(app.titled) == 1  # in the list at once; its toast waits
+        clock.advance(TOAST_SETTLE_SECONDS)
+        await wait_until_pilot(pilot, lambda: len(app.titled) == 2)
+        assert "WARN queue depth" in app.titled[1][1] and "more" not in app.titled[1][1]

@@ -2,7 +2,8 @@
 
 Every event goes to the processes pane's notifications list; the toasts are only the
 nudge. One refresh gives at most one toast (the demo's first refresh used to open a
-completion and a watch match, half an 80x24 screen), and an event like one toasted
+completion and a watch match, half an 80x24 screen), an event coming less than
+``TOAST_SETTLE_SECONDS`` after a toast waits that long, and an event like one toasted
 less than ``TOAST_GROUP_SECONDS`` ago (the same session's watch matches, or any
 completion) is held: once that time has passed, one toast says how many were held.
 Before, a watched session toasted each match its cooldown let through, every 15-20 s.
@@ -20,6 +21,7 @@ from engine.processes.notify import EventKind, ProcessEvent
 from engine.text import one_line
 
 TOAST_GROUP_SECONDS = 60.0
+TOAST_SETTLE_SECONDS = 10.0  # after any toast, the next waits this long (a toast shows for 5 s)
 LINE_CHARS = 70  # a toast's line, cut with …
 LINES_SHOWN = 4
 
@@ -54,45 +56,60 @@ def _stamp(at: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(at))
 
 
-def _held_line(held: list[ProcessEvent]) -> str:
+def _held_line(held: list[ProcessEvent], after_a_toast: bool) -> str:
+    """One line for a held group: "N more …" after a toast of its kind, else what came."""
     first, n = held[0], len(held)
+    if n == 1 and not after_a_toast:
+        return one_line(first.text, LINE_CHARS)
+    more = " more" if after_a_toast else ""
     if first.kind == EventKind.COMPLETION:
         failed = sum(1 for e in held if not e.ok)
-        what = f"{n} more process{'es' if n > 1 else ''} completed" + (f" ({failed} failed)" if failed else "")
+        what = f"{n}{more} process{'es' if n > 1 else ''} completed" + (f" ({failed} failed)" if failed else "")
+    elif first.kind == EventKind.WATCH_MATCH:
+        what = f"{first.session_id}: {n}{more} watch match{'es' if n > 1 else ''}"
     else:
-        what = f"{first.session_id}: {n} more watch match{'es' if n > 1 else ''}"
+        what = f"{n}{more} {first.kind.replace('_', ' ')} events"
     return f"{what} since {_stamp(first.at)}"
 
 
 class ToastGrouper:
-    """Turns each refresh's events into at most one :class:`Toast`."""
+    """Turns each refresh's events into at most one :class:`Toast`: an event like one
+    toasted under ``window`` seconds ago waits out that window, and any event coming
+    under ``settle`` seconds after a toast waits that long (toasts never pile up: the
+    demo's first completion and watch match came two refreshes apart)."""
 
-    def __init__(self, window: float = TOAST_GROUP_SECONDS) -> None:
+    def __init__(self, window: float = TOAST_GROUP_SECONDS, settle: float = TOAST_SETTLE_SECONDS) -> None:
         self.window = window
+        self.settle = settle
         self._last: dict[tuple, float] = {}  # key -> when its last toast was
+        self._last_any: float | None = None  # when the last toast was
         self._held: dict[tuple, list[ProcessEvent]] = {}
+        self._until: dict[tuple, float] = {}  # key -> when its held events are toasted
 
     def offer(self, events: Iterable[ProcessEvent], now: float) -> Toast | None:
         shown: list[ProcessEvent] = []
-        before = dict(self._last)  # alike events of this one refresh share its toast
+        before, last_any = dict(self._last), self._last_any  # alike events of one refresh share its toast
         for event in events:
             key = _key(event)
-            last = before.get(key)
-            if last is not None and event.at - last < self.window:
+            until = max(before[key] + self.window if key in before else 0.0,
+                        last_any + self.settle if last_any is not None else 0.0)
+            if key in self._held or event.at < until:
                 self._held.setdefault(key, []).append(event)
+                self._until[key] = max(self._until.get(key, until), until)
                 continue
             shown.append(event)
             self._last[key] = event.at
         lines = [one_line(e.text, LINE_CHARS) for e in shown]
-        due = [key for key in self._held if now - self._last[key] >= self.window]
         held: list[ProcessEvent] = []
-        for key in due:
+        for key in [k for k, until in self._until.items() if now >= until]:
             group = self._held.pop(key)
+            del self._until[key]
             held.extend(group)
-            lines.append(_held_line(group))
+            lines.append(_held_line(group, after_a_toast=key in before))
             self._last[key] = now
         if not lines:
             return None
+        self._last_any = now
         severity = _severity(shown + held)
         if len(shown) == 1 and not held:
             return self._one(shown[0], severity)
