@@ -111,12 +111,12 @@ class ToastGrouper:
             return None
         self._last_any = now
         severity = _severity(shown + held)
-        if len(shown) == 1 and not held:
-            return self._one(shown[0], severity)
+        if len(shown) + len(held) == 1:
+            return self._one((shown + held)[0], severity)
         body = "\n".join(lines[:LINES_SHOWN])
         if len(lines) > LINES_SHOWN:
             body += f"\n…and {len(lines) - LINES_SHOWN} more"
-        return Toast(f"{len(shown) + len(held)} process notifications (all in the processes list)", body, severity)
+        return Toast(f"{len(shown) + len(held)} process notifications", body, severity)
 
     @staticmethod
     def _one(event: ProcessEvent, severity: str) -> Toast:
