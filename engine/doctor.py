@@ -172,7 +172,7 @@ def _shared_board(home: HomeLayout, settings: Settings | None, env) -> dict | No
         where = board_location(home, settings, environ=env)
     except BadDatabaseUrl as exc:
         return {"url": None, "reachable": False, "state": f"the board database URL {exc}", "usable": False,
-                "bad_url": True}
+                "bad_url": True, "host_id": None, "lease_expires_in": None}  # the fields of every other answer
     if not isinstance(where, DatabaseUrl):
         return None
     from engine.kanban.pg.check import check_shared_board

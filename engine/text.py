@@ -71,6 +71,11 @@ def local_time(ts: float | None) -> str:
     return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
 
+def count_of(n: int, noun: str, plural: str | None = None) -> str:
+    """'1 card', '2 cards', '0 cards' (``plural`` for a noun that takes more than an s)."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def ellipsize(text: str, limit: int) -> str:
     """``text`` cut to at most ``limit`` characters, the last one an ellipsis when
     anything was left out."""

@@ -6,6 +6,7 @@ CLI makes), run in a worker thread when it may block.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
@@ -27,7 +28,7 @@ from engine.home import HomeLayout
 from hermes_tui import __version__
 from hermes_tui.attention_monitor import AttentionMixin, AttentionMonitor
 from hermes_tui.dispatch_loop import DispatchLoop
-from hermes_tui.keymap import display_key, help_rows, pane_classes
+from hermes_tui.keymap import MULTIPLEXER_BACKGROUND_KEY, display_key, help_rows, multiplexer, pane_classes
 from widgets.command_bar import CommandBar
 from widgets.help_screen import HelpScreen
 from widgets.keys_footer import KeysFooter
@@ -145,8 +146,13 @@ class HermesApp(AttentionMixin, App[int]):
                 self.theme = settings.ui.theme
             except Exception:  # an unknown theme name: keep the default, say so once mounted
                 self._bad_theme = settings.ui.theme
-        if settings.keys:
-            self.set_keymap(dict(settings.keys))
+        # tmux (or screen) may keep ctrl+b: the background key gets a second default there.
+        self.multiplexer = multiplexer(os.environ)
+        keys = dict(settings.keys)
+        if self.multiplexer and "processes.background" not in keys:
+            keys["processes.background"] = f"{MULTIPLEXER_BACKGROUND_KEY},ctrl+b"
+        if keys:
+            self.set_keymap(keys)
 
     # -- layout -------------------------------------------------------------------------
 
@@ -331,7 +337,9 @@ class HermesApp(AttentionMixin, App[int]):
         await self.pane("processes").run_foreground(message.command)
 
     async def action_background(self) -> None:
-        await self.pane("processes").move_foreground_to_background()
+        # The view follows the run just moved: its pane, its row; the command bar is left.
+        if await self.pane("processes").move_foreground_to_background() is not None:
+            self.action_focus_pane("processes")
 
     def on_processes_pane_foreground_changed(self, message: ProcessesPane.ForegroundChanged) -> None:
         """The command bar says what runs in the foreground and the key that backgrounds it."""
@@ -365,7 +373,8 @@ class HermesApp(AttentionMixin, App[int]):
 
     @property
     def keymap(self) -> Mapping[str, str]:
-        """The keys that ``keys:`` in config.yaml gave to binding ids (read-only)."""
+        """The keys that ``keys:`` in config.yaml gave to binding ids, with the background
+        key's second default inside tmux or screen (read-only)."""
         return MappingProxyType(self._keymap)
 
     def key_display(self, binding_id: str) -> str:

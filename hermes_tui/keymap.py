@@ -3,7 +3,31 @@ and for validating ``keys:`` in config.yaml (an unknown id is an error with its 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from engine.config import ConfigError, Settings
+
+# Inside a terminal multiplexer ctrl+b may never reach the app: it is tmux's prefix key
+# (and a common one for screen). There the background key has a second default.
+MULTIPLEXER_BACKGROUND_KEY = "ctrl+g"
+
+
+def multiplexer(environ: Mapping[str, str]) -> str | None:
+    """"tmux" or "screen" when the app runs inside one ($TMUX, $STY), else None."""
+    if environ.get("TMUX"):
+        return "tmux"
+    if environ.get("STY"):
+        return "screen"
+    return None
+
+
+def multiplexer_note(name: str | None) -> str:
+    """What the help screen adds to the background key inside a multiplexer."""
+    if name == "tmux":
+        return "ctrl+b is tmux's prefix, so ctrl+g does it here"
+    if name == "screen":
+        return "ctrl+b may be screen's escape key, so ctrl+g does it here too"
+    return ""
 
 
 def pane_classes() -> list[type]:
@@ -143,7 +167,11 @@ def help_rows(app) -> list:
             if b.key_display and b.id not in keymap:
                 shown = b.key_display
             action = b.action if namespace not in ("modal", "command-bar") else None
-            rows.append(HelpRow(section, shown, b.description or b.action, b.id or "", action, namespace))
+            description = b.description or b.action
+            note = multiplexer_note(getattr(app, "multiplexer", None))
+            if b.id == "processes.background" and note and b.id not in app.settings.keys:
+                description = f"{description} ({note})"
+            rows.append(HelpRow(section, shown, description, b.id or "", action, namespace))
         if namespace == "app":
             palette = display_key(app, getattr(app, "COMMAND_PALETTE_BINDING", "ctrl+p"))
             rows.append(HelpRow(section, palette, "Command palette: every action by name", "", None, namespace))

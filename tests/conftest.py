@@ -23,6 +23,11 @@ __all__ = ["REPO", "run_cli"]  # run_cli lives in tests.support; re-exported for
 os.environ["HERMES_AUTO_PRUNE"] = "0"
 from engine.scratch import schedule as _schedule  # noqa: E402
 
+# The app gives the background key a second default inside tmux or screen: a suite run
+# in a tmux window must see the same keys as one run anywhere else (tests set them).
+os.environ.pop("TMUX", None)
+os.environ.pop("STY", None)
+
 _schedule.mark_started()
 
 

@@ -148,7 +148,7 @@ def test_prune_yes_keeps_the_entry_and_never_signals_hermes_process(hermes_home)
     assert result.returncode == 0, result.stderr
     assert proc.poll() is None and entry.exists()
     log = home.prune_log.read_text()
-    assert f"live Hermes process pid={proc.pid} (sleep) works inside" in log
+    assert f"live process pid={proc.pid} (sleep) of hermes-agent session " in log
     assert "TERM" not in log
     assert hermes_bytes(home.root) == files
 
@@ -163,7 +163,7 @@ def test_a_descendant_of_a_hermes_process_is_spared_too(hermes_home, children):
     result = run_cli("--home", str(home.root), "prune", "--yes", env=GUEST_ENV)
     assert result.returncode == 0, result.stderr
     assert shell.poll() is None and work.exists()
-    assert "live Hermes process pid=" in home.prune_log.read_text()
+    assert "of hermes-agent session " in home.prune_log.read_text()
 
 
 def test_a_reused_pid_in_processes_json_is_not_hermes(hermes_home):
@@ -208,7 +208,7 @@ def test_no_automatic_pass_in_a_guest_home_unless_asked_explicitly(hermes_home):
     finally:
         schedule.mark_started()
     assert proc.poll() is None and entry.exists()
-    assert f"live Hermes process pid={proc.pid} (sleep) works inside" in home.prune_log.read_text()
+    assert f"live process pid={proc.pid} (sleep) of hermes-agent session " in home.prune_log.read_text()
 
 
 def test_an_own_home_still_starts_the_automatic_pass(tmp_path):

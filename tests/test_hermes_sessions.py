@@ -201,3 +201,32 @@ def test_a_prefix_naming_ours_and_a_hermes_session_is_ambiguous(hermes_home, mon
     assert reg.get(ours_id).owner == "cli"
     assert reg.get(HERMES_ID).owner == "hermes-agent"
     assert reg.get(HERMES_ID[:15]).owner == "hermes-agent"
+
+
+async def test_a_hermes_process_killed_outside_shows_lost_its_runtime_stopped_and_no_running_title(hermes_home):
+    """Killed by someone else, hermes-agent's session is `lost` (processes.json still
+    lists it): its RUNTIME stops (`?`: no end was recorded) and the output title, which
+    said `running`, says it is not running."""
+    from tests.support import wait_until_pilot as wait_until
+    from widgets.processes_pane import STATUS_COLUMN, ProcessesPane
+
+    home, proc, _entry = hermes_home
+    from hermes_tui.app import HermesApp
+
+    app = HermesApp(home, load_config(home.config_file))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("2")
+        pane: ProcessesPane = app.pane("processes")
+        await wait_until(pilot, lambda: HERMES_ID in pane.row_ids)
+        pane.show_session(HERMES_ID)
+        await wait_until(pilot, lambda: pane.output.session_id == HERMES_ID)
+        assert pane.output.state.startswith("running")
+        proc.kill()
+        proc.wait(timeout=30)
+        await wait_until(pilot, lambda: pane.row(HERMES_ID)[STATUS_COLUMN] == "lost")
+        assert pane.row(HERMES_ID)[3] == "?"  # RUNTIME
+        await wait_until(pilot, lambda: not pane.output.state.startswith("running"))
+        assert pane.output.state.startswith("not running")
+    table = cli(home, "ps", "--all")
+    row = next(line for line in table.stdout.splitlines() if line.startswith(HERMES_ID))
+    assert row.split()[1:4] == ["lost", str(proc.pid), "?"]

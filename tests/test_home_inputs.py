@@ -66,7 +66,7 @@ def test_doctor_says_a_hermes_home_is_a_guest_and_lists_hermes_sections(tmp_path
     r = run_cli("--home", str(home), "doctor")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "owner       a guest home (hermes-agent's or another program's: processes.json" in r.stdout
-    assert "hermes-agent's sections, left to it: " in r.stdout and "terminal" in r.stdout
+    assert "hermes-agent's sections, left to it (" in r.stdout and "terminal" in r.stdout  # counted, wrapped
     data = json.loads(run_cli("--home", str(home), "doctor", "--json").stdout)
     assert "terminal" in data["hermes_sections"] and "processes.json" in data["guest_signs"]
     own = tmp_path / "own"

@@ -149,7 +149,7 @@ def test_dispatch_text_says_why_nothing_spawned(home, board_env):
     create(home, "held", "--assignee", "w")
     out = kanban(home, "dispatch").stdout
     assert "Spawned:                0" in out
-    assert out.strip().endswith("Last tick held back: 1 card w is not a profile this machine can spawn")
+    assert out.strip().endswith("Last tick held back: 1 card assigned to 'w', not a profile this machine can spawn")
     assert "skipped_nonspawnable" not in out
 
 
@@ -179,7 +179,7 @@ def test_daemon_ticks_and_stops_cleanly(home, sig, board_env):
     create(home, "held back", "--assignee", "w")
     proc = _start(home, "daemon", "--interval", "0.2")
     try:
-        seen = _read_until(proc, "Last tick held back: 1 card w is not a profile this machine can spawn")
+        seen = _read_until(proc, "Last tick held back: 1 card assigned to 'w', not a profile this machine can spawn")
         assert seen.startswith("Dispatching every 0.2s")
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=15)

@@ -217,6 +217,8 @@ async def test_unblock_and_archive_go_through_a_confirm_whose_default_is_no(home
         await pilot.press("u")
         assert isinstance(app.screen, ConfirmModal)
         assert "HTTP 403" in str(app.screen.query_one(".body").render())
+        failures = pane.cards[made["blocked"]].task.consecutive_failures
+        assert failures and f"its failure counter ({failures}) resets to 0" in app.screen.body
         await pilot.press("enter")  # the focused default is No
         await wait_workers(app, ["board-change"])
         assert await card_status(home, made["blocked"]) == "blocked"
@@ -252,10 +254,13 @@ async def test_reclaim_stops_a_real_worker_after_confirming(home):
             # (a refresh may land between the claim and the pid record: wait for the pid)
             await wait_for(pilot, lambda: task.id in pane.cards and pane.cards[task.id].live is True)
             assert "●" in pane.query_one("#cards-running").get_option(task.id).prompt.plain
+            assert pane.border_subtitle.startswith("1 card, 1 running")  # not "1 cards"
             await select(pilot, pane, task.id)
             await pilot.press("r")
             assert isinstance(app.screen, ConfirmModal)
             assert "identity verified" in str(app.screen.query_one(".body").render())
+            # No failures: nothing to reset, nothing said ("failure counter (0) resets to 0").
+            assert "failure counter" not in app.screen.body
             await pilot.press("y")
             await wait_for(pilot, lambda: pane.cards[task.id].task.status == "ready")
             await wait_for(pilot, lambda: f"Reclaimed {task.id}  (running -> ready); worker pid {pid} stopped" in notes)
@@ -285,7 +290,8 @@ async def test_dispatch_now_and_the_held_back_line(home):
         assert pane.last_held_back == "Last tick held back: skipped_nonspawnable=1"  # the code (--json)
         # People read words: the info line and the subtitle never show the code.
         words = held_back_words(pane.last_result)
-        assert words.startswith("held back: 1 card ") and "is not a profile this machine can spawn" in words
+        assert words.startswith("held back: 1 card assigned to '") and words.endswith(
+            "', not a profile this machine can spawn")  # the profile quoted: "1 card worker is not…" misread
         info = str(pane.query_one("#board-info").render())
         assert words in info and "skipped_" not in info
         assert "1 held back" in pane.border_subtitle and "skipped_" not in pane.border_subtitle

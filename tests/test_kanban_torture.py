@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from engine.config import load_config
 from engine.home import HomeLayout
 from tests.support import wait_until, wait_until_pilot
@@ -160,6 +162,7 @@ def _check_board(db: Path, ids: list[str]) -> None:
     assert {i: runs[i] for i in ids if runs[i] != 1} == {}
 
 
+@pytest.mark.slow  # heavy: real concurrent processes
 def test_a_board_service_process_the_cli_and_real_workers_lose_nothing(home, tmp_path):
     _write_home(home)
     ready, stop, report = tmp_path / "ready", tmp_path / "stop", tmp_path / "report.json"
@@ -196,6 +199,7 @@ def test_a_board_service_process_the_cli_and_real_workers_lose_nothing(home, tmp
         _kill_workers(home)
 
 
+@pytest.mark.slow  # heavy: real concurrent processes
 async def test_the_app_the_cli_and_real_workers_lose_nothing(home, tmp_path):
     from hermes_tui.app import HermesApp
     from widgets.board_pane import BoardPane
@@ -255,6 +259,7 @@ def _two_open_runs(db: Path) -> list[tuple]:
                      "HAVING count(*) > 1")
 
 
+@pytest.mark.slow  # heavy: real concurrent processes
 def test_kill_9_of_a_dispatcher_mid_ticks_loses_no_committed_write(home, tmp_path):
     from engine.kanban.models import NewTask
     from engine.kanban.service import BoardService

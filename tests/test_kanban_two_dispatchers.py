@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from engine.kanban import transitions as tr
 from engine.kanban.models import NewTask
 from tests.support.kanban import open_board
@@ -57,6 +59,7 @@ TICKER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # heavy: real concurrent processes
 async def test_two_dispatcher_processes_never_spawn_a_card_twice(home, tmp_path):
     board = await open_board(home)
     await tr.create_tasks(board, [NewTask(f"seed {i}", assignee="w") for i in range(200)])

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from engine.kanban.models import DispatchResult, Skip
 from engine.kanban.transitions import TransitionResult
-from engine.kanban.wording import assign_words, change_words
+from engine.kanban.wording import assign_words, change_words, failure_reset_words, held_back_words
 from engine.kanban.workers import StopReport
+from engine.text import count_of
 
 
 def _result(stop: StopReport | None = None, to: str = "ready") -> TransitionResult:
@@ -30,3 +32,19 @@ def test_a_change_says_its_verb_the_move_and_what_became_of_the_worker():
 def test_an_assignment_names_the_profile_or_nobody():
     assert assign_words("t_1", "writer") == "Assigned t_1 to writer"
     assert assign_words("t_1", None) == "Assigned t_1 to nobody"
+
+
+def test_held_back_words_quote_the_profile_and_count_cards_in_the_singular_and_plural():
+    def skip(task_id, profile):
+        return Skip(task_id, "skipped_nonspawnable", profile=profile)
+
+    one = DispatchResult(skipped=(skip("t_1", "worker"),))
+    assert held_back_words(one) == "held back: 1 card assigned to 'worker', not a profile this machine can spawn"
+    two = DispatchResult(skipped=(skip("t_1", None), skip("t_2", None)))
+    assert held_back_words(two) == "held back: 2 cards assigned to a profile this machine cannot spawn"
+    assert [count_of(n, "card") for n in (0, 1, 2)] == ["0 cards", "1 card", "2 cards"]
+
+
+def test_a_failure_counter_at_zero_is_not_said_to_reset():
+    assert failure_reset_words(0) == ""
+    assert failure_reset_words(2) == "its failure counter (2) resets to 0"

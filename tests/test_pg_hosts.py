@@ -60,6 +60,7 @@ async def test_hosts_racing_500_ticks_spawn_every_card_once_within_their_caps(ho
         await board.close()
 
 
+@pytest.mark.slow  # heavy: real concurrent processes
 async def test_an_expired_host_s_card_is_reclaimed_unsignalled_and_its_stale_worker_stopped_when_it_returns(
         home, pg_url, monkeypatch, tmp_path):
     lease = 60.0

@@ -111,7 +111,8 @@ def test_folders_of_spawns_that_never_started_are_ignored_and_cleaned(reg, home,
     assert reg.problems() == []
     # The pruner's registered-process rule keeps working: no SessionCorrupt, no fail-closed.
     assert [sid for _p, _f, sid in reg.live_processes()] == [s.id]
-    assert [sid for _p, _f, sid in registry_provider(home, Settings())()] == [s.id]  # the pruner's own seam
+    # the pruner's own seam (its label says whose the session is)
+    assert [label for _p, _f, label in registry_provider(home, Settings())()] == [f"hermes-tui session {s.id}"]
     ps = run_cli("--home", str(home.root), "ps")
     assert ps.returncode == 0 and s.id in ps.stdout and ps.stderr == ""
     # Young folders may belong to a spawn still recording: kept. Abandoned ones: removed.

@@ -545,3 +545,40 @@ async def test_restart_asks_first_then_runs_the_command_again_as_a_new_named_ses
         assert pane.sessions[new_id].restarted_from == s.id
         assert reg.resolve_id("web") == new_id
     gate.touch()
+
+
+@pytest.mark.parametrize("variable, name", [("TMUX", "tmux"), ("STY", "screen")])
+async def test_inside_tmux_or_screen_ctrl_g_also_backgrounds_and_the_bar_and_help_say_so(
+        home, cleanup, monkeypatch, variable, name):
+    """tmux keeps ctrl+b (its prefix): inside tmux or screen ctrl+g backgrounds too, the
+    command bar names ctrl+g, and `?` says why. Outside, ctrl+g does nothing."""
+    from widgets.help_screen import HelpScreen
+
+    monkeypatch.setenv(variable, "/tmp/tmux-1000/default,1,0")
+    app = make_app(home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        await submit(pilot, app, "sleep 30")
+        await wait_until_pilot(pilot, lambda: pane.foreground is not None)
+        bar = app.query_one(CommandBar)
+        await wait_until_pilot(pilot, lambda: "running" in str(bar.border_title))
+        assert "^g moves it to the background" in str(bar.border_title)
+        await pilot.press("ctrl+g")
+        await wait_until_pilot(pilot, lambda: pane.foreground is None)
+        assert any("moved to background" in t for t in app.toasts)
+        app.action_help()
+        await wait_until_pilot(pilot, lambda: isinstance(app.screen, HelpScreen))
+        (row,) = [r for r in app.screen.rows if r.binding_id == "processes.background"]
+        assert row.keys == "^g, ^b"
+        assert f"ctrl+b {'is' if name == 'tmux' else 'may be'} {name}'s" in row.description
+    monkeypatch.delenv(variable)
+    app = make_app(home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane = app.pane("processes")
+        await submit(pilot, app, "sleep 30")
+        await wait_until_pilot(pilot, lambda: pane.foreground is not None)
+        await pilot.press("ctrl+g")
+        seen = pane.refresh_count
+        await wait_until_pilot(pilot, lambda: pane.refresh_count >= seen + 2)
+        assert pane.foreground is not None  # ctrl+g is no key of the app outside a multiplexer
+        assert "^b moves it" in str(app.query_one(CommandBar).border_title)

@@ -146,6 +146,7 @@ def _read_until(proc: subprocess.Popen, wanted: str) -> list[str]:
             return lines
 
 
+@pytest.mark.slow  # heavy: real concurrent processes
 def test_ctrl_z_yields_without_signalling_and_no_line_is_lost_or_repeated(cli, home, tmp_path):
     marker, half, rest = tmp_path / "signals", tmp_path / "half", tmp_path / "rest"
     traps = " ".join(f"trap 'echo {s} >> {marker}' {s};" for s in ("HUP", "INT", "TERM", "TSTP", "CONT", "USR1"))
@@ -190,20 +191,48 @@ def test_ctrl_c_terminates_the_command_and_exits_130(cli, home):
     assert [s.status for s in sessions] == ["killed"]
 
 
-def test_a_reader_that_goes_away_stops_the_command_like_sigpipe(cli, home):
-    # bounded (100 MB): if the stop failed, an endless `yes` would fill the disk
-    proc = spawn_cli(home, "run", "--", "sh", "-c", "yes | head -n 50000000")
+def test_a_reader_that_goes_away_stops_the_command_like_sigpipe(cli, home, tmp_path):
+    # The command writes until it is stopped (its gate never opens): it cannot end on its
+    # own before the reader goes away. (It was `yes | head -n 50000000`: on a loaded
+    # machine the 100 MB were all written before the CLI's next write, the command had
+    # exited by itself and the stop rightly said `exited`; see the test below.)
+    gate = tmp_path / "never"
+    proc = spawn_cli(home, "run", "--", "sh", "-c", f"while [ ! -e '{gate}' ]; do echo y; sleep 0.01; done")
     try:
         assert proc.stdout.readline() == "y\n"
         proc.stdout.close()  # like `| head -1`
-        proc.wait(timeout=20)
+        proc.wait(timeout=60)
         err = proc.stderr.read()
     finally:
+        gate.touch()
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 141
     assert "reader went away" in err and "Traceback" not in err
     assert [s.status for s in ProcessRegistry(home, Settings()).list()] == ["killed"]
+
+
+def test_a_reader_that_goes_away_after_the_command_ended_says_it_exited(cli, home):
+    """A loaded machine, made certain: the CLI is stopped (SIGSTOP) until its command has
+    ended on its own, then its reader goes away. Nothing is killed, and it says so."""
+    proc = spawn_cli(home, "run", "--", "sh", "-c", "for i in $(seq 1 200000); do echo y; done")
+    reg = ProcessRegistry(home, Settings())
+    try:
+        assert proc.stdout.readline() == "y\n"
+        proc.send_signal(signal.SIGSTOP)
+        wait_until(lambda: reg.list() and reg.list()[0].finished, what="the command ended")
+        proc.stdout.close()
+        proc.send_signal(signal.SIGCONT)
+        proc.wait(timeout=60)
+        err = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)
+            proc.kill()
+    assert proc.returncode == 141
+    (s,) = reg.list()
+    assert s.status == "exited" and s.exit_code == 0
+    assert f"reader went away; {s.id} exited" in err and "Traceback" not in err
 
 
 def test_hangup_of_the_terminal_moves_the_command_to_the_background(cli, home):
@@ -237,3 +266,17 @@ def test_log_tail_of_one_huge_line_reads_only_a_bounded_end(cli):
     text = cli("proc", "log", sid, "--tail", "3")
     assert text.stdout == "a" * (1 << 20)
     assert "longer one" in text.stderr
+
+
+def test_ps_says_how_a_session_ended_in_the_pane_s_words(cli, home):
+    """`ps` said `exited` and, in an EXIT column, `2`, where the pane says `exit 2`."""
+    from widgets.processes_pane import row_cells
+
+    sid = cli("run", "--bg", "--", "sh", "-c", "exit 2").stdout.strip()
+    assert cli("proc", "wait", sid, "--timeout", "60").returncode == 0  # it ended
+    table = cli("ps", "--all").stdout.splitlines()
+    assert table[0].split() == ["ID", "STATUS", "PID", "RUNTIME", "OWNER", "COMMAND"]
+    row = next(line for line in table if line.startswith(sid))
+    s = ProcessRegistry(home, Settings()).get(sid)
+    assert row.split()[1:3] == ["exit", "2"]
+    assert row_cells(s, None, 0.0, "")[1] == "exit 2"

@@ -246,6 +246,7 @@ def test_live_processes_lists_verified_running_leaders(reg):
 # -- yield ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # heavy: real concurrent processes
 def test_yield_halfway_keeps_every_line_exactly_once_and_never_signals(reg, monkeypatch, tmp_path):
     signalled: list = []
     real_send = identity.send_signal

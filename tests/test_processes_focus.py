@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import pytest
 from test_processes_app import FAST, PaneOnly, cleanup, make_app, submit  # noqa: F401
 
 from engine.config import Settings
@@ -109,3 +110,71 @@ async def test_after_a_search_the_arrows_move_the_list_and_enter_lands_on_the_fi
         assert app.focused is not pane.table
         await pilot.press("escape")
         await wait_until_pilot(pilot, lambda: app.focused is pane.table)
+
+
+NARROW = (80, 24)
+
+
+async def test_opening_a_session_of_the_hidden_processes_pane_at_80x24_selects_it(home, cleanup):  # noqa: F811
+    """`o` on the board at 80x24: the processes pane is a hidden tab, its table holds no
+    DataTable row yet; opening a session there selects it once shown (it raised
+    RowDoesNotExist from get_row_index)."""
+    from widgets.board_pane import BoardPane
+
+    reg = ProcessRegistry(home, Settings())
+    first = reg.spawn("echo the-worker; sleep 60", background=True)
+    newer = reg.spawn("sleep 60", background=True)  # the top row: not the one asked for
+    app = make_app(home)
+    async with app.run_test(size=NARROW) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        assert app.active_pane_id == "board"
+        await wait_until_pilot(pilot, lambda: {first.id, newer.id} <= set(pane.row_ids))
+        app.query_one(BoardPane).post_message(BoardPane.OpenWorkerOutput(first.id, "t_1"))
+        await wait_until_pilot(pilot, lambda: pane.selected is not None and pane.selected.id == first.id)
+        assert app.active_pane_id == "processes"
+        assert pane.output.session_id == first.id
+        await wait_until_pilot(pilot, lambda: "the-worker" in pane.output.lines)
+        seen = pane.refresh_count  # two more refreshes: the selection stays
+        await wait_until_pilot(pilot, lambda: pane.refresh_count >= seen + 2)
+        assert pane.selected.id == first.id
+
+
+@pytest.mark.parametrize("size", [NARROW, WIDE])
+async def test_after_ctrl_b_the_view_and_the_focus_follow_the_command_just_backgrounded(home, tmp_path, cleanup,  # noqa: F811
+                                                                                      size):
+    """At 80x24 and 160x48: while a foreground run goes, the detail line describes it
+    (not the selected row); after ctrl+b its row is selected and shown, and focus has
+    left the command bar (a second `:` typed into it ran `:sleep 400`)."""
+    from tests.support.commands import until
+
+    reg = ProcessRegistry(home, Settings())
+    other = reg.spawn("sleep 60 # the-other-session", background=True)
+    gate = tmp_path / "gate"
+    app = make_app(home)
+    async with app.run_test(size=size) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        await pilot.press("2")
+        await wait_until_pilot(pilot, lambda: other.id in pane.row_ids and pane.selected is not None)
+        if pane.selected.id != other.id:
+            pane.table.select_key(other.id)
+        await wait_until_pilot(pilot, lambda: pane.output.session_id == other.id)
+        await submit(pilot, app, f"echo the-foreground-run; {until(gate)}")
+        await wait_until_pilot(pilot, lambda: pane.foreground is not None
+                               and "the-foreground-run" in pane.output.lines)
+        fg = pane.foreground
+        detail = pane.query_one("#proc-detail")
+        await wait_until_pilot(pilot, lambda: fg.id in detail.shown_text)
+        assert "the-other-session" not in detail.shown_text
+        await pilot.press("ctrl+b")
+        await wait_until_pilot(pilot, lambda: pane.foreground is None and fg.id in pane.row_ids)
+        await wait_until_pilot(pilot, lambda: pane.selected is not None and pane.selected.id == fg.id)
+        seen = pane.refresh_count  # two more refreshes: nothing takes the view away
+        await wait_until_pilot(pilot, lambda: pane.refresh_count >= seen + 2)
+        assert pane.output.session_id == fg.id
+        assert pane.selected.id == fg.id
+        assert fg.id in detail.shown_text
+        bar = app.query_one(CommandBar)
+        assert app.focused is pane.table
+        await pilot.press("colon")
+        assert app.focused is bar and bar.value == ""
+    gate.touch()

@@ -16,6 +16,8 @@ def test_readme_has_the_two_setup_commands():
     demo, tests = readme_commands()
     assert demo.endswith("pip install -e . && hermes-tui --demo")
     assert "pip install -e '.[test]'" in tests and "pytest" in tests
+    assert "slow" not in tests  # the heavy tests are part of the suite; `-m "not slow"` is the quick loop
+    assert '`pytest -n 2 -m "not slow"`' in (REPO / "README.md").read_text()
 
 
 def test_ci_runs_the_readme_test_command_verbatim():

@@ -56,13 +56,14 @@ def test_registered_process_keeps_its_entry_unregistered_one_is_termed(home, chi
                                   for d in os.listdir("/proc") if d.isdigit()))
     other = start_in(children, ["sleep", "60"], stray)
     fp = identity.fingerprint(reg.pid)
-    provider = lambda: [(reg.pid, fp, "proc_test")]  # noqa: E731
+    provider = lambda: [(reg.pid, fp, "hermes-tui session proc_test")]  # noqa: E731
     result = prune_pass(t, options(registered=provider))
     assert mine.exists() and not stray.exists()
     assert reg.poll() is None and exited(other)
     assert {s.pid for s in result.signalled} == {other.pid}
     text = log_text(home)
-    assert f"kept {str(mine)!r} \u2014 live Hermes process pid=" in text
+    assert f"kept {str(mine)!r} \u2014 live process pid=" in text
+    assert "of hermes-tui session proc_test works inside" in text  # whose it is
 
 
 def test_pid_reuse_does_not_make_a_process_registered(home, children):

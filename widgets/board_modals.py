@@ -41,12 +41,17 @@ class NewCardScreen(Dialog[NewTask | None]):
     ]
 
     DEFAULT_CSS = """
-    NewCardScreen > Vertical { max-width: 90; max-height: 95%; }
+    NewCardScreen > Vertical { max-width: 90; max-height: 100%; }
+    NewCardScreen #form-fields { height: auto; }
     NewCardScreen .title { margin-bottom: 1; }
     NewCardScreen Label { color: $text-muted; margin-top: 1; }
     NewCardScreen .error { color: $error; height: auto; }
     """
     FIRST_FOCUS = "#title"
+    # The fields scroll; besides them: the box's border and padding (4), the title and
+    # its margin (2), the error line (1), the buttons and their margin (4).
+    SCROLLS = "#form-fields"
+    CHROME_ROWS = 11
 
     def __init__(self, profiles: Sequence[str], default_assignee: str | None = None) -> None:
         super().__init__()
@@ -57,18 +62,21 @@ class NewCardScreen(Dialog[NewTask | None]):
         return "New card"
 
     def compose_body(self) -> ComposeResult:
-        yield Label("Title")
-        yield Input(placeholder="what needs doing", id="title")
-        yield Label("Body (reaches the worker as HERMES_KANBAN_BODY)")
-        yield Input(placeholder="details, links, acceptance", id="body")
-        hint = f" ({', '.join(self._profiles)})" if self._profiles else " (no profiles configured)"
-        yield Label(Text("Assignee: a worker profile" + hint))
-        yield Input(value=self._default, placeholder="profile name, or empty", id="assignee",
-                    suggester=SuggestFromList(self._profiles, case_sensitive=True))
-        yield Label("Priority (higher first)")
-        yield Input(value="0", id="priority", type="integer")
-        yield Label("Parents: card ids it waits for, comma-separated")
-        yield Input(placeholder="t_1a2b3c4d, t_5e6f7a8b", id="parents")
+        # The fields scroll (a short terminal has no room for all five, and focusing one
+        # scrolls it into view); the error line and the buttons stay in sight under them.
+        with VerticalScroll(id="form-fields"):
+            yield Label("Title")
+            yield Input(placeholder="what needs doing", id="title")
+            yield Label("Body (reaches the worker as HERMES_KANBAN_BODY)")
+            yield Input(placeholder="details, links, acceptance", id="body")
+            hint = f" ({', '.join(self._profiles)})" if self._profiles else " (no profiles configured)"
+            yield Label(Text("Assignee: a worker profile" + hint))
+            yield Input(value=self._default, placeholder="profile name, or empty", id="assignee",
+                        suggester=SuggestFromList(self._profiles, case_sensitive=True))
+            yield Label("Priority (higher first)")
+            yield Input(value="0", id="priority", type="integer")
+            yield Label("Parents: card ids it waits for, comma-separated")
+            yield Input(placeholder="t_1a2b3c4d, t_5e6f7a8b", id="parents")
         yield Static("", classes="error", id="form-error")
         with Horizontal(classes="buttons"):
             yield Button("Cancel", id="cancel")

@@ -35,9 +35,15 @@ from textual.widgets.option_list import Option
 from engine.config import Settings
 from engine.home import HomeLayout
 from engine.kanban.statuses import ARCHIVED, BLOCKED, RUNNING, STATUSES
-from engine.kanban.wording import assign_words, change_words, held_back_words, skip_reason
+from engine.kanban.wording import (
+    assign_words,
+    change_words,
+    failure_reset_words,
+    held_back_words,
+    skip_reason,
+)
 from engine.processes.redact import escape_controls
-from engine.text import escape_text, human_duration
+from engine.text import count_of, escape_text, human_duration
 from widgets.fit_table import DetailLine
 from widgets.pane import EmptyState, Pane
 from widgets.partial_repaint import PromptList
@@ -500,7 +506,7 @@ class BoardPane(Pane):
         info = self._board_label() + state + (f" · {words}" if words else "")
         self._set_info(info)  # cut with … when narrow (the selected card's reason is in full below)
         total = sum(self.counts.get(s, len(self._columns[s])) for s in self._shown_statuses(False))
-        status = f"{total} cards, {running} running · {'dispatch on' if k.dispatch else 'dispatch off'}"
+        status = f"{count_of(total, 'card')}, {running} running · {'dispatch on' if k.dispatch else 'dispatch off'}"
         if self.last_result is not None and self.last_result.skipped:
             status += f" · {len(self.last_result.skipped)} held back"
         self.set_status(status)
@@ -546,7 +552,7 @@ class BoardPane(Pane):
             info = f"{self.gateway.words} · hermes-agent's board {name} ({self._shown_db_path()}) · {how}"
         self._set_info(info)
         total = sum(self.counts.get(s, len(self._columns[s])) for s in self._shown_statuses(False))
-        self.set_status(f"hermes board: {total} cards" + (", read-only" if self.service.read_only else ""))
+        self.set_status(f"hermes board: {count_of(total, 'card')}" + (", read-only" if self.service.read_only else ""))
 
     def _refused_here(self) -> bool:
         """True (and said in one line) when the open board takes no change from here."""
@@ -797,8 +803,9 @@ class BoardPane(Pane):
             self.notify(f"{task.id} is {task.status}: only a running card can be reclaimed", severity="warning")
             return
         grace = self.settings.processes.kill_grace_seconds
-        body = (f"{task.id} \"{task.title}\" ({_run_named(task)}) goes back to ready and its failure counter "
-                f"({task.consecutive_failures}) resets to 0.\n\n" + _worker_plan(task, grace))
+        reset = failure_reset_words(task.consecutive_failures)
+        body = (f"{task.id} \"{task.title}\" ({_run_named(task)}) goes back to ready"
+                f"{' and ' + reset if reset else ''}.\n\n" + _worker_plan(task, grace))
         from engine.kanban.transitions import Expected
 
         shown = Expected.of(task)  # approval acts on this run and pid only
@@ -832,9 +839,9 @@ class BoardPane(Pane):
         if task.status != BLOCKED:
             self.notify(f"{task.id} is {task.status}, not blocked", severity="warning")
             return
-        body = (f"{task.id} \"{task.title}\" goes from blocked to ready (todo while a parent is open), and "
-                f"its failure counter ({task.consecutive_failures}) resets to 0, so the dispatcher may run it "
-                "again.")
+        reset = failure_reset_words(task.consecutive_failures)
+        body = (f"{task.id} \"{task.title}\" goes from blocked to ready (todo while a parent is open)"
+                f"{', and ' + reset if reset else ''}, so the dispatcher may run it again.")
         if task.last_failure_error:
             body += f"\n\nLast failure: {task.last_failure_error}"
         self._confirm(f"Unblock {task.id}?", body, "Unblock", "unblock", lambda: self.service.unblock(task.id))

@@ -20,11 +20,16 @@ class ConfirmModal(Dialog[bool]):
     ]
 
     DEFAULT_CSS = """
-    ConfirmModal > Vertical { max-width: 110; max-height: 90%; border: thick $error 60%; }
+    ConfirmModal > Vertical { max-width: 110; max-height: 100%; border: thick $error 60%; }
     ConfirmModal .title { margin-bottom: 1; }
     ConfirmModal VerticalScroll { height: auto; max-height: 30; }
     """
     FIRST_FOCUS = "#no"
+    # The body scrolls; besides it: border and padding (4), the title and its margin (2),
+    # the buttons and their margin (4), and a row for a title that wraps to two.
+    SCROLLS = "VerticalScroll"
+    CHROME_ROWS = 11
+    SCROLL_MAX_ROWS = 30
 
     def __init__(self, title: str, body: str, yes_label: str = "Yes", no_label: str = "No") -> None:
         super().__init__()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import ClassVar, TypeVar
 
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import ModalScreen
@@ -37,6 +38,15 @@ class Dialog(ModalScreen[ResultType]):
     """
 
     FIRST_FOCUS: ClassVar[str | None] = None
+    # A dialog taller than a short terminal (80x24) scrolls one part, ``SCROLLS`` (a
+    # selector), so that the rest (its buttons, an error line) stays on screen: the part
+    # is never taller than the screen less ``CHROME_ROWS`` (the box's border and padding
+    # and every other row of the dialog), nor than ``SCROLL_MAX_ROWS``. Its box has
+    # max-height 100%: a percentage of an auto-height box has nothing to be a share of,
+    # so the part's limit is set in rows on each resize.
+    SCROLLS: ClassVar[str | None] = None
+    CHROME_ROWS: ClassVar[int] = 0
+    SCROLL_MAX_ROWS: ClassVar[int | None] = None
 
     def dialog_title(self) -> str | None:
         """The bold line at the top, or None for none."""
@@ -55,6 +65,14 @@ class Dialog(ModalScreen[ResultType]):
     def on_mount(self) -> None:
         if self.FIRST_FOCUS is not None:
             self.query_one(self.FIRST_FOCUS).focus()
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.SCROLLS is None:
+            return
+        rows = max(3, event.size.height - self.CHROME_ROWS)
+        if self.SCROLL_MAX_ROWS is not None:
+            rows = min(rows, self.SCROLL_MAX_ROWS)
+        self.query_one(self.SCROLLS).styles.max_height = rows
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -134,6 +134,7 @@ class FitTable(CellTable):  # a changed cell repaints its row only
         self._order: list[str] = []
         self._shown: dict[str, tuple[Text, ...]] = {}  # row key -> cells as put in the DataTable
         self.plan: Plan | None = None
+        self._cursor_key: str | None = None  # select_key() of a row not drawn yet
 
     # -- rows ------------------------------------------------------------------------------
 
@@ -167,6 +168,8 @@ class FitTable(CellTable):  # a changed cell repaints its row only
 
     def drop(self, key: str) -> None:
         self.values.pop(key, None)
+        if self._cursor_key == key:
+            self._cursor_key = None
         if self.full.pop(key, None) is not None:
             self._order.remove(key)
 
@@ -182,8 +185,20 @@ class FitTable(CellTable):  # a changed cell repaints its row only
     def keys(self) -> list[str]:
         return list(self._order)
 
+    def select_key(self, key: str) -> None:
+        """Put the cursor on the row ``key``. A row the table holds but has not drawn yet
+        (a hidden tab is not laid out, so it draws nothing) gets the cursor when ``sync``
+        draws it; until then it is the ``selected_key``."""
+        if key in self._shown:
+            self._cursor_key = None
+            self.move_cursor(row=self.get_row_index(key), animate=False)
+        elif key in self.full:
+            self._cursor_key = key
+
     @property
     def selected_key(self) -> str | None:
+        if self._cursor_key is not None:
+            return self._cursor_key
         if not self._shown or not 0 <= self.cursor_row < self.row_count:
             return None
         return self.coordinate_to_cell_key((self.cursor_row, 0)).row_key.value
@@ -233,6 +248,8 @@ class FitTable(CellTable):  # a changed cell repaints its row only
                     if before.plain != after.plain or before.style != after.style or before.spans != after.spans:
                         self.update_cell(key, col, after)
             self._shown[key] = cells
+        if self._cursor_key is not None:
+            self.select_key(self._cursor_key)
 
     def _only_appended(self) -> bool:
         """True when the rows on screen keep their order and new rows come after them."""
@@ -258,6 +275,7 @@ class FitTable(CellTable):  # a changed cell repaints its row only
             self.add_row(*cells, key=key)
             self._shown[key] = cells
         self.plan = plan
+        self._cursor_key = None
         if selected is not None and selected in self._shown:
             self.move_cursor(row=self._order.index(selected), animate=False)
 

@@ -143,7 +143,10 @@ class OutputView(Vertical):
         self.log.auto_scroll = self.follow
         self.lines.clear()
         self._chars = 0
+        # A search belongs to the output it was typed for: another session starts without one.
+        self.search_term = None
         self._matches = []
+        self._match_index = -1
         self.log.clear()
         self.set_title(title)
         self._follow(self.path, offset, self._generation)
@@ -174,7 +177,10 @@ class OutputView(Vertical):
             text.append(" · wrap")
         if self.search_term:
             count = len(self._matches)
-            text.append(f" · /{self.search_term}: {count} match{'es' if count != 1 else ''}")
+            if self._match_index >= 0:  # "3 of 12": where the view is, among all there are now
+                text.append(f" · /{self.search_term}: {self._match_index + 1} of {count}")
+            else:
+                text.append(f" · /{self.search_term}: {count} match{'es' if count != 1 else ''}")
         text.append(" · ")
         text.append(self._title)
         return text
@@ -277,13 +283,32 @@ class OutputView(Vertical):
         self.log.write(_render(lines, self.search_term), scroll_end=self.follow)
 
     def _keep(self, lines: list[str]) -> None:
+        dropped = 0
         for line in lines:
             if len(self.lines) == self.max_lines:
                 self._chars -= len(self.lines[0]) + 1
+                dropped += 1
             self.lines.append(line)
             self._chars += len(line) + 1
         while self._chars > self.tail_chars and len(self.lines) > 1:
             self._chars -= len(self.lines.popleft()) + 1
+            dropped += 1
+        if self.search_term:
+            self._track_matches(min(len(lines), len(self.lines)), dropped)
+
+    def _track_matches(self, added: int, dropped: int) -> None:
+        """Keep the search's matches current as output comes: the lines that left the
+        front are no longer matches (the others move up), the new ones are searched."""
+        needle = (self.search_term or "").lower()
+        kept = [i - dropped for i in self._matches if i >= dropped]
+        gone = len(self._matches) - len(kept)
+        start = len(self.lines) - added
+        newest = (self.lines[-k] for k in range(added, 0, -1))  # a deque's ends are cheap to index
+        kept += [start + j for j, line in enumerate(newest) if needle in line.lower()]
+        if self._match_index >= 0:
+            self._match_index = max(-1, self._match_index - gone)
+        self._matches = kept
+        self._refresh_title()
 
     def append_note(self, note: str) -> None:
         """A line of our own (e.g. the exit of a foreground run), styled apart from output."""

@@ -23,19 +23,21 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.message import Message
-from textual.widgets import DataTable, RichLog
+from textual.widgets import DataTable
 
 from engine.config import Settings
 from engine.home import HomeError, HomeLayout
 from engine.processes import ProcessLookupFailed, ProcessRegistry, ProcessSession, SpawnFailed
-from engine.processes.notify import EventKind, NotificationCenter, ProcessEvent
+from engine.processes.notify import NotificationCenter, ProcessEvent
 from engine.processes.redact import escape_controls, maybe_redact
 from engine.processes.session import KillOutcome, SessionSource, SessionStatus
 from engine.text import human_bytes, human_duration
 from widgets.confirm import ConfirmModal
 from widgets.fit_table import Col, DetailLine, FitTable
+from widgets.notification_list import NotificationList
 from widgets.output_view import OutputView
 from widgets.pane import EmptyState, Pane
+from widgets.toast_groups import ToastGrouper
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -86,7 +88,7 @@ def status_style(s: ProcessSession) -> str:
 
 def row_cells(s: ProcessSession, usage: Usage | None, now: float, command: str) -> tuple[str, ...]:
     """The table cells of a session, in COLUMNS order (``command`` already masked)."""
-    status = s.exit_text() if s.status in (SessionStatus.EXITED, SessionStatus.KILLED) else str(s.status)
+    status = s.status_text()
     if s.restart != "no":
         from engine.processes.restart import restart_summary
 
@@ -202,6 +204,7 @@ class ProcessesPane(Pane):
         self._refreshing = False
         self._refresh_started = 0.0
         self.refresh_count = 0
+        self._toasts = ToastGrouper()
 
     def compose(self) -> ComposeResult:
         yield EmptyState(
@@ -213,8 +216,7 @@ class ProcessesPane(Pane):
         yield OutputView(max_lines=self.settings.ui.output_max_lines, tail_chars=self.settings.processes.tail_bytes,
                          redact=self.redact)
         # Wrapped, never cut: a watch match or a completion is read in full where it lands.
-        yield RichLog(id="proc-notifications", max_lines=NOTIFICATIONS_KEPT, auto_scroll=True, wrap=True,
-                      markup=False, min_width=20)
+        yield NotificationList(id="proc-notifications", max_events=NOTIFICATIONS_KEPT, min_width=20)
 
     @property
     def table(self) -> FitTable:
@@ -364,8 +366,13 @@ class ProcessesPane(Pane):
         if self.output.session_id is None and self._rows:
             selected = self.selected
             self._show_row(selected.id if selected is not None else next(iter(self._rows)))
+        shown = self.sessions.get(self.output.session_id or "")
+        if (shown is not None and shown.id != fg and not shown.running
+                and self.output.state != self._state_of(shown)):
+            self.output.set_state(self._state_of(shown))  # it ended, or was lost, while shown
         for event in snap.events:
             self._deliver(event)
+        self._toast(snap.events, snap.taken_at)
         if self._wanted_selection is not None and self._wanted_selection in self._rows:
             self._select(self._wanted_selection)
         self._show_detail()
@@ -376,11 +383,13 @@ class ProcessesPane(Pane):
         order = {s.id: (not s.running, -s.started_at, s.id) for s in snap.sessions}
         table = self.table
         selected = self.selected if self._sorted_once else None  # at first, start at the top
+        if self._wanted_selection in self._rows:  # a row asked for goes first (no detour)
+            selected = self.sessions.get(self._wanted_selection, selected)
         self._sorted_once = True
         table.order(lambda key: order.get(key, (True, 0.0, key)))
         table.sync()
         if selected is not None and selected.id in self._rows:
-            table.move_cursor(row=table.get_row_index(selected.id), animate=False)
+            table.select_key(selected.id)
         else:
             table.move_cursor(row=0, animate=False)
             top = self.selected
@@ -436,7 +445,7 @@ class ProcessesPane(Pane):
 
     def _select(self, session_id: str) -> None:
         self._wanted_selection = None
-        self.table.move_cursor(row=self.table.get_row_index(session_id), animate=False)
+        self.table.select_key(session_id)
         self._show_row(session_id)
 
     def _show_row(self, session_id: str) -> None:
@@ -445,20 +454,28 @@ class ProcessesPane(Pane):
             return
         fresh = self.output.session_id != s.id
         self.output.show(s.id, s.output_path, self._title_of(s))
-        if s.output_available:
-            self.output.set_state(s.exit_text())
-        else:
-            self.output.set_state(f"{s.exit_text()} · output not available")
-            if fresh:
-                self.output.append_note(NO_OUTPUT_NOTE)
+        self.output.set_state(self._state_of(s))
+        if fresh and not s.output_available:
+            self.output.append_note(NO_OUTPUT_NOTE)
+
+    @staticmethod
+    def _state_of(s: ProcessSession) -> str:
+        """The output title's state: how the session stands now."""
+        return s.exit_text() if s.output_available else f"{s.exit_text()} · output not available"
 
     def _title_of(self, s: ProcessSession) -> str:
         return f"{s.id} · pid {s.pid} · {shown_command(s, self.redact)}"
 
     def _show_detail(self) -> None:
-        """The selected row in full under the table: whatever its columns cut or hide."""
+        """The selected row in full under the table: whatever its columns cut or hide;
+        while the output view shows the foreground run (not a row), that run."""
         s = self.selected
         detail = self.query_one("#proc-detail", DetailLine)
+        fg = self.foreground
+        if fg is not None and self.output.session_id == fg.id:
+            detail.show(Text(shown_command(fg, self.redact)).append(
+                f" · foreground · pid {fg.pid} · {fg.id}", style="dim"))
+            return
         if s is None:
             detail.show("")
             return
@@ -510,15 +527,14 @@ class ProcessesPane(Pane):
         line = Text(f"{stamp} ", style="dim")
         line.append(event.kind.replace("_", " "), style="bold")
         line.append(f" {event.text}")
-        self.query_one("#proc-notifications", RichLog).write(line)
+        self.query_one("#proc-notifications", NotificationList).add(line)
         self.add_class("-has-notifications")
-        if self.settings.ui.notifications:
-            title = "process completed" if event.kind == EventKind.COMPLETION else event.kind.replace("_", " ")
-            body = event.text
-            if event.kind == EventKind.COMPLETION and event.detail:
-                last = event.detail.rstrip().splitlines()[-3:]
-                body += "\n" + "\n".join(line[:100] for line in last)
-            self.app.notify(body, title=title, severity="information" if event.ok else "error" if event.kind == EventKind.COMPLETION else "warning", markup=False)
+
+    def _toast(self, events: tuple[ProcessEvent, ...], now: float) -> None:
+        """At most one toast per refresh; alike events are grouped (widgets/toast_groups.py)."""
+        toast = self._toasts.offer(events, now)
+        if toast is not None and self.settings.ui.notifications:
+            self.app.notify(toast.body, title=toast.title, severity=toast.severity, markup=False)
 
     # -- foreground runs ------------------------------------------------------------------
 
@@ -539,6 +555,7 @@ class ProcessesPane(Pane):
         self.sessions[s.id] = s
         self.output.show(s.id, s.output_path, self._title_of(s))
         self.output.set_state("foreground")
+        self._show_detail()
         self.post_message(self.ForegroundChanged(command))
         if redirected is not None:
             self.app.notify(
@@ -565,6 +582,9 @@ class ProcessesPane(Pane):
             self.app.notify(f"cannot move {fg.id} to background: {exc}", severity="error", markup=False)
             return None
         self.sessions[moved.id] = moved
+        # The view stays on the run just moved: its row, new in the table, is selected once
+        # a refresh brings it (not the row the cursor was on before it ran).
+        self._wanted_selection = moved.id
         self.post_message(self.ForegroundChanged(None))
         if self.output.session_id == moved.id:
             self.output.set_state("background")
@@ -729,8 +749,16 @@ class ProcessesPane(Pane):
         if not text:
             self.app.notify("nothing to copy", severity="warning")
             return
+        # Textual sends it to the terminal (OSC 52): whether it lands is the terminal's
+        # business (and tmux's: its default set-clipboard external drops it), so say so.
         self.app.copy_to_clipboard(text)
-        self.app.notify(f"copied {len(self.output.lines)} line(s) of output (secrets masked)", timeout=2)
+        n = len(self.output.lines)
+        where = "sent to the terminal's clipboard"
+        if os.environ.get("TMUX"):
+            where += " (tmux may need set-clipboard on)"
+        elif os.environ.get("STY"):
+            where += " (screen may not pass it on)"
+        self.app.notify(f"{n} line{'s' if n != 1 else ''} of output (secrets masked) {where}", timeout=4)
 
     def action_toggle_finished(self) -> None:
         self.show_finished = not self.show_finished

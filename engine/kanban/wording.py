@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from engine.kanban.models import DispatchResult, Skip
+from engine.text import count_of
 
 if TYPE_CHECKING:
     from engine.kanban.transitions import TransitionResult
@@ -36,8 +37,9 @@ def skip_reason(skip: Skip) -> str:
     if skip.reason == "skipped_unassigned":
         return "unassigned, and no default assignee is set"
     if skip.reason == "skipped_nonspawnable":
-        who = skip.profile or "its assignee"
-        return f"{who} is not a profile this machine can spawn"
+        if skip.profile:
+            return f"assigned to {skip.profile!r}, not a profile this machine can spawn"
+        return "assigned to a profile this machine cannot spawn"
     if skip.reason == "rate_limit_cooldown":
         return "cooling down after a rate limit"
     return skip.reason.replace("_", " ")
@@ -58,8 +60,14 @@ def held_back_words(result: DispatchResult) -> str:
         counts[phrase] = counts.get(phrase, 0) + 1
     if not counts:
         return ""
-    parts = [f"{n} card{'s' if n > 1 else ''} {phrase}" for phrase, n in counts.items()]
+    parts = [f"{count_of(n, 'card')} {phrase}" for phrase, n in counts.items()]
     return "held back: " + "; ".join(parts)
+
+
+def failure_reset_words(failures: int) -> str:
+    """What a reclaim or an unblock does to the failure counter: "" when it is already 0
+    (nothing to reset is nothing to say)."""
+    return f"its failure counter ({failures}) resets to 0" if failures else ""
 
 
 # A change's verb -> how its result line starts.

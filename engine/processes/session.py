@@ -182,9 +182,20 @@ class ProcessSession:
     def short_id(self) -> str:
         return self.id[len(ID_PREFIX) : len(ID_PREFIX) + 8] if self.id.startswith(ID_PREFIX) else self.id
 
-    def runtime(self, now: float | None = None) -> float:
+    def runtime(self, now: float | None = None) -> float | None:
+        """Seconds from start to end (to ``now`` while running); None when it ended with
+        no end recorded (``lost``: a runtime that kept counting would claim it still runs)."""
+        if self.ended_at is None and self.status == SessionStatus.LOST:
+            return None
         end = self.ended_at if self.ended_at is not None else (now if now is not None else time.time())
         return max(0.0, end - self.started_at)
+
+    def status_text(self) -> str:
+        """The status as a list shows it (the pane's STATUS column, ``ps``): 'running',
+        'exit 2', 'exit 143 (SIGTERM)', 'killed (SIGKILL)', 'lost'."""
+        if self.status in (SessionStatus.EXITED, SessionStatus.KILLED):
+            return self.exit_text()
+        return str(self.status)
 
     def exit_text(self) -> str:
         """'exit 0', 'SIGKILL', 'exit 143 (SIGTERM)', 'lost', 'running'."""

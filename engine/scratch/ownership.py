@@ -81,7 +81,7 @@ class JudgedProcess:
         if self.role is Role.LINEAGE:
             return f"this prune's own lineage {who} works inside"
         if self.role is Role.REGISTERED:
-            return f"live Hermes process {who} works inside"
+            return f"live process {who} of {self.label} works inside"  # whose: the label says
         if self.role is Role.FOREIGN:
             return f"a process of another user {who} works inside"
         return f"a live process {who} works inside and {self.label}, so nothing is signalled"

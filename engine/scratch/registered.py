@@ -4,7 +4,8 @@ workers, and the background processes hermes-agent lists in ``processes.json``.
 A registered live process, or a descendant of one, keeps every scratch entry it
 works in and is never signalled by the prune. The list comes from the process
 registries; the prune reaches them through a *provider* (a callable returning
-``(pid, fingerprint, label)`` tuples) so the registries are one seam, and tests can
+``(pid, fingerprint, label)`` tuples, the label saying whose it is: "hermes-tui
+session proc_…", "hermes-agent session …") so the registries are one seam, and tests can
 register real processes of their own through it.
 """
 
@@ -25,7 +26,7 @@ class RegistryUnreadable(Exception):
 def _our_sessions(home: HomeLayout, settings: Settings) -> list[tuple[int, str, str]]:
     from engine.processes import ProcessRegistry
 
-    return [(int(pid), str(fp), str(label))
+    return [(int(pid), str(fp), f"hermes-tui session {label}")
             for pid, fp, label in ProcessRegistry(home, settings).live_processes()]
 
 

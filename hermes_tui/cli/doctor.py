@@ -6,6 +6,8 @@ import argparse
 
 from hermes_tui.cli.common import EXIT_OK, EXIT_USAGE, Context, add_json_flag, print_json
 
+NAMES_WIDTH = 100  # a line of names in the report
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -52,13 +54,26 @@ def _config_lines(report) -> list[str]:
     if not report.config_exists:
         return [f"config      no config.yaml (defaults) - {report.config_file}"]
     lines = [f"config      OK ({report.config_file})"]
-    if report.hermes_sections:
-        lines.append(f"            hermes-agent's sections, left to it: {', '.join(report.hermes_sections)}")
-    if report.hermes_keys:
-        lines.append(f"            hermes-agent's kanban keys, left to it: {', '.join(report.hermes_keys)}")
-    if report.other_sections:
-        lines.append(f"            sections of another program, left alone: {', '.join(report.other_sections)}")
+    lines += _names("hermes-agent's sections, left to it", report.hermes_sections)
+    lines += _names("hermes-agent's kanban keys, left to it", report.hermes_keys)
+    lines += _names("sections of another program, left alone", report.other_sections)
     return lines
+
+
+def _names(label: str, names: list[str]) -> list[str]:
+    """``label: a, b, c`` on one line when it fits; else counted, the names wrapped
+    under it (a hermes home has ~70 sections: one line of them ran far off the screen)."""
+    if not names:
+        return []
+    import textwrap
+
+    indent = " " * 12
+    one = f"{indent}{label}: {', '.join(names)}"
+    if len(one) <= NAMES_WIDTH:
+        return [one]
+    return [f"{indent}{label} ({len(names)}):", *textwrap.wrap(
+        ", ".join(names), NAMES_WIDTH, initial_indent=indent + "  ", subsequent_indent=indent + "  ",
+        break_long_words=False, break_on_hyphens=False)]
 
 
 def _shared_board_lines(board: dict | None) -> list[str]:

@@ -152,7 +152,8 @@ def _session_json(s, now: float | None = None, redact: bool = True) -> dict:
 
     data = s.to_json()
     data["command"] = maybe_redact(s.command, redact)
-    data["runtime_seconds"] = round(s.runtime(now), 3)
+    runtime = s.runtime(now)
+    data["runtime_seconds"] = None if runtime is None else round(runtime, 3)
     data["stored_bytes"] = _stored_bytes(s)
     if s.restart != "no":
         from engine.processes.restart import restart_state
@@ -354,24 +355,20 @@ def cmd_ps(ctx: Context) -> int:
         print("no process sessions" if ctx.args.all else "no running process sessions (--all shows finished ones)")
         return EXIT_OK
     from engine.processes.redact import maybe_redact
-    from engine.processes.session import SessionStatus
     from engine.text import human_duration
 
     redact = ctx.settings.processes.redact
     from engine.text import human_bytes
 
-    rows = [("ID", "NAME", "STATUS", "PID", "RUNTIME", "EXIT", "OUTPUT", "OWNER", "COMMAND")]
-    for s in sessions:
-        exit_text = "" if s.running else (s.signal or "") if s.exit_code is None else str(s.exit_code)
-        if s.status is SessionStatus.LOST:
-            exit_text = "?"
-        status = str(s.status)
+    rows = [("ID", "NAME", "STATUS", "PID", "RUNTIME", "OUTPUT", "OWNER", "COMMAND")]
+    for s in sessions:  # STATUS in the pane's words: running, exit 2, killed (SIGTERM), lost
+        status = s.status_text()
         if s.restart != "no":
             from engine.processes.restart import restart_summary
 
             status += f" ({restart_summary(s, now)})"
         stored = _stored_bytes(s)
-        rows.append((s.id, s.name or "-", status, str(s.pid), human_duration(s.runtime(now)), exit_text,
+        rows.append((s.id, s.name or "-", status, str(s.pid), human_duration(s.runtime(now)),
                      "-" if stored is None else human_bytes(stored), s.owner,
                      maybe_redact(" ".join(s.command.split()), redact)[:80]))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
