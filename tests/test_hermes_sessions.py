@@ -229,4 +229,4 @@ async def test_a_hermes_process_killed_outside_shows_lost_its_runtime_stopped_an
         assert pane.output.state.startswith("not running")
     table = cli(home, "ps", "--all")
     row = next(line for line in table.stdout.splitlines() if line.startswith(HERMES_ID))
-    assert row.split()[1:4] == ["lost", str(proc.pid), "?"]
+    assert row.split()[1:5] == ["-", "lost", str(proc.pid), "?"]

@@ -275,8 +275,8 @@ def test_ps_says_how_a_session_ended_in_the_pane_s_words(cli, home):
     sid = cli("run", "--bg", "--", "sh", "-c", "exit 2").stdout.strip()
     assert cli("proc", "wait", sid, "--timeout", "60").returncode == 0  # it ended
     table = cli("ps", "--all").stdout.splitlines()
-    assert table[0].split() == ["ID", "STATUS", "PID", "RUNTIME", "OWNER", "COMMAND"]
+    assert table[0].split() == ["ID", "NAME", "STATUS", "PID", "RUNTIME", "OUTPUT", "OWNER", "COMMAND"]
     row = next(line for line in table if line.startswith(sid))
     s = ProcessRegistry(home, Settings()).get(sid)
-    assert row.split()[1:3] == ["exit", "2"]
+    assert row.split()[1:4] == ["-", "exit", "2"]
     assert row_cells(s, None, 0.0, "")[1] == "exit 2"
