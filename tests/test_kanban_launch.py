@@ -1,0 +1,182 @@
+"""Crash-consistent launches: a dispatcher stopped at any step of a launch batch leaves
+runs ``launching`` with their launch token; the next tick finds each launch by its
+token and adopts its worker, releases a card whose worker never started (no failure
+counted), or holds a card it cannot tell about. Never a second worker beside a live one.
+
+The dispatcher that dies is a real process killing itself at the step
+(tests/support/launch_driver.py); workers are real sessions paced by gate files; the
+clock of the ticks after is moved past the crash grace relative to the real time of
+the claim."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from engine import identity
+from engine.kanban import transitions as tr
+from engine.kanban.models import NewTask
+from engine.kanban.registry_spawner import RegistrySpawner
+from engine.processes import session as sess
+from tests.support import wait_until
+from tests.support.commands import until
+from tests.support.kanban import FakeClock, dispatcher, kanban_settings
+
+GRACE = 60.0
+DRIVER = Path(__file__).resolve().parent / "support" / "launch_driver.py"
+
+
+def _driver(home, url, step: str, command: str, env=None) -> None:
+    proc = subprocess.run([sys.executable, str(DRIVER), str(home.root), url or "-", step, str(GRACE), command],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == -9, (proc.returncode, proc.stderr[-2000:])
+
+
+@pytest.fixture
+def launch_world(home, board_backend, open_test_board, tmp_path):
+    """(home, url, gate, open_after): ``open_after()`` opens the board on a clock past the
+    crash grace and a fresh spawner; every worker is released by the gate afterwards."""
+    gate = tmp_path / "gate"
+    opened = []
+
+    async def open_after(settings):
+        board = await open_test_board(FakeClock(time.time() + GRACE + 5), board_backend)
+        spawner = RegistrySpawner(home, settings)
+        opened.append(spawner)
+        return board, spawner, dispatcher(board, home, settings, spawner)
+
+    yield home, board_backend, gate, open_after
+    gate.touch()
+    for spawner in opened:
+        for s in spawner.registry.list(include_finished=False):
+            spawner.registry.wait(s.id, timeout=30)
+
+
+def _command(tmp_path: Path, gate: Path) -> str:
+    """Notes that the worker's command ran (one file per run), then waits for the gate."""
+    return f'touch "{tmp_path}/ran-$HERMES_KANBAN_RUN_ID"; {until(gate)} exit 0'
+
+
+def _settings(command: str):
+    return kanban_settings({"w": command}, max_in_progress=100, crash_grace_seconds=GRACE)
+
+
+async def _cards(home, url, open_test_board, n: int) -> list[str]:
+    board = await open_test_board(FakeClock(), url)
+    made = await tr.create_tasks(board, [NewTask(f"card {i}", assignee="w") for i in range(n)])
+    await board.close()
+    return [t.id for t in made]
+
+
+def _live_workers(spawner) -> Counter:
+    """Running worker sessions per card."""
+    return Counter(s.owner.removeprefix("kanban:") for s in spawner.registry.list(include_finished=False))
+
+
+async def test_a_launch_cut_short_after_its_spawn_is_adopted_not_called_crashed(launch_world, open_test_board,
+                                                                               tmp_path):
+    home, url, gate, open_after = launch_world
+    command = _command(tmp_path, gate)
+    cards = await _cards(home, url, open_test_board, 3)
+    _driver(home, url, "after_spawn", command)
+    board, spawner, disp = await open_after(_settings(command))
+    assert _live_workers(spawner) == Counter(cards)
+    assert [(await board.get_task(c)).worker_pid for c in cards] == [None] * 3  # none recorded
+    result = await disp.tick()
+    assert not result.crashed and not result.spawned  # (before: 3 crashed, 3 second workers)
+    assert sorted(result.launch_adopted) == sorted(cards)
+    for card in cards:
+        task = await board.get_task(card)
+        run = (await board.runs_of(card))[-1]
+        meta = json.loads((spawner.registry.session_dir(run.process_id) / sess.META_FILE).read_text())
+        assert (task.status, run.status) == ("running", "running")
+        assert (task.worker_pid, task.worker_started_at) == (meta["pid"], meta["fingerprint"])
+        assert identity.is_alive(task.worker_pid, task.worker_started_at)
+        events = [e for e in await board.events(card) if e.kind == "launch_adopted"]
+        assert len(events) == 1 and events[0].payload["pid"] == meta["pid"]
+    again = await disp.tick()
+    assert not (again.crashed or again.spawned or again.launch_adopted or again.reclaimed)
+    assert _live_workers(spawner) == Counter(cards)
+    assert [(await board.get_task(c)).consecutive_failures for c in cards] == [0, 0, 0]
+
+
+@pytest.mark.parametrize("step", ["before_spawn", "unrecorded", "ungated"])
+async def test_a_launch_cut_short_before_its_worker_ran_is_released_once_without_a_failure(
+        launch_world, open_test_board, tmp_path, step):
+    home, url, gate, open_after = launch_world
+    command = _command(tmp_path, gate)
+    [card] = await _cards(home, url, open_test_board, 1)
+    _driver(home, url, step, command)
+    board, spawner, disp = await open_after(_settings(command))
+    [first] = await board.runs_of(card)
+    if step == "ungated":
+        # Its spawner is gone: the wrapper reads the end of its gate, marks it and leaves.
+        folder = spawner.registry.session_dir(first.process_id)
+        wait_until(lambda: (folder / sess.NOT_STARTED_FILE).exists(), what="the wrapper's not_started mark")
+    result = await disp.tick()
+    assert not result.crashed  # (before: crashed, a failure counted)
+    assert result.launch_released == (card,)
+    assert [s.task_id for s in result.spawned] == [card]  # launched again, at once
+    runs = await board.runs_of(card)
+    assert [(r.status, r.outcome) for r in runs] == [("ended", "not_started"), ("running", None)]
+    task = await board.get_task(card)
+    assert (task.consecutive_failures, task.last_failure_error) == (0, None)
+    assert [e.kind for e in await board.events(card)].count("launch_released") == 1
+    again = await disp.tick()
+    assert not (again.launch_released or again.spawned or again.crashed)
+    assert _live_workers(spawner) == Counter([card])
+    # The first launch's command never ran, and never will: a late spawn cannot use its id.
+    wait_until(lambda: (tmp_path / f"ran-{runs[1].id}").exists(), what="the second worker's command")
+    assert not (tmp_path / f"ran-{first.id}").exists()
+    with pytest.raises(Exception, match="exists already"):
+        spawner.registry.spawn("true", session_id=first.process_id)
+
+
+@pytest.mark.parametrize("damage", ["unverified_fingerprint", "unreadable_meta"])
+async def test_a_launch_whose_worker_cannot_be_verified_is_held_and_nothing_spawned(
+        launch_world, open_test_board, tmp_path, damage):
+    home, url, gate, open_after = launch_world
+    command = _command(tmp_path, gate)
+    [card] = await _cards(home, url, open_test_board, 1)
+    _driver(home, url, "after_spawn", command)
+    board, spawner, disp = await open_after(_settings(command))
+    [run] = await board.runs_of(card)
+    meta_file = spawner.registry.session_dir(run.process_id) / sess.META_FILE
+    meta = json.loads(meta_file.read_text())
+    if damage == "unverified_fingerprint":  # a spawn that could not read its child's identity
+        meta_file.write_text(json.dumps({**meta, "fingerprint": identity.UNVERIFIED}))
+    else:
+        meta_file.write_text(json.dumps(meta)[:40])
+    for _ in range(2):
+        result = await disp.tick()
+        assert not (result.crashed or result.spawned or result.launch_adopted or result.launch_released)
+        assert result.launch_held == (card,)
+        assert any(w.startswith(f"{card}: its launch was never recorded") and "card held" in w
+                   for w in result.warnings)
+    task = await board.get_task(card)
+    [run] = await board.runs_of(card)
+    assert (task.status, run.status, task.worker_pid) == ("running", "launching", None)
+    assert [e.kind for e in await board.events(card)].count("launch_held") == 1
+    assert task.consecutive_failures == 0
+    assert identity.is_alive(meta["pid"], meta["fingerprint"])  # spared: nothing signalled it
+
+
+async def test_another_host_s_launching_run_is_not_resolved_here(launch_world, open_test_board, tmp_path):
+    import os
+
+    home, url, gate, open_after = launch_world
+    command = _command(tmp_path, gate)
+    [card] = await _cards(home, url, open_test_board, 1)
+    _driver(home, url, "before_spawn", command, env={**os.environ, "HERMES_KANBAN_HOST_ID": "elsewhere"})
+    board, spawner, disp = await open_after(_settings(command))
+    result = await disp.tick()
+    assert not (result.launch_released or result.launch_adopted or result.launch_held or result.spawned)
+    [run] = await board.runs_of(card)
+    assert run.status == "launching"
+    assert not spawner.registry.session_dir(run.process_id).exists()  # not even fenced from here
