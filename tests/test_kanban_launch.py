@@ -11,6 +11,8 @@ the claim."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -26,7 +28,7 @@ from engine.kanban.registry_spawner import RegistrySpawner
 from engine.processes import session as sess
 from tests.support import wait_until
 from tests.support.commands import until
-from tests.support.kanban import FakeClock, dispatcher, kanban_settings
+from tests.support.kanban import FakeClock, cli_argv, dispatcher, kanban_settings
 
 GRACE = 60.0
 DRIVER = Path(__file__).resolve().parent / "support" / "launch_driver.py"
@@ -168,8 +170,6 @@ async def test_a_launch_whose_worker_cannot_be_verified_is_held_and_nothing_spaw
 
 
 async def test_another_host_s_launching_run_is_not_resolved_here(launch_world, open_test_board, tmp_path):
-    import os
-
     home, url, gate, open_after = launch_world
     command = _command(tmp_path, gate)
     [card] = await _cards(home, url, open_test_board, 1)
@@ -180,3 +180,84 @@ async def test_another_host_s_launching_run_is_not_resolved_here(launch_world, o
     [run] = await board.runs_of(card)
     assert run.status == "launching"
     assert not spawner.registry.session_dir(run.process_id).exists()  # not even fenced from here
+
+
+# -- a real dispatcher (kanban dispatch / kanban daemon) signalled by its first worker ------
+
+CARDS = 20
+SIGNALS = {"INT": signal.SIGINT, "TERM": signal.SIGTERM, "HUP": signal.SIGHUP, "KILL": signal.SIGKILL}
+# What each dispatcher does once the signal takes effect (after its batch is recorded).
+EXITS = {"dispatch": {"INT": 130, "TERM": -signal.SIGTERM, "HUP": -signal.SIGHUP, "KILL": -signal.SIGKILL},
+         "daemon": {"INT": 0, "TERM": 0, "HUP": -signal.SIGHUP, "KILL": -signal.SIGKILL}}
+
+
+def _signalling_command(tmp_path: Path, gate: Path, sig: str) -> str:
+    """The first worker to start signals the process that spawned it (its session's
+    ``spawner_pid``: the dispatcher) while the batch's other launches go on."""
+    meta = '"$HERMES_HOME/processes/$HERMES_PROCESS_ID/meta.json"'
+    spawner = f"$(sed -n 's/.*\"spawner_pid\": \\([0-9]*\\).*/\\1/p' {meta})"
+    return (f'if mkdir "{tmp_path}/first" 2>/dev/null; then kill -{sig} "{spawner}"; fi; '
+            + _command(tmp_path, gate))
+
+
+def _write_config(home, command: str, **kanban) -> None:
+    lines = ["kanban:", f"  max_in_progress: {CARDS}", f"  crash_grace_seconds: {GRACE:g}"]
+    lines += [f"  {key}: {value}" for key, value in kanban.items()]
+    lines += ["  profiles:", "    w:", f"      command: {json.dumps(command)}"]
+    home.config_file.write_text("\n".join(lines) + "\n")
+
+
+async def _after_the_dispatcher(home, url, open_after, cards, command, recorded_by_it: bool) -> None:
+    """Ticks after the crash grace: one live worker per card, each the one its run
+    records, nothing called crashed, no failure counted; the runs say what happened."""
+    board, spawner, disp = await open_after(_settings(command))
+    if recorded_by_it:  # the signal waited for the batch: every launch was recorded by its dispatcher
+        for card in cards:
+            [run] = await board.runs_of(card)
+            assert (run.status, run.outcome) == ("running", None) and run.worker_pid, (card, run)
+    for _ in range(2):
+        result = await disp.tick()
+        assert not (result.crashed or result.reclaimed or result.launch_held), result
+    live = _live_workers(spawner)
+    assert live == Counter(cards), f"cards with other than one live worker: {live - Counter(cards)}"
+    by_session = {s.id: s for s in spawner.registry.list(include_finished=False)}
+    for card in cards:
+        task = await board.get_task(card)
+        runs = await board.runs_of(card)
+        assert task.consecutive_failures == 0
+        assert [r.outcome for r in runs[:-1]] == ["not_started"] * (len(runs) - 1)  # released, never run
+        current = runs[-1]
+        assert (current.status, current.id) == ("running", task.current_run_id)
+        session = by_session[current.process_id]
+        assert (current.worker_pid, current.worker_started_at) == (session.pid, session.fingerprint)
+        # Each run says what happened to it: recorded by its dispatcher (spawned), found
+        # again (launch_adopted), or released as never started (launch_released).
+        said = {r.id: [e.kind for e in await board.events(card) if e.run_id == r.id] for r in runs}
+        for run in runs:
+            assert ("launch_released" in said[run.id]) == (run.outcome == "not_started"), said
+            assert ("spawned" in said[run.id]) + ("launch_adopted" in said[run.id]) == \
+                (run.outcome != "not_started"), said
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", list(SIGNALS))
+@pytest.mark.parametrize("verb", ["dispatch", "daemon"])
+async def test_a_dispatcher_signalled_during_a_20_card_launch_leaves_one_worker_per_card(
+        launch_world, open_test_board, tmp_path, verb, sig):
+    home, url, gate, open_after = launch_world
+    command = _signalling_command(tmp_path, gate, sig)
+    _write_config(home, command)
+    cards = await _cards(home, url, open_test_board, CARDS)
+    env = {**os.environ, **({"HERMES_KANBAN_DATABASE_URL": url} if url else {})}
+    argv = cli_argv(home, verb, *(["--interval", "0.2"] if verb == "daemon" else []))
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        _out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert (tmp_path / "first").is_dir()
+    assert proc.returncode == EXITS[verb][sig], err[-2000:]
+    assert "Traceback" not in err
+    await _after_the_dispatcher(home, url, open_after, cards, command, recorded_by_it=sig != "KILL")
