@@ -47,8 +47,8 @@ def launch_world(home, board_backend, open_test_board, tmp_path):
     gate = tmp_path / "gate"
     opened = []
 
-    async def open_after(settings):
-        board = await open_test_board(FakeClock(time.time() + GRACE + 5), board_backend)
+    async def open_after(settings, clock=None):
+        board = await open_test_board(clock or FakeClock(time.time() + GRACE + 5), board_backend)
         spawner = RegistrySpawner(home, settings)
         opened.append(spawner)
         return board, spawner, dispatcher(board, home, settings, spawner)
@@ -121,6 +121,8 @@ async def test_a_launch_cut_short_before_its_worker_ran_is_released_once_without
         # Its spawner is gone: the wrapper reads the end of its gate, marks it and leaves.
         folder = spawner.registry.session_dir(first.process_id)
         wait_until(lambda: (folder / sess.NOT_STARTED_FILE).exists(), what="the wrapper's not_started mark")
+        # Had it been adopted while still at its gate, its exit would say the same.
+        assert spawner.exit_of(first.process_id, None).started is False
     result = await disp.tick()
     assert not result.crashed  # (before: crashed, a failure counted)
     assert result.launch_released == (card,)
@@ -147,7 +149,8 @@ async def test_a_launch_whose_worker_cannot_be_verified_is_held_and_nothing_spaw
     command = _command(tmp_path, gate)
     [card] = await _cards(home, url, open_test_board, 1)
     _driver(home, url, "after_spawn", command)
-    board, spawner, disp = await open_after(_settings(command))
+    clock = FakeClock(time.time() + GRACE + 5)
+    board, spawner, disp = await open_after(_settings(command), clock)
     [run] = await board.runs_of(card)
     meta_file = spawner.registry.session_dir(run.process_id) / sess.META_FILE
     meta = json.loads(meta_file.read_text())
@@ -155,10 +158,12 @@ async def test_a_launch_whose_worker_cannot_be_verified_is_held_and_nothing_spaw
         meta_file.write_text(json.dumps({**meta, "fingerprint": identity.UNVERIFIED}))
     else:
         meta_file.write_text(json.dumps(meta)[:40])
-    for _ in range(2):
+    for _ in range(3):
         result = await disp.tick()
         assert not (result.crashed or result.spawned or result.launch_adopted or result.launch_released)
+        assert not result.reclaimed  # its claim is kept fresh while it is held
         assert result.launch_held == (card,)
+        clock.advance(_settings(command).kanban.claim_ttl_seconds + 1)
         assert any(w.startswith(f"{card}: its launch was never recorded") and "card held" in w
                    for w in result.warnings)
     task = await board.get_task(card)
