@@ -266,3 +266,64 @@ async def test_a_dispatcher_signalled_during_a_20_card_launch_leaves_one_worker_
     assert proc.returncode == EXITS[verb][sig], err[-2000:]
     assert "Traceback" not in err
     await _after_the_dispatcher(home, url, open_after, cards, command, recorded_by_it=sig != "KILL")
+
+
+# -- the app as the dispatcher: SIGHUP, or its terminal closed, during a 20-card launch -----
+
+
+def _drain(master: int, until_gone: subprocess.Popen, screen: bytearray) -> None:
+    """Keep reading the app's terminal (so it never blocks on a full pty) until it exits."""
+    import select
+
+    deadline = time.monotonic() + 120
+    while until_gone.poll() is None:
+        assert time.monotonic() < deadline, "the app never exited"
+        if select.select([master], [], [], 0.05)[0]:
+            try:
+                screen.extend(os.read(master, 65536))
+            except OSError:
+                return
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["SIGHUP", "terminal closed"])
+async def test_the_app_stopped_during_a_20_card_launch_records_it_first(launch_world, open_test_board, tmp_path,
+                                                                        how):
+    import fcntl
+    import struct
+    import termios
+
+    home, url, gate, open_after = launch_world
+    command = (_signalling_command(tmp_path, gate, "HUP") if how == "SIGHUP"
+               else f'mkdir "{tmp_path}/first" 2>/dev/null; ' + _command(tmp_path, gate))
+    _write_config(home, command, dispatch="true", dispatch_interval_seconds="0.5")
+    cards = await _cards(home, url, open_test_board, CARDS)
+    master, slave = os.openpty()
+    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 36, 120, 0, 0))
+    env = {**os.environ, "TERM": "xterm-256color", **({"HERMES_KANBAN_DATABASE_URL": url} if url else {})}
+    proc = subprocess.Popen([sys.executable, "-m", "hermes_tui", "--home", str(home.root)], stdin=slave,
+                            stdout=slave, stderr=slave, env=env, start_new_session=True)
+    os.close(slave)
+    screen = bytearray()
+    try:
+        if how == "terminal closed":  # the moment its first worker runs, the app's terminal goes away
+            import select
+
+            deadline = time.monotonic() + 120
+            while not (tmp_path / "first").is_dir():
+                assert time.monotonic() < deadline and proc.poll() is None, bytes(screen[-2000:])
+                if select.select([master], [], [], 0.01)[0]:
+                    screen.extend(os.read(master, 65536))
+            os.close(master)
+            master = None
+            proc.wait(timeout=120)
+        else:
+            _drain(master, proc, screen)
+    finally:
+        if master is not None:
+            os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGHUP
+    await _after_the_dispatcher(home, url, open_after, cards, command, recorded_by_it=True)
