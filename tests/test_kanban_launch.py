@@ -327,3 +327,42 @@ async def test_the_app_stopped_during_a_20_card_launch_records_it_first(launch_w
             proc.wait()
     assert proc.returncode == 128 + signal.SIGHUP
     await _after_the_dispatcher(home, url, open_after, cards, command, recorded_by_it=True)
+
+
+@pytest.mark.parametrize("verb", ["reclaim", "archive"])
+async def test_a_card_taken_by_a_person_while_its_worker_launches_has_that_worker_stopped_at_once(
+        launch_world, open_test_board, tmp_path, verb):
+    """``kanban reclaim`` (or ``archive``) run by a person between the claim and the record:
+    it had no pid to stop; the record finds the run taken and stops the worker then, so
+    the card's next worker never runs beside it (before: it ran on until the
+    terminal-worker reaper's grace)."""
+    home, url, gate, open_after = launch_world
+    command = _command(tmp_path, gate)
+    [card] = await _cards(home, url, open_test_board, 1)
+    env = {**os.environ, **({"HERMES_KANBAN_DATABASE_URL": url} if url else {})}
+
+    class PersonActsMidLaunch(RegistrySpawner):
+        def launch(self, launch):
+            worker = super().launch(launch)
+            done = subprocess.run(cli_argv(home, verb, launch.task_id), capture_output=True, text=True, env=env,
+                                  timeout=120)
+            assert done.returncode == 0, done.stderr
+            return worker
+
+    board = await open_test_board(FakeClock(), url)
+    settings = _settings(command)
+    spawner = PersonActsMidLaunch(home, settings)
+    result = await dispatcher(board, home, settings, spawner).tick()
+    [spawned] = result.spawned
+    [run] = await board.runs_of(card)
+    assert run.outcome == ("reclaimed" if verb == "reclaim" else "archived")
+    assert not identity.is_alive(spawned.pid, run.worker_started_at)  # stopped by this tick
+    assert result.reaped_terminal_workers == (card,)
+    assert "terminal_worker_reaped" in [e.kind for e in await board.events(card)]
+    if verb == "reclaim":
+        plain = RegistrySpawner(home, settings)
+        again = await dispatcher(board, home, settings, plain).tick()
+        assert [s.task_id for s in again.spawned] == [card]
+        assert _live_workers(plain) == Counter([card])
+        gate.touch()
+        plain.registry.wait(again.spawned[0].process_id, timeout=30)

@@ -107,6 +107,8 @@ LIVE_SQL = (f"SELECT EXISTS (SELECT 1 FROM tasks WHERE status = '{RUNNING}') OR 
             "WHERE ended_at IS NOT NULL AND worker_pid IS NOT NULL)")
 # A run's status from its claim until its worker is recorded.
 LAUNCHING = "launching"
+# Outcomes a worker gives its own run (its worker then ends by itself).
+WORKERS_OWN_ENDS = (RunOutcome.COMPLETED, RunOutcome.BLOCKED, RunOutcome.REVIEW)
 # Running cards whose run is still launching (the claim wrote it; no worker recorded).
 LAUNCHING_SQL = ("SELECT r.id, r.task_id, r.process_id, r.claim_lock, t.claim_expires FROM tasks t "
                  f"JOIN task_runs r ON r.id = t.current_run_id WHERE t.status = '{RUNNING}' "
@@ -862,6 +864,21 @@ class Dispatcher:
         return self.spawner.launch(WorkerLaunch(c.task_id, c.run_id, c.profile.name, c.profile.command, env,
                                                 cwd, self._log_of(c.task_id), c.token))
 
+    async def _stop_taken_launch(self, run_id: int, task_id: str, outcome: str, pid, fp, lock,
+                                 tally: _Tally) -> None:
+        """A run taken while its worker was being launched (no pid to signal then): the
+        worker that did start is stopped now, before anything can start another."""
+        stop = await asyncio.to_thread(stop_worker, pid, fp, lock, self.grace)
+        if not stop.stopped:
+            tally.warnings.append(f"{task_id}: the worker pid {pid} of run {run_id}, taken while it launched, "
+                                  f"is still running ({stop.refused or 'it survived SIGKILL'}); will retry")
+        if stop.attempted:
+            async with self.board.transaction() as conn:
+                await add_event(conn, task_id, "terminal_worker_reaped", {
+                    "pid": pid, "worker_started_at": fp, "reason": f"its run ended ({outcome}) while it launched",
+                    **stop.to_json()}, self.board.now(), run_id)
+            tally.reaped.append(task_id)
+
     async def _record_launches(self, results: list[tuple[_Claimed, LaunchedWorker | Exception]],
                                tally: _Tally) -> None:
         now = self.board.now()
@@ -873,10 +890,12 @@ class Dispatcher:
             else:
                 ok.append((c, launched, launched.fingerprint or identity.UNVERIFIED))
         if ok:
-            async def record(conn) -> None:
-                # launching -> running. A run that ended meanwhile (a very fast worker's own
-                # call, or a recovery that released it) keeps the evidence all the same:
-                # the terminal-worker reaper then stops what still runs of it.
+            async def record(conn) -> list[tuple]:
+                # launching -> running. A run that ended meanwhile keeps the evidence all
+                # the same: a very fast worker's own call (the terminal-worker reaper then
+                # stops what still runs of it after its grace), or a run taken from the
+                # launch (a person's reclaim or archive, a recovery that released it):
+                # its worker is stopped at once, below.
                 await conn.executemany(
                     f"UPDATE task_runs SET status = CASE WHEN status = '{LAUNCHING}' THEN '{RUNNING}' ELSE status END, "
                     "worker_pid = ?, worker_started_at = ?, process_id = ?, output_path = ? "
@@ -890,9 +909,16 @@ class Dispatcher:
                 await add_events(conn, [(c.task_id, c.run_id, "spawned", {
                     "pid": w.pid, "worker_started_at": fp, "process_id": w.process_id, "profile": c.profile.name})
                     for c, w, fp in ok], now)
+                ids = [c.run_id for c, _w, _fp in ok]
+                return await conn.execute_fetchall(
+                    "SELECT id, task_id, outcome, worker_pid, worker_started_at, claim_lock FROM task_runs "
+                    f"WHERE id IN ({','.join('?' * len(ids))}) AND ended_at IS NOT NULL "
+                    "AND outcome NOT IN (?, ?, ?)", (*ids, *WORKERS_OWN_ENDS))
 
-            await self.board.atomic(record)
+            taken = await self.board.atomic(record)
             tally.spawned.extend(SpawnedCard(c.task_id, c.profile.name, w.pid, w.process_id) for c, w, _fp in ok)
+            for run_id, task_id, outcome, pid, fp, lock in taken:
+                await self._stop_taken_launch(run_id, task_id, outcome, pid, fp, lock, tally)
         for c, error in failed:
             task = await self.board.get_task(c.task_id)
             if task.current_run_id != c.run_id:
