@@ -366,3 +366,19 @@ async def test_a_card_taken_by_a_person_while_its_worker_launches_has_that_worke
         assert _live_workers(plain) == Counter([card])
         gate.touch()
         plain.registry.wait(again.spawned[0].process_id, timeout=30)
+
+
+async def test_a_released_launch_neither_counts_nor_breaks_a_protocol_violation_streak(home, open_test_board,
+                                                                                     board_backend):
+    from engine.kanban import breaker
+
+    board = await open_test_board(FakeClock(), board_backend)
+    [card] = await tr.create_tasks(board, [NewTask("streaky", assignee="w")])
+
+    async def runs(conn):
+        for outcome in ("protocol_violation", "not_started", "rate_limited", "protocol_violation", "not_started"):
+            await conn.execute("INSERT INTO task_runs (task_id, profile, status, started_at, ended_at, outcome) "
+                               "VALUES (?, 'w', 'ended', 1, 2, ?)", (card.id, outcome))
+        return await breaker.protocol_violation_streak(conn, card.id)
+
+    assert await board.atomic(runs) == 2
