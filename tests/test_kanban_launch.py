@@ -26,7 +26,7 @@ from engine.kanban import transitions as tr
 from engine.kanban.models import NewTask
 from engine.kanban.registry_spawner import RegistrySpawner
 from engine.processes import session as sess
-from tests.support import wait_until
+from tests.support import wait_until, wait_until_async
 from tests.support.commands import until
 from tests.support.kanban import FakeClock, cli_argv, dispatcher, kanban_settings
 
@@ -212,6 +212,23 @@ def _write_config(home, command: str, **kanban) -> None:
     home.config_file.write_text("\n".join(lines) + "\n")
 
 
+def _holders_of_the_dispatch_lock(home) -> dict[int, str]:
+    from engine.kanban.dispatcher import lock_path_for
+
+    wanted = str(lock_path_for(home.kanban_db))
+    found = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{name}/fd")
+            if any(os.readlink(f"/proc/{name}/fd/{fd}") == wanted for fd in fds):
+                found[int(name)] = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:300]
+        except OSError:
+            continue
+    return found
+
+
 async def _after_the_dispatcher(home, url, open_after, cards, command, recorded_by_it: bool) -> None:
     """Ticks after the crash grace: one live worker per card, each the one its run
     records, nothing called crashed, no failure counted; the runs say what happened."""
@@ -220,11 +237,23 @@ async def _after_the_dispatcher(home, url, open_after, cards, command, recorded_
         for card in cards:
             [run] = await board.runs_of(card)
             assert (run.status, run.outcome) == ("running", None) and run.worker_pid, (card, run)
-    for _ in range(2):
+    async def unlocked_tick():
         result = await disp.tick()
+        return None if result.skipped_locked else result
+
+    for _ in range(2):
+        # A child the killed dispatcher was forking may hold its lock's descriptor until
+        # it execs (its spawn folder has no record yet): that passes within moments.
+        result = await wait_until_async(unlocked_tick, what=lambda: "the dispatch lock free (held by "
+                                        f"{_holders_of_the_dispatch_lock(home)})")
         assert not (result.crashed or result.reclaimed or result.launch_held), result
     live = _live_workers(spawner)
-    assert live == Counter(cards), f"cards with other than one live worker: {live - Counter(cards)}"
+    if live != Counter(cards):  # say what the board and the sessions say of each card that differs
+        odd = [c for c in cards if live[c] != 1]
+        seen = {c: ((await board.get_task(c)).status, [(r.status, r.outcome, r.process_id, r.worker_pid)
+                                                        for r in await board.runs_of(c)]) for c in odd}
+        sessions = {s.id: (s.owner, s.status, s.exit_code) for s in spawner.registry.list()}
+        raise AssertionError(f"cards with other than one live worker: {seen}; sessions: {sessions}")
     by_session = {s.id: s for s in spawner.registry.list(include_finished=False)}
     for card in cards:
         task = await board.get_task(card)
@@ -235,13 +264,14 @@ async def _after_the_dispatcher(home, url, open_after, cards, command, recorded_
         assert (current.status, current.id) == ("running", task.current_run_id)
         session = by_session[current.process_id]
         assert (current.worker_pid, current.worker_started_at) == (session.pid, session.fingerprint)
-        # Each run says what happened to it: recorded by its dispatcher (spawned), found
-        # again (launch_adopted), or released as never started (launch_released).
+        # Each run says what happened to it: recorded by its dispatcher (spawned) or found
+        # again (launch_adopted), or released as never started (launch_released; also a
+        # recorded one whose wrapper then ended at its gate).
         said = {r.id: [e.kind for e in await board.events(card) if e.run_id == r.id] for r in runs}
         for run in runs:
+            recorded = ("spawned" in said[run.id]) + ("launch_adopted" in said[run.id])
             assert ("launch_released" in said[run.id]) == (run.outcome == "not_started"), said
-            assert ("spawned" in said[run.id]) + ("launch_adopted" in said[run.id]) == \
-                (run.outcome != "not_started"), said
+            assert recorded == 1 or (recorded == 0 and run.outcome == "not_started"), said
 
 
 @pytest.mark.slow

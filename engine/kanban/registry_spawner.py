@@ -11,9 +11,40 @@ So a launch the dispatcher could not record (it was stopped) is found again by i
 
 from __future__ import annotations
 
+import os
+
 from engine.config import Settings
 from engine.home import HomeLayout
 from engine.kanban.workers import LaunchedWorker, LaunchLookup, LaunchState, WorkerExit, WorkerLaunch
+
+# A wrapper found at its gate moves on within moments (its spawner is gone: it reads the
+# end of the pipe and leaves; or it read "go" and is about to run the command): how long
+# a lookup waits to see which, before it holds the card and looks again next tick.
+GATE_SETTLE_SECONDS = 2.0
+
+
+def _past_gate(d, pid: int, fp: str) -> bool:
+    """The wrapper ``pid`` has passed its gate (its stdin is no longer the spawner's
+    pipe), or ended (False only while it may still be waiting there: then True once it
+    moves on, or False after GATE_SETTLE_SECONDS or once it has ended at the gate)."""
+    import time
+
+    from engine import identity
+    from engine.processes import session as sess
+
+    deadline = time.monotonic() + GATE_SETTLE_SECONDS
+    while True:
+        try:
+            at_gate = os.readlink(f"/proc/{pid}/fd/0").startswith("pipe:")
+        except OSError:
+            at_gate = False  # gone (looked at below), or unreadable: not known to be at its gate
+        if not identity.is_alive(pid, fp):
+            return not (d / sess.NOT_STARTED_FILE).exists()
+        if not at_gate:
+            return True
+        if (d / sess.NOT_STARTED_FILE).exists() or time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
 
 
 class RegistrySpawner:
@@ -61,8 +92,16 @@ class RegistrySpawner:
         if (d / sess.NOT_STARTED_FILE).exists():
             return LaunchLookup(LaunchState.NOT_STARTED, f"session {token} ended at its gate: its command never ran")
         pid, fp = meta["pid"], str(meta.get("fingerprint") or identity.UNVERIFIED)
-        if identity.liveness(pid, fp) is identity.Liveness.UNVERIFIED_ALIVE:
+        state = identity.liveness(pid, fp)
+        if state is identity.Liveness.UNVERIFIED_ALIVE:
             return LaunchLookup(LaunchState.UNCERTAIN, f"session {token} (pid {pid}) has no verified identity")
+        if state is identity.Liveness.ALIVE and not _past_gate(d, pid, fp):
+            if (d / sess.NOT_STARTED_FILE).exists():
+                return LaunchLookup(LaunchState.NOT_STARTED,
+                                    f"session {token} ended at its gate: its command never ran")
+            if identity.is_alive(pid, fp):
+                return LaunchLookup(LaunchState.UNCERTAIN, f"session {token}'s wrapper (pid {pid}) is still "
+                                    "at its gate; looked at again next tick")
         # Alive (verified), or gone: either way it was ours and may have run; recorded
         # now, the usual phases look after it (a gone worker is judged by its exit).
         return LaunchLookup(LaunchState.STARTED, f"session {token} found",
