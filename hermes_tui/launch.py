@@ -135,7 +135,10 @@ def _run_app(ctx: Context, home, *, demo: bool) -> int:
 
         threading.Thread(target=watchdog, name="hermes-shutdown-watchdog", daemon=True).start()
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in _ENDING_SIGNALS}
+    from engine.kanban.launch_guard import deferring
+
+    # A launch batch of the app's dispatcher in flight is recorded first (docs/kanban.md).
+    previous = {sig: signal.signal(sig, deferring(on_signal)) for sig in _ENDING_SIGNALS}
     stop_watching = _watch_for_hangup()
     try:
         app.run()

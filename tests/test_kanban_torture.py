@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -307,6 +308,79 @@ def test_kill_9_of_a_dispatcher_mid_ticks_loses_no_committed_write(home, tmp_pat
         assert set(_statuses(db)) == set(ids)
     finally:
         if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+        _kill_workers(home)
+
+
+INTERRUPTED_CARDS = 150
+INTERRUPTION_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_dispatchers_interrupted_at_random_points_never_run_two_workers_for_a_card(home, tmp_path):
+    """Daemons started one after another, each stopped by INT, TERM or KILL the moment a
+    random number of further claims has been made (so, often in the middle of a launch
+    batch), until every card is done. Each worker holds its card's flock for its whole
+    life: a second live worker of a card finds it taken and says so. Zero such doubles,
+    no crash, no failure; a card's only extra runs are launches released as never
+    started."""
+    import random
+
+    from engine.kanban.models import NewTask
+    from engine.kanban.service import BoardService
+
+    locks, doubles = tmp_path / "locks", tmp_path / "doubles"
+    locks.mkdir()
+    worker = (f'flock -n "{locks}/$HERMES_KANBAN_TASK" -c "sleep 0.2" || '
+              f'echo "$HERMES_KANBAN_TASK $HERMES_KANBAN_RUN_ID" >> "{doubles}"; exit 0')
+    home.config_file.write_text("kanban:\n  max_in_progress: 10\n  crash_grace_seconds: 1\n  profiles:\n"
+                                f"    fast:\n      command: {json.dumps(worker)}\n      complete_on_exit: true\n")
+    settings = load_config(home.config_file)
+
+    async def seed() -> list[str]:
+        async with await BoardService.open(home, settings) as board:
+            return [t.id for t in await board.create_many(
+                [NewTask(f"card {i}", assignee="fast") for i in range(INTERRUPTED_CARDS)])]
+
+    ids = asyncio.run(seed())
+    db = home.kanban_db
+    seed_value = random.randrange(1 << 30)
+    rng = random.Random(seed_value)
+
+    def claims() -> int:
+        return _rows(db, "SELECT count(*) FROM task_events WHERE kind = 'claimed'")[0][0]
+
+    def all_done() -> bool:  # or nothing left to dispatch (a card blocked: then the checks below say why)
+        return not {"ready", "running", "todo"} & set(_statuses(db).values())
+
+    interruptions: Counter = Counter()
+    daemon = None
+    try:
+        while not all_done():
+            target = claims() + rng.randint(1, 12)
+            sig = rng.choice(INTERRUPTION_SIGNALS)
+            daemon = subprocess.Popen(cli_argv(home, "daemon", "--interval", "0.05"), stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE, start_new_session=True)
+            wait_until(lambda d=daemon, n=target: claims() >= n or all_done() or d.poll() is not None,
+                       WAIT_SECONDS, f"{target} claims (seed {seed_value})")
+            daemon.send_signal(sig)
+            _, err = daemon.communicate(timeout=WAIT_SECONDS)
+            assert daemon.returncode == (-signal.SIGKILL if sig == signal.SIGKILL else 0), err.decode()
+            interruptions[signal.Signals(sig).name] += 1
+            assert len(interruptions) < 400, "the cards never got done"
+        runs = _rows(db, "SELECT task_id, outcome FROM task_runs ORDER BY id")
+        assert not doubles.exists(), f"two live workers of one card (seed {seed_value}): {doubles.read_text()}"
+        assert _rows(db, "SELECT count(*) FROM task_events WHERE kind IN ('crashed', 'gave_up')")[0][0] == 0
+        assert {o for _t, o in runs} <= {"completed", "not_started"}, Counter(o for _t, o in runs)
+        assert Counter(t for t, o in runs if o == "completed") == Counter(ids)  # each card done once
+        assert _rows(db, "SELECT count(*) FROM tasks WHERE consecutive_failures > 0")[0][0] == 0
+        assert integrity(db) == "ok"
+        assert len(runs) >= INTERRUPTED_CARDS and sum(interruptions.values()) >= 5, interruptions
+        resolved = Counter(k for (k,) in _rows(db, "SELECT kind FROM task_events WHERE kind LIKE 'launch_%'"))
+        print(f"seed {seed_value}: {len(runs)} launches, interruptions {dict(interruptions)}, {dict(resolved)}")
+    finally:
+        if daemon is not None and daemon.poll() is None:
             daemon.kill()
             daemon.wait()
         _kill_workers(home)

@@ -27,6 +27,9 @@ def test_exit_classification():
     lost = classify_exit(5, None, True)  # no record: never invented, never "completed"
     assert (lost.outcome, lost.error) == ("crashed", "pid 5 not alive (no exit recorded)")
     assert lost.outcome is RunOutcome.CRASHED  # an enum, stored and printed as its old text
+    # Ended at its gate (the wrapper's not_started mark): not a failure, whatever its code.
+    never = classify_exit(5, WorkerExit(code=125, started=False), False)
+    assert (never.outcome, never.counts_as_failure) == ("not_started", False)
 
 
 def test_run_outcomes_keep_the_values_the_board_stores():
@@ -34,7 +37,8 @@ def test_run_outcomes_keep_the_values_the_board_stores():
         "COMPLETED": "completed", "BLOCKED": "blocked", "REVIEW": "review", "CRASHED": "crashed",
         "PROTOCOL_VIOLATION": "protocol_violation", "RATE_LIMITED": "rate_limited", "TIMED_OUT": "timed_out",
         "RECLAIMED": "reclaimed", "SPAWN_FAILED": "spawn_failed", "ARCHIVED": "archived", "HOST_LOST": "host_lost",
-        "KILLED": "killed"}
+        "KILLED": "killed",
+        "NOT_STARTED": "not_started"}
 
 
 def test_copy_by_offset_rotates_and_restarts_after_a_shrink(tmp_path):

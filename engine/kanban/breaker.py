@@ -1,7 +1,8 @@
 """The failure breaker: how many failed attempts a card gets before it is blocked.
 
 A card's own ``max_retries`` wins over ``kanban.failure_limit``. Crashes, timeouts,
-stale-claim reclaims and failed spawns count; rate-limit exits do not. Protocol
+stale-claim reclaims and failed spawns count; rate-limit exits and launches released
+as never started (``not_started``) do not. Protocol
 violations (exit 0 without a board call) have their own budget, a streak of 3, so a
 worker that "forgets" to report is stopped without eating the crash budget. At the
 limit the card goes to ``blocked`` with a ``gave_up`` event saying why.
@@ -40,14 +41,14 @@ def count_failure(task: Task, failure_limit: int) -> FailureVerdict:
 
 
 async def protocol_violation_streak(conn: Conn, task_id: str) -> int:
-    """Consecutive protocol-violation runs, newest first (rate-limited runs are neutral)."""
+    """Consecutive protocol-violation runs, newest first (rate-limited and not-started runs are neutral)."""
     rows = await conn.execute_fetchall(
         "SELECT outcome FROM task_runs WHERE task_id = ? AND ended_at IS NOT NULL ORDER BY id DESC LIMIT 50",
         (task_id,),
     )
     streak = 0
     for (outcome,) in rows:
-        if outcome == RunOutcome.RATE_LIMITED:
+        if outcome in (RunOutcome.RATE_LIMITED, RunOutcome.NOT_STARTED):
             continue
         if outcome != RunOutcome.PROTOCOL_VIOLATION:
             break

@@ -5,6 +5,10 @@ One tick, in this order (each phase sees what the previous one changed):
 0. copy new worker output into the card logs (by byte offset);
 0b. on a shared board: renew this host's lease, and reclaim the running cards of hosts
    whose lease ran out (``host_lost``, counted as a failure, nothing signalled);
+0c. launches a stopped dispatcher of this host left unrecorded (runs still
+   ``launching``): each is looked up by its launch token and adopted (its worker is
+   recorded), released (proven never started: the card is ready again, no failure) or
+   held (cannot be told: nothing is spawned beside it);
 1. reap terminal workers (a closed run whose verified worker still lives after the grace;
    at once when the run was taken from this host as ``host_lost``);
 2. claims: renew this host's live workers' claims before they expire; an expired claim
@@ -18,6 +22,12 @@ One tick, in this order (each phase sees what the previous one changed):
    TERM, grace, KILL) and logged, then the closed run's evidence is dropped;
 5. promote todo cards whose parents are all finished;
 6. spawn ready cards by priority, within the caps, each held-back card with a reason.
+   A launch is durable before any process exists: the claim's transaction writes each
+   run as ``launching`` with its launch token (the worker's session id, chosen here);
+   then the workers start; then their pid and fingerprint are recorded (``running``).
+   From the claim to that record the batch is one unit: the tick is not cancelled
+   halfway (a cancellation waits for the record) and ending signals wait for it too
+   (engine.kanban.launch_guard).
 
 The whole tick holds the board's dispatch lock (:meth:`Board.dispatch_guard`: a
 non-blocking ``flock`` on ``<db>.dispatch.lock``; on PostgreSQL an advisory lock per
@@ -47,7 +57,7 @@ from engine import identity
 from engine.config import ProfileSettings, Settings
 from engine.home import HomeLayout
 from engine.identity import RUNS, Liveness, liveness
-from engine.kanban import breaker
+from engine.kanban import breaker, launch_guard
 from engine.kanban.models import (
     BLOCKED,
     DONE,
@@ -65,6 +75,7 @@ from engine.kanban.transitions import CLEAR_WORKER, close_run
 from engine.kanban.workers import (
     RUN_HEADER_PREFIX,
     LaunchedWorker,
+    LaunchState,
     Spawner,
     WorkerLaunch,
     append_log_line,
@@ -73,6 +84,7 @@ from engine.kanban.workers import (
     claim_lock_here,
     classify_exit,
     copy_new_output,
+    find_launch,
     group_leftovers,
     host_lock_sql,
     hostname,
@@ -84,6 +96,7 @@ from engine.kanban.workers import (
     with_last_words,
     worker_env,
 )
+from engine.processes.registry import new_session_id
 
 HEARTBEAT_STALE_SECONDS = 3600.0
 RECLAIM_DEFER_SECONDS = 120.0
@@ -97,6 +110,14 @@ T_COLS = ", ".join("t." + c.strip() for c in TASK_COLUMNS.split(","))
 # Is there a worker to look after: a running card, or a closed run that keeps its pid.
 LIVE_SQL = (f"SELECT EXISTS (SELECT 1 FROM tasks WHERE status = '{RUNNING}') OR EXISTS (SELECT 1 FROM task_runs "
             "WHERE ended_at IS NOT NULL AND worker_pid IS NOT NULL)")
+# A run's status from its claim until its worker is recorded.
+LAUNCHING = "launching"
+# Outcomes a worker gives its own run (its worker then ends by itself).
+WORKERS_OWN_ENDS = (RunOutcome.COMPLETED, RunOutcome.BLOCKED, RunOutcome.REVIEW)
+# Running cards whose run is still launching (the claim wrote it; no worker recorded).
+LAUNCHING_SQL = ("SELECT r.id, r.task_id, r.process_id, r.claim_lock, t.claim_expires FROM tasks t "
+                 f"JOIN task_runs r ON r.id = t.current_run_id WHERE t.status = '{RUNNING}' "
+                 f"AND r.status = '{LAUNCHING}' AND r.ended_at IS NULL ORDER BY r.id")
 # Todo cards whose parents are all done or archived.
 PROMOTABLE_SQL = (f"SELECT t.id FROM tasks t WHERE t.status = '{TODO}' AND NOT EXISTS ("
                   "SELECT 1 FROM task_links l JOIN tasks p ON p.id = l.parent_id "
@@ -168,6 +189,9 @@ class _Tally:
     skipped: list[Skip] = field(default_factory=list)
     spawn_failed: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    launch_adopted: list[str] = field(default_factory=list)
+    launch_released: list[str] = field(default_factory=list)
+    launch_held: list[str] = field(default_factory=list)
 
     def result(self) -> DispatchResult:
         return DispatchResult(
@@ -178,6 +202,8 @@ class _Tally:
             reaped_terminal_workers=tuple(self.reaped), promoted=tuple(self.promoted),
             auto_blocked=tuple(self.auto_blocked), auto_assigned=tuple(self.auto_assigned),
             skipped=tuple(self.skipped), spawn_failed=tuple(self.spawn_failed), warnings=tuple(self.warnings),
+            launch_adopted=tuple(self.launch_adopted), launch_released=tuple(self.launch_released),
+            launch_held=tuple(self.launch_held),
         )
 
 
@@ -188,6 +214,7 @@ class _Claimed:
     profile: ProfileSettings
     title: str
     body: str
+    token: str  # the launch token: the worker's session id
 
 
 class Dispatcher:
@@ -215,13 +242,14 @@ class Dispatcher:
             # keeps a worker's pid (else phases 0 and 1-4b have nothing to look at), and
             # which cards could be promoted or spawned (still true below when nothing
             # before them wrote: the look stands for their reads).
-            look, promotable, ready = await self.board.fetch_many([(LIVE_SQL, ()), (PROMOTABLE_SQL, ()),
-                                                                   (READY_SQL, ())])
+            look, promotable, ready, launching = await self.board.fetch_many([
+                (LIVE_SQL, ()), (PROMOTABLE_SQL, ()), (READY_SQL, ()), (LAUNCHING_SQL, ())])
             live = bool(look[0][0])
             if live:
                 await self._copy_output()
             await self._reclaim_lost_hosts(tally)
             if live:
+                await self._resolve_launches(launching, tally)
                 await self._reap_terminal_workers(tally)
                 await self._release_stale_claims(tally)
                 await self._detect_crashed(tally)
@@ -287,14 +315,84 @@ class Dispatcher:
                                               error=error, payload=payload, tally=tally):
                     tally.reclaimed.append(task.id)
 
+    # -- 0c. unrecorded launches -------------------------------------------------------------
+
+    async def _resolve_launches(self, rows: list, tally: _Tally) -> None:
+        """Runs still ``launching`` (read by the first look): their dispatcher stopped
+        between the claim and the record. Only this host's (another host's are its own,
+        or ``host_lost``'s), and none this process is still launching. Each launch is
+        looked up by its token (see ``Spawner.find_launch``), then in one transaction:
+        adopted (its worker recorded, ``running``), released (the card ready again, the
+        run's outcome ``not_started``, no failure counted) or held (its claim kept
+        fresh so nothing reclaims it; one event, and a warning every tick)."""
+        mine = [(run_id, task_id, token, lock) for run_id, task_id, token, lock, _expires in rows
+                if is_host_local(lock) and not launch_guard.token_in_flight(token)]
+        if not mine:
+            return
+        looks = await asyncio.to_thread(
+            lambda: [find_launch(self.spawner, token, task_id, run_id) for run_id, task_id, token, _l in mine])
+        now = self.board.now()
+        expires = now + self.k.claim_ttl_seconds
+
+        async def resolve(conn) -> list[tuple[str, LaunchState, str]]:
+            done = []
+            for (run_id, task_id, token, lock), look in zip(mine, looks, strict=True):
+                if look.state is LaunchState.STARTED and look.worker is not None:
+                    w = look.worker
+                    fp = w.fingerprint or identity.UNVERIFIED
+                    cur = await conn.execute(
+                        f"UPDATE task_runs SET status = '{RUNNING}', worker_pid = ?, worker_started_at = ?, "
+                        f"process_id = ?, output_path = ? WHERE id = ? AND status = '{LAUNCHING}' "
+                        "AND ended_at IS NULL", (w.pid, fp, w.process_id, w.output_path, run_id))
+                    if cur.rowcount != 1:
+                        continue
+                    await conn.execute("UPDATE tasks SET worker_pid = ?, worker_started_at = ? WHERE id = ? "
+                                       "AND current_run_id = ?", (w.pid, fp, task_id, run_id))
+                    await add_event(conn, task_id, "launch_adopted", {
+                        "pid": w.pid, "worker_started_at": fp, "process_id": w.process_id,
+                        "launch_token": token, "reason": look.reason}, now, run_id)
+                elif look.state is LaunchState.NOT_STARTED:
+                    cur = await conn.execute(
+                        f"UPDATE tasks SET {CLEAR_WORKER}, status = ? WHERE id = ? AND status = ? "
+                        "AND current_run_id = ? AND worker_pid IS NULL", (READY, task_id, RUNNING, run_id))
+                    if cur.rowcount != 1:
+                        continue
+                    await close_run(conn, run_id, RunOutcome.NOT_STARTED, now, summary=look.reason)
+                    await add_event(conn, task_id, "launch_released", {
+                        "launch_token": token, "reason": look.reason, "retry_status": READY}, now, run_id)
+                else:
+                    cur = await conn.execute(
+                        "UPDATE tasks SET claim_expires = ? WHERE id = ? AND status = ? AND current_run_id = ? "
+                        "AND claim_lock IS ?", (expires, task_id, RUNNING, run_id, lock))
+                    if cur.rowcount != 1:
+                        continue
+                    said = await conn.execute_fetchall(
+                        "SELECT 1 FROM task_events WHERE task_id = ? AND run_id = ? AND kind = 'launch_held' "
+                        "LIMIT 1", (task_id, run_id))
+                    if not said:
+                        await add_event(conn, task_id, "launch_held", {"launch_token": token,
+                                                                       "reason": look.reason}, now, run_id)
+                done.append((task_id, look.state, look.reason))
+            return done
+
+        for task_id, state, reason in await self.board.atomic(resolve):
+            if state is LaunchState.STARTED:
+                tally.launch_adopted.append(task_id)
+            elif state is LaunchState.NOT_STARTED:
+                tally.launch_released.append(task_id)
+            else:
+                tally.launch_held.append(task_id)
+                tally.warnings.append(f"{task_id}: its launch was never recorded and {reason}: "
+                                      "card held, no second worker started")
+
     # -- 1. terminal workers -------------------------------------------------------------------
 
     async def _reap_terminal_workers(self, tally: _Tally) -> None:
         now = self.board.now()
         rows = await self.board.fetch(
             "SELECT id, task_id, worker_pid, worker_started_at, claim_lock FROM task_runs "
-            "WHERE ended_at IS NOT NULL AND worker_pid IS NOT NULL AND (ended_at <= ? OR outcome = ?)",
-            (now - self.k.terminal_worker_grace_seconds, RunOutcome.HOST_LOST))
+            "WHERE ended_at IS NOT NULL AND worker_pid IS NOT NULL AND (ended_at <= ? OR outcome IN (?, ?))",
+            (now - self.k.terminal_worker_grace_seconds, RunOutcome.HOST_LOST, RunOutcome.NOT_STARTED))
         for run_id, task_id, pid, fp, lock in rows:
             if not is_host_local(lock) or pid == os.getpid():
                 continue
@@ -349,9 +447,9 @@ class Dispatcher:
     # -- 2. stale claims ---------------------------------------------------------------------------
 
     async def _running(self, where: str = "", params: tuple = ()) -> list[tuple[Task, tuple]]:
-        """Running cards with their open run's (started_at, process_id, output_path, profile)."""
+        """Running cards with their open run's (started_at, process_id, output_path, profile, status)."""
         rows = await self.board.fetch(
-            f"SELECT {T_COLS}, r.started_at, r.process_id, r.output_path, r.profile FROM tasks t "
+            f"SELECT {T_COLS}, r.started_at, r.process_id, r.output_path, r.profile, r.status FROM tasks t "
             f"LEFT JOIN task_runs r ON r.id = t.current_run_id WHERE t.status = '{RUNNING}' {where} "
             "ORDER BY t.id", params)
         return [(task_from_row(r[:20]), tuple(r[20:])) for r in rows]
@@ -487,9 +585,9 @@ class Dispatcher:
 
     async def _detect_crashed(self, tally: _Tally) -> None:
         now = self.board.now()
-        for task, (run_started, process_id, _output, profile_name) in await self._running():
-            if not is_host_local(task.claim_lock):
-                continue
+        for task, (run_started, process_id, _output, profile_name, run_status) in await self._running():
+            if not is_host_local(task.claim_lock) or run_status == LAUNCHING:
+                continue  # a launch not recorded yet is resolved by its token (0c), never judged here
             if liveness(task.worker_pid, task.worker_started_at) in RUNS:
                 continue
             # A recorded exit is judged at once; the grace is only for a worker that is
@@ -518,6 +616,16 @@ class Dispatcher:
                     await add_event(conn, task.id, "completed", {"by": "exit", **exit_info}, now, run_id)
             if ok:
                 tally.completed_on_exit.append(task.id)
+            return
+        if verdict.outcome == RunOutcome.NOT_STARTED:  # its command never ran: ready again, not a failure
+            async with self.board.transaction() as conn:
+                ok = await self._requeue(conn, task, now, outcome=RunOutcome.NOT_STARTED, error=None,
+                                         summary=verdict.error)
+                if ok:
+                    await add_event(conn, task.id, "launch_released", {"reason": verdict.error, **exit_info},
+                                    now, run_id)
+            if ok:
+                tally.launch_released.append(task.id)
             return
         if verdict.outcome == RunOutcome.RATE_LIMITED:
             async with self.board.transaction() as conn:
@@ -563,9 +671,9 @@ class Dispatcher:
 
     async def _enforce_max_runtime(self, tally: _Tally) -> None:
         now = self.board.now()
-        for task, (run_started, *_rest) in await self._running(
+        for task, (run_started, *_rest, run_status) in await self._running(
                 "AND t.max_runtime_seconds IS NOT NULL AND r.started_at + t.max_runtime_seconds < ?", (now,)):
-            if not is_host_local(task.claim_lock):
+            if not is_host_local(task.claim_lock) or run_status == LAUNCHING:
                 continue
             state = liveness(task.worker_pid, task.worker_started_at)
             if state is Liveness.UNVERIFIED_ALIVE:
@@ -661,7 +769,25 @@ class Dispatcher:
             per_profile[assignee] = per_profile.get(assignee, 0) + 1
             chosen.append((task_id, assignee, title, body, newly))
         await self._note_nonspawnable(nonspawnable, now)
-        claimed = await self._claim(chosen, now, tally)
+        if not chosen:
+            return
+        with launch_guard.launch_batch() as name_tokens:
+            # Claim, launch and record are one unit: a cancelled tick waits for the
+            # record (else its workers would run unrecorded until the recovery found them).
+            batch = asyncio.ensure_future(self._claim_launch_record(chosen, now, tally, name_tokens))
+            cancelled = False
+            while not batch.done():
+                try:
+                    await asyncio.shield(batch)
+                except asyncio.CancelledError:
+                    cancelled = True
+            batch.result()
+            if cancelled:
+                raise asyncio.CancelledError
+
+    async def _claim_launch_record(self, chosen: list[tuple[str, str, str, str, bool]], now: float,
+                                   tally: _Tally, name_tokens) -> None:
+        claimed = await self._claim(chosen, now, tally, name_tokens)
         if claimed:
             launched = await self._launch_all(claimed)
             await self._record_launches(list(zip(claimed, launched, strict=True)), tally)
@@ -710,14 +836,19 @@ class Dispatcher:
                     room[profile] -= 1
 
     async def _claim(self, chosen: list[tuple[str, str, str, str, bool]], now: float,
-                     tally: _Tally) -> list[_Claimed]:
-        """Claim every chosen card in one transaction (CAS on ready + no lock)."""
+                     tally: _Tally, name_tokens=None) -> list[_Claimed]:
+        """Claim every chosen card in one transaction (CAS on ready + no lock); each run
+        is written ``launching`` with its launch token (named to ``name_tokens`` first:
+        this process's own ticks never resolve a launch it is still making)."""
         if not chosen:
             return []
         lock = claim_lock_here()
         expires = now + self.k.claim_ttl_seconds
         wanted = {task_id: (profile, title, body, newly) for task_id, profile, title, body, newly in chosen}
         default = self.k.default_assignee
+        tokens = {task_id: new_session_id() for task_id in wanted}
+        if name_tokens is not None:
+            name_tokens(tokens.values())
 
         async def claim(conn) -> tuple[list[str], dict[str, int]]:
             await self._within_profile_caps(conn, wanted, tally)
@@ -730,10 +861,11 @@ class Dispatcher:
             won = [r[0] for r in rows]
             if not won:
                 return [], {}
+            # Each run is written ``launching`` with its token before any process exists.
             runs = await conn.execute_fetchall(
-                "INSERT INTO task_runs (task_id, profile, status, claim_lock, claim_expires, started_at) VALUES "
-                + ",".join(["(?, ?, 'running', ?, ?, ?)"] * len(won)) + " RETURNING id, task_id",
-                [v for task_id in won for v in (task_id, wanted[task_id][0], lock, expires, now)])
+                "INSERT INTO task_runs (task_id, profile, status, claim_lock, claim_expires, started_at, process_id) "
+                "VALUES " + ",".join([f"(?, ?, '{LAUNCHING}', ?, ?, ?, ?)"] * len(won)) + " RETURNING id, task_id",
+                [v for task_id in won for v in (task_id, wanted[task_id][0], lock, expires, now, tokens[task_id])])
             run_of = {task_id: run_id for run_id, task_id in runs}
             await conn.executemany("UPDATE tasks SET current_run_id = ? WHERE id = ?",
                                    [(run_of[task_id], task_id) for task_id in won])
@@ -744,7 +876,8 @@ class Dispatcher:
                     events.append((task_id, None, "assigned",
                                    {"assignee": profile, "source": "kanban.default_assignee"}))
                     tally.auto_assigned.append(task_id)
-                events.append((task_id, run_of[task_id], "claimed", {"claim_lock": lock, "profile": profile}))
+                events.append((task_id, run_of[task_id], "claimed", {"claim_lock": lock, "profile": profile,
+                                                                      "launch_token": tokens[task_id]}))
             await add_events(conn, events, now)
             return won, run_of
 
@@ -754,7 +887,7 @@ class Dispatcher:
             return []
         order = {task_id: i for i, (task_id, *_rest) in enumerate(chosen)}
         return [_Claimed(task_id, run_of[task_id], self.k.profiles[wanted[task_id][0]], wanted[task_id][1],
-                         wanted[task_id][2]) for task_id in sorted(won, key=order.__getitem__)]
+                         wanted[task_id][2], tokens[task_id]) for task_id in sorted(won, key=order.__getitem__)]
 
     async def _launch_all(self, claimed: list[_Claimed]) -> list[LaunchedWorker | Exception]:
         """Start the claimed cards' workers, in claim order, side by side in a few
@@ -787,7 +920,22 @@ class Dispatcher:
         env = worker_env(home=self.home.root, db=self.board.worker_location, task_id=c.task_id, run_id=c.run_id,
                          profile=c.profile.name, title=c.title, body=c.body, extra=c.profile.env)
         return self.spawner.launch(WorkerLaunch(c.task_id, c.run_id, c.profile.name, c.profile.command, env,
-                                                cwd, self._log_of(c.task_id)))
+                                                cwd, self._log_of(c.task_id), c.token))
+
+    async def _stop_taken_launch(self, run_id: int, task_id: str, outcome: str, pid, fp, lock,
+                                 tally: _Tally) -> None:
+        """A run taken while its worker was being launched (no pid to signal then): the
+        worker that did start is stopped now, before anything can start another."""
+        stop = await asyncio.to_thread(stop_worker, pid, fp, lock, self.grace)
+        if not stop.stopped:
+            tally.warnings.append(f"{task_id}: the worker pid {pid} of run {run_id}, taken while it launched, "
+                                  f"is still running ({stop.refused or 'it survived SIGKILL'}); will retry")
+        if stop.attempted:
+            async with self.board.transaction() as conn:
+                await add_event(conn, task_id, "terminal_worker_reaped", {
+                    "pid": pid, "worker_started_at": fp, "reason": f"its run ended ({outcome}) while it launched",
+                    **stop.to_json()}, self.board.now(), run_id)
+            tally.reaped.append(task_id)
 
     async def _record_launches(self, results: list[tuple[_Claimed, LaunchedWorker | Exception]],
                                tally: _Tally) -> None:
@@ -800,10 +948,17 @@ class Dispatcher:
             else:
                 ok.append((c, launched, launched.fingerprint or identity.UNVERIFIED))
         if ok:
-            async def record(conn) -> None:
+            async def record(conn) -> list[tuple]:
+                # launching -> running. A run that ended meanwhile keeps the evidence all
+                # the same: a very fast worker's own call (the terminal-worker reaper then
+                # stops what still runs of it after its grace), or a run taken from the
+                # launch (a person's reclaim or archive, a recovery that released it):
+                # its worker is stopped at once, below.
                 await conn.executemany(
-                    "UPDATE task_runs SET worker_pid = ?, worker_started_at = ?, process_id = ?, output_path = ? "
-                    "WHERE id = ?", [(w.pid, fp, w.process_id, w.output_path, c.run_id) for c, w, fp in ok])
+                    f"UPDATE task_runs SET status = CASE WHEN status = '{LAUNCHING}' THEN '{RUNNING}' ELSE status END, "
+                    "worker_pid = ?, worker_started_at = ?, process_id = ?, output_path = ? "
+                    "WHERE id = ? AND worker_pid IS NULL",
+                    [(w.pid, fp, w.process_id, w.output_path, c.run_id) for c, w, fp in ok])
                 # The worker may already have ended its run (a very fast worker): then only
                 # the run row keeps the evidence.
                 await conn.executemany(
@@ -812,9 +967,16 @@ class Dispatcher:
                 await add_events(conn, [(c.task_id, c.run_id, "spawned", {
                     "pid": w.pid, "worker_started_at": fp, "process_id": w.process_id, "profile": c.profile.name})
                     for c, w, fp in ok], now)
+                ids = [c.run_id for c, _w, _fp in ok]
+                return await conn.execute_fetchall(
+                    "SELECT id, task_id, outcome, worker_pid, worker_started_at, claim_lock FROM task_runs "
+                    f"WHERE id IN ({','.join('?' * len(ids))}) AND ended_at IS NOT NULL "
+                    "AND outcome NOT IN (?, ?, ?)", (*ids, *WORKERS_OWN_ENDS))
 
-            await self.board.atomic(record)
+            taken = await self.board.atomic(record)
             tally.spawned.extend(SpawnedCard(c.task_id, c.profile.name, w.pid, w.process_id) for c, w, _fp in ok)
+            for run_id, task_id, outcome, pid, fp, lock in taken:
+                await self._stop_taken_launch(run_id, task_id, outcome, pid, fp, lock, tally)
         for c, error in failed:
             task = await self.board.get_task(c.task_id)
             if task.current_run_id != c.run_id:

@@ -39,6 +39,9 @@ class RunOutcome(enum.StrEnum):
     ARCHIVED = "archived"
     HOST_LOST = "host_lost"  # its host's lease expired (shared board): reclaimed, no signal
     KILLED = "killed"  # a person killed its worker through hermes-tui (proc kill): held, not counted
+    # Its launch was cut short (the dispatcher stopped) before its worker ran: the card
+    # went back to ready, not counted as a failure.
+    NOT_STARTED = "not_started"
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,7 @@ class Run:
     id: int
     task_id: str
     profile: str | None
-    status: str  # "running" while open, "ended" once closed
+    status: str  # "launching" until its worker is recorded, "running" while open, "ended" once closed
     claim_lock: str | None
     worker_pid: int | None
     worker_started_at: str | None
@@ -216,6 +219,10 @@ class DispatchResult:
     skipped_locked: bool = False
     spawn_failed: tuple[str, ...] = ()
     warnings: tuple[str, ...] = field(default=())
+    # Launches a stopped dispatcher left unrecorded (runs still ``launching``), resolved:
+    launch_adopted: tuple[str, ...] = ()  # its worker was found: recorded on the run
+    launch_released: tuple[str, ...] = ()  # proven never started: the card is ready again
+    launch_held: tuple[str, ...] = ()  # cannot be told: held (each also has a warning)
 
     @property
     def held_back_counts(self) -> dict[str, int]:
@@ -258,5 +265,8 @@ class DispatchResult:
             "skipped_locked": self.skipped_locked,
             "held_back": self.held_back,
             "warnings": list(self.warnings),
+            "launch_adopted": list(self.launch_adopted),
+            "launch_released": list(self.launch_released),
+            "launch_held": list(self.launch_held),
         }
 

@@ -14,6 +14,7 @@ else here is pure policy shared by the dispatcher and the operator commands:
 
 from __future__ import annotations
 
+import enum
 import os
 import re
 import signal
@@ -230,6 +231,9 @@ class WorkerLaunch:
     env: Mapping[str, str]
     cwd: Path
     log_path: Path
+    # The run's launch token, recorded on the run before the spawn: the spawner gives
+    # it to what it starts so that the launch can be found by it after a crash.
+    token: str = ""
 
 
 @dataclass(frozen=True)
@@ -247,6 +251,22 @@ class WorkerExit:
     code: int | None = None
     signal: str | None = None  # a name such as "SIGKILL"
     by_hand: bool = False  # killed through hermes-tui (``proc kill``, the processes pane): a person's doing
+    started: bool = True  # False: it ended before its command ever ran (proven, not guessed)
+
+
+class LaunchState(enum.StrEnum):
+    """What became of a launch whose dispatcher stopped before recording it."""
+
+    STARTED = "started"  # its worker exists (or ran): adopt it
+    NOT_STARTED = "not_started"  # proven never to have run, and it never will: release the card
+    UNCERTAIN = "uncertain"  # cannot be told: hold the card, spawn nothing beside it
+
+
+@dataclass(frozen=True)
+class LaunchLookup:
+    state: LaunchState
+    reason: str = ""  # said on the card (why it was released, or held)
+    worker: LaunchedWorker | None = None  # STARTED: what to record on the run
 
 
 class Spawner(Protocol):
@@ -255,6 +275,11 @@ class Spawner(Protocol):
 
     def exit_of(self, process_id: str | None, pid: int | None) -> WorkerExit | None:
         """The recorded exit of a finished worker, or None when nothing was recorded."""
+
+    def find_launch(self, token: str, task_id: str, run_id: int) -> LaunchLookup:
+        """What became of the launch of that token (a dispatcher stopped before it was
+        recorded). NOT_STARTED must be proof, and must also make sure it never starts
+        later; when in doubt, UNCERTAIN. Called from a thread."""
 
 
 @dataclass
@@ -269,6 +294,23 @@ class NullSpawner:
 
     def exit_of(self, process_id: str | None, pid: int | None) -> WorkerExit | None:
         return None
+
+    def find_launch(self, token: str, task_id: str, run_id: int) -> LaunchLookup:
+        return LaunchLookup(LaunchState.NOT_STARTED, "this spawner starts nothing")
+
+
+def find_launch(spawner: Spawner, token: str | None, task_id: str, run_id: int) -> LaunchLookup:
+    """``spawner.find_launch``, failing closed: a spawner that cannot look launches up,
+    a run without a token, or a lookup that fails, is UNCERTAIN."""
+    finder = getattr(spawner, "find_launch", None)
+    if finder is None:
+        return LaunchLookup(LaunchState.UNCERTAIN, "its spawner cannot look up an unrecorded launch")
+    if not token:
+        return LaunchLookup(LaunchState.UNCERTAIN, "the run has no launch token")
+    try:
+        return finder(token, task_id, run_id)
+    except Exception as exc:
+        return LaunchLookup(LaunchState.UNCERTAIN, f"its session {token} could not be looked up ({exc})")
 
 
 def worker_env(*, home: Path, db: Path | str, task_id: str, run_id: int, profile: str, title: str, body: str,
@@ -306,6 +348,9 @@ class ExitVerdict:
 
 def classify_exit(pid: int | None, exit_: WorkerExit | None, complete_on_exit: bool) -> ExitVerdict:
     shown = pid if pid else "?"
+    if exit_ is not None and not exit_.started:
+        return ExitVerdict(RunOutcome.NOT_STARTED, f"pid {shown} never ran its command: its launch was cut "
+                           "short before the worker started", False)
     if exit_ is None or (exit_.code is None and exit_.signal is None):
         if not pid:
             return ExitVerdict(RunOutcome.CRASHED, "no worker process was recorded for this run", True)

@@ -86,6 +86,12 @@ def new_session_id() -> str:
     return ID_PREFIX + os.urandom(ID_HEX_LEN // 2).hex()  # as random as uuid4, without importing uuid
 
 
+def is_session_id(text: str) -> bool:
+    """``proc_`` and 12 lowercase hex digits: a name safe as a folder of ours."""
+    hexpart = text[len(ID_PREFIX):] if text.startswith(ID_PREFIX) else ""
+    return len(hexpart) == ID_HEX_LEN and all(c in "0123456789abcdef" for c in hexpart)
+
+
 def _meta_key(st: os.stat_result) -> tuple[int, int, int]:
     """What must be unchanged for a cached reading of ``meta.json`` to still hold. The
     inode is in it: every rewrite renames a new file in, and two rewrites within one
@@ -148,6 +154,8 @@ class ProcessRegistry:
         restart: RestartPolicy | None = None,
         restarted_from: str | None = None,
         base_env: Mapping[str, str] | None = None,
+        session_id: str | None = None,
+        labels: Mapping[str, Any] | None = None,
     ) -> ProcessSession:
         """Start ``command`` (a shell string, or an argv list run without a shell).
 
@@ -156,6 +164,11 @@ class ProcessRegistry:
         free among running sessions; ``max_output_bytes`` (None: the config's) bounds
         the stored output; ``restart`` runs the command again by its policy;
         ``base_env`` replaces this process's environment (a restart's recorded one).
+
+        ``session_id``: the id to use, chosen (and recorded elsewhere) beforehand, so
+        that the session can be found by it after a crash of this process; a folder of
+        that id existing already (a finished spawn, or :meth:`fence_session_id`) fails
+        the spawn. ``labels`` are stored as they are in ``meta.json``.
         """
         from engine import identity
         from engine.processes.supervisor import command_argv, spawn_environment
@@ -175,7 +188,7 @@ class ProcessRegistry:
                 raise SpawnFailed(str(exc)) from None
         bound = self.settings.processes.max_output_bytes if max_output_bytes is None else max(0, max_output_bytes)
         scratch = self._scratch_dir()
-        session_id, d = self._new_session_dir()
+        session_id, d = self._new_session_dir(session_id)
         if name is not None:
             try:
                 self._claim_name(name, session_id)
@@ -201,6 +214,8 @@ class ProcessRegistry:
             meta["restarted_from"] = restarted_from
         if restart is not None and restart.active:
             meta.update(restart=restart.policy, max_restarts=restart.max_restarts)
+        if labels:
+            meta["labels"] = dict(labels)
         environ = spawn_environment(home_root=self.home.root, scratch_dir=scratch, session_id=session_id,
                                     base=base_env, extra=env)
         try:
@@ -247,19 +262,25 @@ class ProcessRegistry:
             raise SpawnFailed(f"working directory {workdir} does not exist or is not a directory")
         return str(workdir.resolve())
 
-    def _new_session_dir(self) -> tuple[str, Path]:
-        """A new, empty session folder. The processes folder is made (with the home's
-        policy) on the first spawn, and again only if it has gone since."""
+    def _new_session_dir(self, wanted: str | None = None) -> tuple[str, Path]:
+        """A new, empty session folder (of id ``wanted`` when given). The processes
+        folder is made (with the home's policy) on the first spawn, and again only if it
+        has gone since."""
         if not self._root_ready:
             self.home.ensure_dir(self.root)
             self._root_ready = True
+        if wanted is not None and not is_session_id(wanted):
+            raise SpawnFailed(f"{wanted!r} is not a process session id; it did not run")
         while True:
-            session_id = new_session_id()
+            session_id = wanted or new_session_id()
             d = self.session_dir(session_id)
             try:
                 d.mkdir(mode=0o700)
                 return session_id, d
             except FileExistsError:
+                if wanted is not None:
+                    raise SpawnFailed(f"process session {wanted} exists already (started before, or fenced "
+                                      "by a launch recovery); it did not run") from None
                 continue
             except FileNotFoundError:
                 self.home.ensure_dir(self.root)
@@ -285,6 +306,21 @@ class ProcessRegistry:
             from engine.processes.names import release
 
             release(self.root, name, session_id)
+
+    def fence_session_id(self, session_id: str) -> bool:
+        """Take ``session_id`` so that no spawn can use it any more: True when no folder
+        of it existed (so none of its commands ever ran, nor can now; the empty folder
+        left is removed by retention like any abandoned start), False when one did."""
+        if not is_session_id(session_id):
+            raise ValueError(f"{session_id!r} is not a process session id")
+        if not self._root_ready:
+            self.home.ensure_dir(self.root)
+            self._root_ready = True
+        try:
+            self.session_dir(session_id).mkdir(mode=0o700)
+        except FileExistsError:
+            return False
+        return True
 
     @staticmethod
     def _start_gated(d: Path, argv: list[str], workdir: str, environ: dict[str, str],

@@ -9,7 +9,9 @@
                   (its mtime is the end time). The trailing newline is the commit mark: a
                   record without it is still being written and counts as absent;
 - ``killed.json`` written by :meth:`ProcessRegistry.kill` after a verified terminate;
-- ``notified``    created (O_EXCL) by whoever delivered the completion, so it shows once.
+- ``notified``    created (O_EXCL) by whoever delivered the completion, so it shows once;
+- ``not_started`` created by the wrapper when it ends at its gate (never released, or
+                  signalled there): its command never ran.
 
 Status is derived, never guessed: an exit record -> ``exited`` (or ``killed`` with a
 kill record); no record and the verified process alive -> ``running``; no record and the
@@ -69,6 +71,7 @@ EXIT_FILE = "exit"
 KILLED_FILE = "killed.json"
 NOTIFIED_FILE = "notified"
 WATCH_STATE_FILE = "watch.json"
+NOT_STARTED_FILE = "not_started"  # the wrapper's own literal (engine.processes.supervisor)
 
 SETTLE_SECONDS = 10.0  # a finished session younger than this may still get its kill record
 

@@ -21,7 +21,12 @@ the command ends, so the exit is known even when no app or CLI is alive.
 - The command starts only once the spawner has recorded the session: the wrapper
   first reads ``go`` from its stdin (a pipe from the spawner), then points stdin at
   /dev/null and runs the command. A spawn that cannot record the session closes the
-  pipe instead, and the wrapper exits (125) without running anything.
+  pipe instead, and the wrapper exits (125) without running anything. So does a
+  spawner that dies before it says ``go`` (its end of the pipe closes with it): a
+  wrapper never released by its gate never runs the command, whenever it is looked at.
+- Every way out before the command (no ``go``, a signal at the gate) first creates
+  ``not_started`` in the session folder: proof that the command never ran, which the
+  dispatcher uses to resolve a launch its own crash interrupted.
 - ``$?`` of a command killed by signal N is 128+N: a plain ``exit 130`` reads the same
   as SIGINT. Kills made by us are recorded exactly in ``killed.json``.
 """
@@ -41,8 +46,8 @@ WRAPPER_SHELL = "/bin/sh"
 WRAPPER_SCRIPT = (
     "s=; trap 's=129' HUP; trap 's=130' INT; trap 's=143' TERM\n"
     'IFS= read -r go\n'
-    '[ -z "$s" ] || { printf \'%s\\n\' "$s" >"$0"; exit "$s"; }\n'
-    '[ "$go" = go ] || exit 125\n'
+    '[ -z "$s" ] || { : >"${0%/*}/not_started"; printf \'%s\\n\' "$s" >"$0"; exit "$s"; }\n'
+    '[ "$go" = go ] || { : >"${0%/*}/not_started"; exit 125; }\n'
     'exec </dev/null\n'
     '"$@"\nrc=$?\nprintf \'%s\\n\' "$rc" >"$0"\nexit "$rc"\n'
 )

@@ -489,7 +489,8 @@ def dispatch_lines(result) -> list[str]:
                        ("Rate-limited", result.rate_limited), ("Completed on exit", result.completed_on_exit),
                        ("Timed out", result.timed_out), ("Auto-blocked", result.auto_blocked),
                        ("Promoted", result.promoted), ("Auto-assigned", result.auto_assigned),
-                       ("Spawn failed", result.spawn_failed)):
+                       ("Spawn failed", result.spawn_failed), ("Launch adopted", result.launch_adopted),
+                       ("Launch released", result.launch_released), ("Launch held", result.launch_held)):
         if ids:
             lines.append(f"{label + ':':<24}{len(ids)}  {', '.join(ids)}")
     lines.append(f"{'Spawned:':<24}{len(result.spawned)}")
@@ -507,7 +508,13 @@ def dispatch_lines(result) -> list[str]:
 
 
 def run_dispatch(ctx: Context) -> int:
-    result = _tick(ctx)
+    from engine.kanban.launch_guard import defer_during_launches
+
+    restore = defer_during_launches()  # INT/TERM/HUP wait until a launch batch is recorded
+    try:
+        result = _tick(ctx)
+    finally:
+        restore()
     if ctx.json:
         print_json(result.to_json())
     else:
@@ -532,6 +539,9 @@ def run_daemon(ctx: Context) -> int:
         stop["now"] = True
 
     previous = signal.signal(signal.SIGTERM, on_term)
+    from engine.kanban.launch_guard import defer_during_launches
+
+    restore = defer_during_launches()  # INT/TERM/HUP wait until a launch batch is recorded
     print(f"Dispatching every {interval:g}s. Ctrl+C to stop.", flush=True)
     ticks = 0
     last_held_back = ""
@@ -560,7 +570,7 @@ def run_daemon(ctx: Context) -> int:
             busy = any(result.to_json()[k] for k in ("spawned", "reclaimed", "crashed", "timed_out", "promoted",
                                                       "reaped_terminal_workers", "protocol_violations",
                                                       "rate_limited", "auto_blocked", "completed_on_exit",
-                                                      "warnings"))
+                                                      "warnings", "launch_adopted", "launch_released"))
             # A tick that only repeats the same "held back" line stays quiet.
             if busy or (result.held_back and result.held_back != last_held_back):
                 stamp = time.strftime("%H:%M:%S")
@@ -571,6 +581,7 @@ def run_daemon(ctx: Context) -> int:
     except KeyboardInterrupt:
         pass
     finally:
+        restore()
         signal.signal(signal.SIGTERM, previous)
     print(f"Stopped after {ticks} tick(s).", file=sys.stderr)
     return EXIT_OK
