@@ -465,7 +465,9 @@ class Dispatcher:
         now = self.board.now()
         expired: list[tuple[Task, float | None]] = []
         renew: list[Task] = []
-        for task, (run_started, *_rest) in await self._running():
+        for task, (run_started, *_rest, run_status) in await self._running():
+            if run_status == LAUNCHING:
+                continue  # decided only by its launch's resolution (0c) or, on another host, host_lost
             local = is_host_local(task.claim_lock)
             if task.claim_expires is not None and task.claim_expires < now:
                 expired.append((task, run_started))
