@@ -413,3 +413,31 @@ async def test_a_released_launch_neither_counts_nor_breaks_a_protocol_violation_
         return await breaker.protocol_violation_streak(conn, card.id)
 
     assert await board.atomic(runs) == 2
+
+
+@pytest.mark.parametrize("verb", ["reclaim", "archive"])
+async def test_a_person_cannot_take_back_a_launch_its_dead_dispatcher_left_unresolved(
+        launch_world, open_test_board, tmp_path, verb):
+    """The gap a person's reclaim or archive left: after a dispatcher was killed in the
+    middle of its launch and before any tick resolved it, the run had no pid, so taking
+    the card back closed it and left its worker running unseen. Now the change is refused
+    in one line (nothing changes, nothing is signalled) until a tick found the worker;
+    then it goes through and stops that worker."""
+    home, url, gate, open_after = launch_world
+    command = _command(tmp_path, gate)
+    [card] = await _cards(home, url, open_test_board, 1)
+    _driver(home, url, "after_spawn", command)
+    board, spawner, disp = await open_after(_settings(command))
+    [worker] = spawner.registry.list(include_finished=False)
+    refused = subprocess.run(cli_argv(home, verb, card), capture_output=True, text=True, timeout=120,
+                             env={**os.environ, **({"HERMES_KANBAN_DATABASE_URL": url} if url else {})})
+    assert refused.returncode == 1
+    assert "cut short and is not resolved yet" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    task = await board.get_task(card)
+    assert task.status == "running" and identity.is_alive(worker.pid, worker.fingerprint)
+    assert (await disp.tick()).launch_adopted == (card,)
+    done = subprocess.run(cli_argv(home, verb, card), capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **({"HERMES_KANBAN_DATABASE_URL": url} if url else {})})
+    assert done.returncode == 0, done.stderr
+    await wait_until_async(lambda: not identity.is_alive(worker.pid, worker.fingerprint), timeout=60,
+                           what="the adopted worker stopped by the change")

@@ -10,6 +10,7 @@ transaction and only through :func:`engine.kanban.workers.stop_worker`.
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -30,7 +31,7 @@ from engine.kanban.models import (
     dump_payload,
 )
 from engine.kanban.store import Board, Conn, StoreError, add_event
-from engine.kanban.workers import StopReport, stop_worker
+from engine.kanban.workers import StopReport, is_host_local, stop_worker
 
 # The moves a person may make, from -> allowed targets (the dispatcher owns
 # ready -> running and the requeues out of running).
@@ -99,6 +100,36 @@ def check_expected(task: Task, expected: Expected | None) -> None:
         f"{task.id}: the card changed: look again (shown: run {expected.run_id or '-'}, worker pid "
         f"{expected.worker_pid or '-'}; now: {task.status}, run {task.current_run_id or '-'}, worker pid "
         f"{task.worker_pid or '-'})")
+
+
+async def refuse_a_cut_short_launch(board: Board, task: Task) -> None:
+    """A person's change that ends a running card's run, while that run is still
+    ``launching`` (no worker recorded) and the dispatcher that claimed it, on this host,
+    is gone: its worker may run, and only a tick's lookup by launch token finds it, so the
+    change would leave it running unseen. Refused in one line until a tick resolved it.
+    (A claiming dispatcher still alive records the worker itself and stops it, since the
+    run is no longer its card's.)"""
+    if task.status != RUNNING or task.worker_pid is not None or task.current_run_id is None:
+        return
+    rows = await board.fetch("SELECT status FROM task_runs WHERE id = ?", (task.current_run_id,))
+    if not rows or rows[0][0] != "launching" or not is_host_local(task.claim_lock):
+        return
+    pid = int((task.claim_lock or ":0").rpartition(":")[2] or 0)
+    if pid > 0 and _process_exists(pid):
+        return
+    raise TransitionRefused(
+        f"{task.id}: its worker's launch (run {task.current_run_id}) was cut short and is not resolved yet, so its "
+        "worker may run unrecorded: run a dispatcher tick first (hermes-tui kanban dispatch), then try again")
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the pid exists; nothing is sent
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @dataclass(frozen=True)
@@ -253,6 +284,8 @@ async def _finish(board: Board, task_id: str, *, to_status: str, from_allowed: t
     task = await board.get_task(task_id)
     _check_worker_call(task, call, verb)
     check_expected(task, expected)
+    if not call.is_worker:
+        await refuse_a_cut_short_launch(board, task)
     if task.status not in from_allowed:
         raise TransitionRefused(f"cannot {verb} {task.id}: it is {task.status} "
                                 f"(allowed from {', '.join(from_allowed)})")
@@ -380,6 +413,7 @@ async def reclaim(board: Board, task_id: str, *, reason: str = "", grace: float 
     if task.status != RUNNING:
         raise TransitionRefused(f"cannot reclaim {task.id}: it is {task.status}, not running")
     check_expected(task, expected)
+    await refuse_a_cut_short_launch(board, task)
     now = board.now()
     error = f"manual_reclaim: {reason}" if reason else "manual_reclaim"
     async with board.transaction() as conn:
@@ -405,6 +439,7 @@ async def archive(board: Board, task_id: str, *, grace: float = 2.0,
     if task.status == ARCHIVED:
         raise TransitionRefused(f"{task.id} is already archived")
     check_expected(task, expected)
+    await refuse_a_cut_short_launch(board, task)
     now = board.now()
     async with board.transaction() as conn:
         await _cas_update(conn, task, f"{CLEAR_WORKER}, status = ?", (ARCHIVED,), WorkerCall(), same_worker=True)
