@@ -217,6 +217,18 @@ class HermesBoardReader:
             "SELECT status, count(*) FROM tasks GROUP BY status")})
 
 
+def _file_version(path: Path) -> tuple:
+    version = []
+    for suffix in ("", "-wal"):
+        try:
+            st = os.stat(f"{path}{suffix}")
+        except OSError:
+            version.append(None)
+        else:
+            version.append((st.st_mtime_ns, st.st_size, st.st_ino))
+    return tuple(version)
+
+
 def _parents(conn: sqlite3.Connection, cols: dict[str, set[str]]) -> dict[str, list[str]]:
     links: dict[str, list[str]] = {}
     if {"parent_id", "child_id"} <= cols.get("task_links", set()):
@@ -383,6 +395,11 @@ class HermesBoardService:
 
     async def counts(self) -> dict[str, int]:
         return await self._read(self._reader.counts)
+
+    async def data_version(self) -> object:
+        """The change times and sizes of hermes's board file and its WAL: every commit
+        hermes makes changes one of them (a stat: nothing is opened, nothing written)."""
+        return await self._read(_file_version, self.path)
 
     # -- changes (hermes kanban ...) -------------------------------------------------------
 

@@ -199,6 +199,11 @@ class BoardService:
     async def counts(self) -> dict[str, int]:
         return await self._board.counts()
 
+    async def data_version(self) -> object:
+        """Differs whenever the board may have changed since last asked (None: unknown,
+        read it): what lets a screen skip reading an unchanged board."""
+        return await self._board.data_version()
+
     async def listen(self, on_change: Callable[[], None]) -> bool:
         """Have ``on_change`` called whenever the board changes, from any host (a server
         board's LISTEN/NOTIFY). False: this board cannot announce changes; poll it."""
