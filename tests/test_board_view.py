@@ -15,7 +15,7 @@ from engine.kanban import transitions as tr
 from engine.kanban.models import NewTask
 from tests.support import wait_until_pilot as wait_for
 from tests.support.kanban import open_board
-from tests.test_hermes_board import FIXTURE, NO_HERMES
+from tests.test_hermes_board import FIXTURE, NO_HERMES, fake_hermes  # noqa: F401 (a fixture)
 from tests.test_kanban_pane import CONFIG, make_app, seed
 from widgets.board_pane import BoardColumn, BoardPane
 from widgets.card_list import CardList
@@ -28,6 +28,13 @@ def columns_inside(pane: BoardPane) -> list[str]:
     """The shown columns whose right edge passes the board's (drawn cut, with no sign)."""
     right = pane.content_region.right
     return [c.status for c in pane.query(BoardColumn) if c.display and c.region.right > right]
+
+
+async def focus(pilot, pane: BoardPane, status: str) -> CardList:
+    cards = pane.query_one(f"#cards-{status}", CardList)
+    cards.focus()
+    await pilot.pause()
+    return cards
 
 
 def drawn(pane: BoardPane) -> int:
@@ -49,8 +56,7 @@ async def test_columns_that_do_not_fit_are_shown_whole_with_a_sign_of_how_many_m
         right = str(pane.query_one("#board-more-right").render())
         assert right.split() == ["▸", str(6 - len(window))]
         assert str(pane.query_one("#board-more-left").render()).strip() == ""
-        pane.query_one("#cards-todo", CardList).focus()
-        await pilot.pause()
+        await focus(pilot, pane, "todo")
         for _ in range(5):  # pressed at once: each key moves on from where the last one got to
             await pilot.press("l")
         await wait_for(pilot, lambda: isinstance(app.focused, CardList) and app.focused.status == "done")
@@ -67,20 +73,17 @@ async def test_navigation_stays_on_the_shown_columns(home):
     async with app.run_test(size=(160, 48)) as pilot:
         pane = app.query_one(BoardPane)
         await wait_for(pilot, lambda: len(pane.cards) == 7)
-        pane.query_one("#cards-done", CardList).focus()
-        await pilot.pause()
+        await focus(pilot, pane, "done")
         await pilot.press("l")
         await pilot.pause()
         assert app.focused.status == "done" and pane.selected is not None
-        pane.query_one("#cards-todo", CardList).focus()
-        await pilot.pause()
+        await focus(pilot, pane, "todo")
         await pilot.press("h")
         await pilot.pause()
         assert app.focused.status == "todo"
         await pilot.press("A")  # archived shown: now it is a column to go to
         await pilot.pause()
-        pane.query_one("#cards-done", CardList).focus()
-        await pilot.pause()
+        await focus(pilot, pane, "done")
         await pilot.press("l")
         await wait_for(pilot, lambda: app.focused.status == "archived")
 
@@ -90,8 +93,12 @@ def hermes(tmp_path) -> HomeLayout:
     """hermes-agent 0.19.0's home, its writer card failed twice (hermes's own column)."""
     root = tmp_path / "hermes"
     shutil.copytree(FIXTURE, root)
-    with sqlite3.connect(root / "kanban.db") as conn:
-        conn.execute("UPDATE tasks SET consecutive_failures = 2 WHERE title = 'Write the release notes'")
+    conn = sqlite3.connect(root / "kanban.db")
+    try:
+        with conn:
+            conn.execute("UPDATE tasks SET consecutive_failures = 2 WHERE title = 'Write the release notes'")
+    finally:
+        conn.close()
     return HomeLayout(root)
 
 
@@ -113,8 +120,7 @@ async def test_hermes_board_keeps_the_failure_count_in_view_and_stops_at_done(he
         shown = ready.render().plain
         assert "✗2" in shown
         assert "✗2 failures" in pane.query_one("#board-detail").shown_text
-        pane.query_one("#cards-done", CardList).focus()
-        await pilot.pause()
+        await focus(pilot, pane, "done")
         await pilot.press("l")
         await pilot.pause()
         assert app.focused.status == "done"
@@ -221,3 +227,81 @@ async def test_a_hidden_board_is_not_refreshed_until_it_is_shown(home):
         assert pane.reads == reads and card.id not in pane.cards and pane.skipped_hidden > 0
         await pilot.press("1")
         await wait_for(pilot, lambda: card.id in pane.cards)
+
+
+# --------------------------------------------------------------------------------------
+# A hermes home without `hermes` on PATH, with hermes's profiles and worker logs
+# --------------------------------------------------------------------------------------
+
+
+def footer_state(app) -> dict[str, bool]:
+    """description -> whether the Footer shows the key as available."""
+    from textual.widgets import Footer
+    from textual.widgets._footer import FooterKey
+
+    return {k.description: not k.has_class("-disabled") for k in app.query_one(Footer).query(FooterKey)}
+
+
+async def test_a_read_only_hermes_board_shows_its_change_keys_unavailable_and_says_why_once(hermes, monkeypatch):
+    """The Footer offered n, <, >, e, a, which then only toasted "read-only" one by one."""
+    from engine.config import load_config
+    from hermes_tui.app import HermesApp
+    from tests.support.notes import capture_notes
+    from widgets.board_modals import NewCardScreen
+
+    monkeypatch.setenv("PATH", NO_HERMES["PATH"])
+    app = HermesApp(hermes, load_config(hermes.config_file))
+    notes = capture_notes(app)
+    async with app.run_test(size=(160, 48)) as pilot:
+        pane = app.query_one(BoardPane)
+        await wait_for(pilot, lambda: len(pane.cards) == 3)
+        pane.query_one("#cards-ready", CardList).focus()
+        await wait_for(pilot, lambda: footer_state(app).get("New card") is False)
+        state = footer_state(app)
+        assert not any(state[k] for k in ("New card", "Move right", "Move left", "Assign", "Archive"))
+        for key in ("n", "greater_than_sign", "e", "a"):
+            await pilot.press(key)
+            await pilot.pause()
+        assert not isinstance(app.screen, NewCardScreen)
+        assert sum("not on PATH" in n for n in notes) == 1  # said once, when the board opened
+        assert "read-only (`hermes` is not on PATH)" in str(pane.query_one("#board-info").render())
+
+
+async def test_hermes_profiles_are_offered_and_its_worker_log_is_shown(hermes, fake_hermes, monkeypatch):  # noqa: F811
+    """The form said "no profiles configured" beside hermes's profiles/writer, and `o`
+    said "no worker output yet" beside hermes's kanban/logs/<id>.log."""
+    from engine.config import load_config
+    from hermes_tui.app import HermesApp
+    from tests.support.notes import capture_notes
+    from widgets.board_modals import NewCardScreen
+    from widgets.worker_log import WorkerLogScreen
+
+    env, _record = fake_hermes
+    monkeypatch.setenv("PATH", env["PATH"])
+    (hermes.root / "profiles" / "writer" / "memories").mkdir(parents=True)
+    (hermes.root / "profiles" / "Not A Profile").mkdir()
+    logs = hermes.hermes_kanban_logs_dir
+    logs.mkdir(parents=True)
+    done = "t_20f93ac7"
+    (logs / f"{done}.log").write_text("looking at the test\n\x1b[31mfixed\x1b[0m: a race on the gate file\n")
+    app = HermesApp(hermes, load_config(hermes.config_file))
+    notes = capture_notes(app)
+    async with app.run_test(size=(160, 48)) as pilot:
+        pane = app.query_one(BoardPane)
+        await wait_for(pilot, lambda: len(pane.cards) == 3)
+        await focus(pilot, pane, "ready")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: isinstance(app.screen, NewCardScreen))
+        hint = " ".join(str(label.render()) for label in app.screen.query("Label"))
+        assert "(default, writer)" in hint and "no profiles configured" not in hint
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, NewCardScreen))
+        cards = pane.query_one("#cards-done", CardList)
+        cards.focus()
+        cards.highlighted = 0
+        await pilot.pause()
+        await pilot.press("o")
+        await wait_for(pilot, lambda: isinstance(app.screen, WorkerLogScreen) and "race on the gate" in app.screen.shown)
+        assert "\\x1b[31m" in app.screen.shown  # outside text: the escape is shown, not acted on
+        assert not any("no worker output" in n for n in notes)
+        assert pane.profiles == ("default", "writer")  # not the folder hermes would refuse as a name

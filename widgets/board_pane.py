@@ -68,6 +68,8 @@ COLUMNS = tuple(s for s in STATUSES if s != ARCHIVED)
 MIN_COLUMN_WIDTH = 22
 RECENT_FINISHED = 100  # the done/archived columns show their newest cards only
 LISTENING_REFRESH_EVERY = 10  # a board that announces changes is re-read in full this rarely
+# The actions that change the board: unavailable (shown dimmed) on a board that is read-only here.
+CHANGES = frozenset({"new_card", "move", "assign", "reclaim", "archive", "unblock"})
 
 
 class BoardColumn(Vertical):
@@ -178,6 +180,7 @@ class BoardPane(Pane):
             self._refresh_once)
         self._must_read = True  # read the cards whatever the version says
         self._version: object = None  # the board's data version of the cards shown
+        self.profiles: tuple[str, ...] = tuple(sorted(settings.kanban.profiles))  # assignable names
         self.reads = 0  # times the cards were read (tests and the bench read these counters)
         self.skipped_hidden = 0  # refreshes skipped because the pane was not shown
 
@@ -311,8 +314,10 @@ class BoardPane(Pane):
             return None
         self.service = service
         self.db_path = service.path
-        if service.read_only:  # said once, when the board opens
+        if service.read_only:  # said once, when the board opens; its keys are shown unavailable
             self.notify(service.read_only_reason, severity="warning", timeout=8, markup=False)
+        self.profiles = await service.profiles()
+        self.refresh_bindings()
         await self._listen()
         self._show_info()
         return self.service
@@ -503,6 +508,13 @@ class BoardPane(Pane):
         except ValueError:
             return str(self.db_path)
 
+    def _shown_home_path(self, path: Path) -> str:
+        """A file as a user reads it: relative to the home when it lives there."""
+        try:
+            return str(path.relative_to(self.home.root))
+        except ValueError:
+            return str(path)
+
     def _update_info(self) -> None:
         k = self.settings.kanban
         running = len(self._columns[RUNNING])
@@ -582,6 +594,17 @@ class BoardPane(Pane):
         self._set_info(info)
         total = sum(self.counts.get(s, len(self._columns[s])) for s in self._shown_statuses(False))
         self.set_status(f"hermes board: {total} cards" + (", read-only" if self.service.read_only else ""))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """None (the Footer shows the key dimmed, the key does nothing) for a change to a
+        board that is read-only here, and for dispatching a board that is not ours to
+        dispatch; the info line says why, and the board's opening said it once."""
+        if self.service is not None:
+            if action in CHANGES and self.service.read_only:
+                return None
+            if action == "dispatch_now" and not self.service.dispatchable:
+                return None
+        return True
 
     def _refused_here(self) -> bool:
         """True (and said in one line) when the open board takes no change from here."""
@@ -668,7 +691,7 @@ class BoardPane(Pane):
         from widgets.board_modals import NewCardScreen
 
         k = self.settings.kanban
-        screen = NewCardScreen(sorted(k.profiles), k.default_assignee)
+        screen = NewCardScreen(self.profiles, k.default_assignee)
         self.app.push_screen(screen, self._create)
 
     def _create(self, new: NewTask | None) -> None:
@@ -709,10 +732,16 @@ class BoardPane(Pane):
     async def _find_process(self, task_id: str) -> None:
         runs = await self.service.runs_of(task_id)
         process_id = next((r.process_id for r in reversed(runs) if r.process_id), None)
-        if process_id is None:
-            self.notify(f"{task_id} has no worker output yet", severity="warning", timeout=4, markup=False)
+        if process_id is not None:
+            self.post_message(self.OpenWorkerOutput(process_id, task_id))
             return
-        self.post_message(self.OpenWorkerOutput(process_id, task_id))
+        log = self.service.log_path(task_id)  # a worker started elsewhere (hermes's gateway) logs here
+        if await asyncio.to_thread(log.is_file):
+            from widgets.worker_log import WorkerLogScreen
+
+            self.app.push_screen(WorkerLogScreen(task_id, log, self._shown_home_path(log)))
+            return
+        self.notify(f"{task_id} has no worker output yet", severity="warning", timeout=4, markup=False)
 
     def action_move(self, step: int) -> None:
         task = self._need_selected()
@@ -753,7 +782,7 @@ class BoardPane(Pane):
             if name is not None:
                 self._run_change(self._assign(task.id, name or None))
 
-        self.app.push_screen(AssignScreen(task.id, task.assignee, sorted(self.settings.kanban.profiles)), chosen)
+        self.app.push_screen(AssignScreen(task.id, task.assignee, self.profiles), chosen)
 
     async def _assign(self, task_id: str, profile: str | None) -> str:
         result = await self.service.assign(task_id, profile)

@@ -351,6 +351,13 @@ class HermesBoardService:
         """hermes's board announces nothing: it is read on the refresh timer."""
         return False
 
+    async def profiles(self) -> tuple[str, ...]:
+        """hermes's own profiles (``default`` and ``<home>/profiles/<name>``): the names its
+        cards are assigned to."""
+        from engine.hermes.profiles import hermes_profiles
+
+        return await asyncio.to_thread(hermes_profiles, self.home.root)
+
     def log_path(self, task_id: str) -> Path:
         return self.home.hermes_kanban_logs_dir / f"{task_id}.log"
 

@@ -163,6 +163,10 @@ class BoardService:
 
         return STATUSES
 
+    async def profiles(self) -> tuple[str, ...]:
+        """The names a card may be assigned to: the configured worker profiles."""
+        return tuple(sorted(self.settings.kanban.profiles))
+
     def log_path(self, task_id: str) -> Path:
         """Where a card's worker log is kept."""
         from engine.kanban.workers import card_log_path
