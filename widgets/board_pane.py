@@ -166,6 +166,8 @@ class BoardPane(Pane):
         self.last_result: DispatchResult | None = None
         self.last_held_back = ""  # the tick's code line (held_back); the words are made when shown
         self._held_back: dict = {}  # card id -> its Skip in the last tick
+        self._held_back_words = ""  # the last tick's held-back line in words (made once per tick)
+        self._workers: tuple[str, ...] = ()  # the cards that have a worker pid (their markers are rechecked)
         self.last_tick_at: float | None = None
         self.error: str | None = None
         self.unreachable: str | None = None  # the board's server is away: retried on every refresh
@@ -446,7 +448,7 @@ class BoardPane(Pane):
     async def _recheck_workers(self) -> None:
         """The board did not change, but a worker may have died: check the cards that have
         one (in a thread: it reads /proc) and redraw those whose marker changed."""
-        checked = [v for v in self.cards.values() if v.task.worker_pid]
+        checked = [self.cards[i] for i in self._workers if i in self.cards]
         if not checked:
             return
         fresh = await asyncio.to_thread(_with_liveness_views, checked)
@@ -455,7 +457,7 @@ class BoardPane(Pane):
         if changed:
             cards = {**self.cards, **changed}
             columns = {s: (tuple(self._columns[s]), None) for s in self.statuses}
-            self._apply_prepared((cards, columns), self.counts)
+            self._apply_prepared((cards, columns, None), self.counts)
 
     def _tick_ages(self) -> None:
         """Ages in view read to the minute: a column repaints only when one reads differently."""
@@ -476,8 +478,10 @@ class BoardPane(Pane):
             pass
 
     def _apply(self, prepared, counts: dict[str, int] | None) -> None:
-        cards, columns = prepared
+        cards, columns, workers = prepared
         self.cards = cards
+        if workers is not None:
+            self._workers = workers
         self.counts = dict(counts) if counts is not None else {}
         with self.app.batch_update():
             for status in self.statuses:
@@ -539,7 +543,7 @@ class BoardPane(Pane):
             state += f", last tick {time.strftime('%H:%M:%S', time.localtime(self.last_tick_at))}"
             if self.last_result is not None and self.last_result.spawned:
                 state += f": spawned {len(self.last_result.spawned)}"
-        words = held_back_words(self.last_result) if self.last_result is not None else ""
+        words = self._held_back_words
         info = state + (f" · {words}" if words else "")
         self._set_info(info)  # cut with … when narrow (the selected card's reason is in full below)
         total = sum(self.counts.get(s, len(self._columns[s])) for s in self._shown_statuses(False))
@@ -625,12 +629,18 @@ class BoardPane(Pane):
     def on_board_pane_tick_done(self, message: TickDone) -> None:
         result = message.result
         self.last_result = result
-        self._held_back = {skip.task_id: skip for skip in result.skipped}
         self.last_tick_at = self.clock()
         self.last_held_back = result.held_back
         for warning in result.warnings:
             self.notify(warning, severity="warning", timeout=8, markup=False)
         self._request_refresh()  # the board's version says whether the tick changed a card
+        self._take_tick(result)
+
+    @work(exclusive=True, group="board-tick", description="the tick's held-back words")  # not repr(result)
+    async def _take_tick(self, result: DispatchResult) -> None:
+        """The tick's held-back words and reasons by card, made in a thread (a tick over
+        100,000 waiting cards holds 100,000 reasons); a newer tick supersedes an older one."""
+        self._held_back, self._held_back_words = await asyncio.to_thread(_tick_summary, result)
         self._show_info()
 
     def action_dispatch_now(self) -> None:
@@ -913,6 +923,11 @@ def shown_task(t: Task) -> Task:
                    result=lines(t.result))
 
 
+def _tick_summary(result: DispatchResult) -> tuple[dict, str]:
+    """Thread side of a tick's result: card id -> why it was held back, and the line in words."""
+    return {skip.task_id: skip for skip in result.skipped}, held_back_words(result)
+
+
 def _liveness(t: Task) -> bool | None:
     """Whether the card's worker is verified alive (reads /proc: call it in a thread)."""
     from engine import identity
@@ -932,16 +947,19 @@ def _prepare(old: dict[str, CardView], tasks: list[Task], statuses: tuple[str, .
              views: list[CardView] | None = None):
     """Thread side of a refresh: the card views (escaped text, worker liveness), each one
     equal to the card shown now replaced by that very object (so it is not drawn again),
-    and each column's ids with their positions."""
+    each column's ids with their positions, and the cards that have a worker."""
     cards: dict[str, CardView] = {}
     by_status: dict[str, list[str]] = {s: [] for s in statuses}
+    workers = []
     for n, t in enumerate(tasks):
         view = views[n] if views is not None else CardView(shown_task(t), _liveness(t))
         shown = old.get(t.id)
         cards[t.id] = shown if shown == view else view
         by_status.setdefault(t.status, []).append(t.id)
+        if t.worker_pid:
+            workers.append(t.id)
     columns = {}
     for status, ids in by_status.items():
         frozen = tuple(ids)
         columns[status] = (frozen, {card_id: n for n, card_id in enumerate(frozen)} if len(frozen) > 1000 else None)
-    return cards, columns
+    return cards, columns, tuple(workers)
