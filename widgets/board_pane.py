@@ -918,9 +918,12 @@ def shown_task(t: Task) -> Task:
     def lines(text: str | None) -> str | None:
         return None if text is None else escape_controls(text)
 
-    return replace(t, title=escape_text(t.title), assignee=None if t.assignee is None else escape_text(t.assignee),
-                   body=escape_controls(t.body), last_failure_error=lines(t.last_failure_error),
-                   result=lines(t.result))
+    shown = {"title": escape_text(t.title), "assignee": None if t.assignee is None else escape_text(t.assignee),
+             "body": escape_controls(t.body), "last_failure_error": lines(t.last_failure_error),
+             "result": lines(t.result)}
+    if all(value == getattr(t, name) for name, value in shown.items()):
+        return t  # nothing to escape (nearly every card): no copy, which is most of a big board's read
+    return replace(t, **shown)
 
 
 def _tick_summary(result: DispatchResult) -> tuple[dict, str]:
@@ -930,6 +933,8 @@ def _tick_summary(result: DispatchResult) -> tuple[dict, str]:
 
 def _liveness(t: Task) -> bool | None:
     """Whether the card's worker is verified alive (reads /proc: call it in a thread)."""
+    if not t.worker_pid:
+        return None
     from engine import identity
     from engine.kanban.workers import is_host_local
 
