@@ -229,6 +229,23 @@ def settled_cpu(apps: dict[str, PtyApp], quiet_share: float = 0.05, window: floa
     raise TimeoutError("the apps never settled")
 
 
+def idle_shares(apps: dict[str, PtyApp], seconds: float, settle) -> dict[str, float]:
+    """Each app's CPU over the same ``seconds`` as a share of one core, after their first
+    frames and ``settle(apps)``; the apps are quit after."""
+    try:
+        for app in apps.values():
+            app.wait_first_frame()
+        settle(apps)
+        start = {k: a.cpu_seconds() for k, a in apps.items()}
+        t0 = time.perf_counter()
+        time.sleep(seconds)
+        wall = time.perf_counter() - t0
+        return {k: (a.cpu_seconds() - start[k]) / wall for k, a in apps.items()}
+    finally:
+        for app in apps.values():
+            app.quit()
+
+
 BOARD_KEY_ROWS = (
     ("board-down", "key down: selection moved"),
     ("board-column", "key l/h: column switched"),
@@ -243,19 +260,8 @@ def bench_board(table: Table, sizes: tuple[int, ...], seconds: float, runs: int)
         with tempfile.TemporaryDirectory(prefix="hermes-bench-board-") as tmp:
             root = build_board_home(Path(tmp) / "home", cards)
             before = loadavg()
-            apps = {"ours": PtyApp([CLI, "--home", str(root)], env), "bare": PtyApp(BARE, app_env())}
-            try:
-                for app in apps.values():
-                    app.wait_first_frame()
-                settled_cpu(apps)
-                start = {k: a.cpu_seconds() for k, a in apps.items()}
-                t0 = time.perf_counter()
-                time.sleep(seconds)
-                wall = time.perf_counter() - t0
-                share = {k: (a.cpu_seconds() - start[k]) / wall for k, a in apps.items()}
-            finally:
-                for app in apps.values():
-                    app.quit()
+            share = idle_shares({"ours": PtyApp([CLI, "--home", str(root)], env), "bare": PtyApp(BARE, app_env())},
+                                seconds, settled_cpu)
             table.add(row_from(f"idle CPU over {seconds:g} s, {label} (share of one core)", [share["ours"]],
                                [share["bare"]], before, unit="%", aim="< 2% of a core",
                                note="after the board is read and the app settled; dispatcher on (its default)"))
@@ -276,19 +282,9 @@ def board_keys(table: Table, ours: KeysDriver, bare: KeysDriver, label: str, run
 
 def bench_idle(table: Table, seconds: float) -> None:
     before = loadavg()
-    apps = {"ours": PtyApp([CLI, "--demo"], app_env()), "bare": PtyApp(BARE, app_env())}
-    try:
-        for app in apps.values():
-            app.wait_first_frame()
-        time.sleep(5.0)  # settle: the demo's first refreshes and data loads are not idling
-        start = {k: a.cpu_seconds() for k, a in apps.items()}
-        t0 = time.perf_counter()
-        time.sleep(seconds)
-        wall = time.perf_counter() - t0
-        share = {k: (a.cpu_seconds() - start[k]) / wall for k, a in apps.items()}
-    finally:
-        for app in apps.values():
-            app.quit()
+    # settle: the demo's first refreshes and data loads are not idling
+    share = idle_shares({"ours": PtyApp([CLI, "--demo"], app_env()), "bare": PtyApp(BARE, app_env())}, seconds,
+                        lambda _apps: time.sleep(5.0))
     table.add(row_from(f"idle CPU over {seconds:g} s, demo home (share of one core)", [share["ours"]],
                        [share["bare"]], before, unit="%", aim="< 1% of a core",
                        note="both apps on their own terminal over the same seconds; CPU of the app process only"))
