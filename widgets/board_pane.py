@@ -176,6 +176,7 @@ class BoardPane(Pane):
         self._info: str | None = None  # what the info line shows
         self._first_column = 0  # the first shown column when they do not all fit
         self._window: tuple[str, ...] = ()  # the columns shown now
+        self._laid_out: tuple = ()  # what _size_columns last laid out
         # Refreshing (see the module doc): one at a time, again once when asked meanwhile.
         self._refresher = Coalesced(
             lambda refreshes: self.run_worker(refreshes, group="board-refresh", exit_on_error=False),
@@ -250,6 +251,9 @@ class BoardPane(Pane):
                 first = at if at < first else at - count + 1 if at >= first + count else first
         self._first_column = max(0, first)
         window = shown[self._first_column:self._first_column + count]
+        if (window, column_width, shown) == self._laid_out:
+            return  # a column switch inside the shown columns: nothing to lay out again
+        self._laid_out = (window, column_width, shown)
         for column in self.query(BoardColumn):
             column.styles.width = column_width
             column.display = column.status in window
@@ -259,7 +263,7 @@ class BoardPane(Pane):
                                        ("#board-more-right", hidden_right, "▸")):
             strip = self.query_one(strip_id, Static)
             strip.display = windowed
-            strip.update(Text(f"{sign}\n{hidden}") if hidden else Text(""))
+            strip.update(Text(f"{sign}\n{hidden}") if hidden else Text(""), layout=False)  # fixed size
         self._window = window
 
     async def on_unmount(self) -> None:
