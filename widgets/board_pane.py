@@ -634,7 +634,6 @@ class BoardPane(Pane):
         result = message.result
         self.last_result = result
         self.last_tick_at = self.clock()
-        self.last_held_back = result.held_back
         for warning in result.warnings:
             self.notify(warning, severity="warning", timeout=8, markup=False)
         self._request_refresh()  # the board's version says whether the tick changed a card
@@ -644,7 +643,7 @@ class BoardPane(Pane):
     async def _take_tick(self, result: DispatchResult) -> None:
         """The tick's held-back words and reasons by card, made in a thread (a tick over
         100,000 waiting cards holds 100,000 reasons); a newer tick supersedes an older one."""
-        self._held_back, self._held_back_words = await asyncio.to_thread(_tick_summary, result)
+        self._held_back, self._held_back_words, self.last_held_back = await asyncio.to_thread(_tick_summary, result)
         self._show_info()
 
     def action_dispatch_now(self) -> None:
@@ -930,9 +929,10 @@ def shown_task(t: Task) -> Task:
     return replace(t, **shown)
 
 
-def _tick_summary(result: DispatchResult) -> tuple[dict, str]:
-    """Thread side of a tick's result: card id -> why it was held back, and the line in words."""
-    return {skip.task_id: skip for skip in result.skipped}, held_back_words(result)
+def _tick_summary(result: DispatchResult) -> tuple[dict, str, str]:
+    """Thread side of a tick's result: card id -> why it was held back, the line in
+    words, and its code line (``held_back``)."""
+    return {skip.task_id: skip for skip in result.skipped}, held_back_words(result), result.held_back
 
 
 def _liveness(t: Task) -> bool | None:
