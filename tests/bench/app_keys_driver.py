@@ -163,16 +163,19 @@ async def board_loaded(app, pilot, cards: int) -> None:
 
 
 async def serve(which: str) -> None:
+    started = time.perf_counter()
     app, clean_up = make_app(which)
     try:
         async with app.run_test(size=SIZES[0]) as pilot:
+            loaded = None
+            if which.startswith("board:"):  # how long until the whole board is on the pane
+                await board_loaded(app, pilot, int(which.split(":")[2]))
+                loaded = time.perf_counter() - started
             await pilot.pause(1.0)  # let the first data arrive
             if which == "ours":
                 await pilot.press("1")  # the board, where n and enter act
-            if which.startswith("board:"):
-                await board_loaded(app, pilot, int(which.split(":")[2]))
             state = {"main_screen": app.screen, "size": 0, "bare": which == "bare"}
-            print(json.dumps({"ready": True}), flush=True)
+            print(json.dumps({"ready": True, "loaded": loaded}), flush=True)
             while True:
                 line = await asyncio.to_thread(sys.stdin.readline)
                 if not line.strip():

@@ -155,7 +155,7 @@ class KeysDriver:
     def __init__(self, which: str, log_dir: Path) -> None:
         self.child = JsonChild([sys.executable, str(HERE / "app_keys_driver.py"), which],
                                log=log_dir / f"keys-{which.split(':')[0]}.log")
-        self.child.answer()  # ready
+        self.loaded = self.child.answer().get("loaded")  # ready (a big board: after this many seconds)
 
     def ask(self, request: str) -> float:
         return self.child.ask(request)["seconds"]
@@ -186,7 +186,7 @@ def bench_keys(table: Table, runs: int) -> None:
             bare.close()
 
 
-def build_board_home(root: Path, cards: int) -> Path:
+def build_board_home(root: Path, cards: int, dispatch: bool = True) -> Path:
     """A home whose board holds ``cards`` ready cards (made through the board service,
     5,000 a transaction; a batch whose random id collided is made again)."""
     import asyncio
@@ -199,6 +199,8 @@ def build_board_home(root: Path, cards: int) -> Path:
     from engine.kanban.transitions import TransitionRefused
 
     home = HomeLayout(root).ensure()
+    if not dispatch:
+        home.config_file.write_text("kanban:\n  dispatch: false\n")
 
     async def fill() -> None:
         async with await BoardService.open(home, load_config(home.config_file), create=True) as service:
@@ -253,21 +255,26 @@ BOARD_KEY_ROWS = (
 )
 
 
-def bench_board(table: Table, sizes: tuple[int, ...], seconds: float, runs: int) -> None:
+def bench_board(table: Table, sizes: tuple[int, ...], seconds: float, runs: int, dispatch: bool = True) -> None:
     env = {**app_env(), "HERMES_AUTO_PRUNE": "0"}
     for cards in sizes:
-        label = f"{cards:,} ready cards"
+        label = f"{cards:,} ready cards" + ("" if dispatch else ", dispatch off")
         with tempfile.TemporaryDirectory(prefix="hermes-bench-board-") as tmp:
-            root = build_board_home(Path(tmp) / "home", cards)
+            root = build_board_home(Path(tmp) / "home", cards, dispatch)
             before = loadavg()
             share = idle_shares({"ours": PtyApp([CLI, "--home", str(root)], env), "bare": PtyApp(BARE, app_env())},
                                 seconds, settled_cpu)
             table.add(row_from(f"idle CPU over {seconds:g} s, {label} (share of one core)", [share["ours"]],
                                [share["bare"]], before, unit="%", aim="< 2% of a core",
-                               note="after the board is read and the app settled; dispatcher on (its default)"))
+                               note="after the board is read and the app settled; "
+                               + ("the app's dispatcher on (its default)" if dispatch else "kanban.dispatch: false")))
             logs = Path(tmp) / "logs"
             logs.mkdir()
-            board_keys(table, KeysDriver(f"board:{root}:{cards}", logs), KeysDriver("bare", logs), label, runs)
+            before = loadavg()
+            ours = KeysDriver(f"board:{root}:{cards}", logs)
+            table.add(row_from(f"whole board on the pane after start, {label}", [ours.loaded], None, before,
+                               unit="s", note="under Pilot, from creating the app until every card is in the pane"))
+            board_keys(table, ours, KeysDriver("bare", logs), label, runs)
 
 
 def board_keys(table: Table, ours: KeysDriver, bare: KeysDriver, label: str, runs: int) -> None:
@@ -298,6 +305,8 @@ def main() -> int:
     ap.add_argument("--only", choices=("frame", "keys", "idle", "board"), action="append")
     ap.add_argument("--board-cards", type=int, action="append",
                     help="board sizes for --only board (default 10000 and 100000)")
+    ap.add_argument("--board-no-dispatch", action="store_true",
+                    help="the big boards' homes with kanban.dispatch: false (the pane's own share)")
     args = ap.parse_args()
     parts = set(args.only or ("frame", "keys", "idle", "board"))
     table = Table("App: hermes-tui vs a bare Textual app (Header, Footer, DataTable)", "bare app")
@@ -308,7 +317,8 @@ def main() -> int:
     if "idle" in parts:
         bench_idle(table, args.idle_seconds)
     if "board" in parts:
-        bench_board(table, tuple(args.board_cards or (10_000, 100_000)), args.idle_seconds, args.key_runs)
+        bench_board(table, tuple(args.board_cards or (10_000, 100_000)), args.idle_seconds, args.key_runs,
+                    dispatch=not args.board_no_dispatch)
     table.print()
     return 0
 
