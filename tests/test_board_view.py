@@ -305,3 +305,24 @@ async def test_hermes_profiles_are_offered_and_its_worker_log_is_shown(hermes, f
         assert "\\x1b[31m" in app.screen.shown  # outside text: the escape is shown, not acted on
         assert not any("no worker output" in n for n in notes)
         assert pane.profiles == ("default", "writer")  # not the folder hermes would refuse as a name
+
+
+async def test_the_board_data_version_moves_with_every_commit_and_only_then(home):
+    """What lets the pane skip reading an unchanged board: a commit on its own connection
+    (the app's dispatcher shares it) or on another one (a worker's CLI) moves it; reads do not."""
+    board, other = await open_board(home), await open_board(home)
+    try:
+        first = await board.data_version()
+        await board.fetch("SELECT count(*) FROM tasks")
+        assert await board.data_version() == first
+        await tr.create_task(board, NewTask("made on the pane's connection"))
+        mine = await board.data_version()
+        assert mine != first
+        await tr.create_task(other, NewTask("made by another process"))
+        theirs = await board.data_version()
+        assert theirs != mine
+        await board.list_tasks()
+        assert await board.data_version() == theirs
+    finally:
+        await other.close()
+        await board.close()
