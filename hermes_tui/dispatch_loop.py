@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from textual.message import Message
 
+from engine.coalesce import Coalesced
 from engine.config import Settings
 from engine.home import HomeLayout
 
@@ -47,8 +48,8 @@ class DispatchLoop:
         self.home = home
         self.settings = settings
         self._spawner = spawner
-        self._running = False
-        self._again = False
+        self._ticker = Coalesced(
+            lambda ticks: self.app.run_worker(ticks, group="board-dispatch", exit_on_error=False), self.tick)
         self._watched: set[str] = set()
         self.ticks = 0
         self.unreachable_ticks = 0  # ticks that found the board's server away (said by the pane, not here)
@@ -77,23 +78,14 @@ class DispatchLoop:
         self.app.set_timer(min(k.dispatch_interval_seconds, FIRST_TICK_SECONDS), self.request)
         self.app.set_interval(k.dispatch_interval_seconds, self.request)
 
+    @property
+    def ticking(self) -> bool:
+        """A tick is under way (or one more is due right after it)."""
+        return self._ticker.running
+
     def request(self) -> None:
         """Tick now, or right after the tick that is running."""
-        if self._running:
-            self._again = True
-            return
-        self._running = True
-        self.app.run_worker(self._ticks(), group="board-dispatch", exit_on_error=False)
-
-    async def _ticks(self) -> None:
-        try:
-            while True:
-                self._again = False
-                await self.tick()
-                if not self._again:
-                    return
-        finally:
-            self._running = False
+        self._ticker.request()
 
     async def tick(self) -> DispatchResult | None:
         """One tick on the shared board service; None when there is no board yet or the

@@ -52,8 +52,9 @@ def binding_sources() -> list[tuple[str, str, type]]:
     sources.append(("Command bar", "command-bar", CommandBar))
     # The board's dialogs are imported here, not by the board pane at start-up.
     from widgets.board_modals import AssignScreen, CardDetailsScreen, NewCardScreen
+    from widgets.worker_log import WorkerLogScreen
 
-    for dialog in (NewCardScreen, AssignScreen, CardDetailsScreen):
+    for dialog in (NewCardScreen, AssignScreen, CardDetailsScreen, WorkerLogScreen):
         sources.append(("Board dialogs", "modal", dialog))
     from widgets.board_switcher import BoardSwitchScreen
 

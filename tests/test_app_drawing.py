@@ -99,57 +99,6 @@ async def test_a_cell_update_repaints_its_row_only_and_shows_what_a_datatable_sh
         assert drawn(tables[0]) == drawn(tables[1])
 
 
-async def test_a_card_s_new_prompt_repaints_that_card_only_and_shows_what_an_option_list_shows():
-    """A card's age changes once a second: the PromptList keeps the other cards' renders
-    when the new prompt has the same height, falls back to a full rebuild when it does
-    not, and draws what a plain OptionList draws either way."""
-    from rich.text import Text
-    from textual.app import App
-    from textual.containers import Horizontal
-    from textual.widgets import OptionList
-    from textual.widgets.option_list import Option
-
-    from widgets.partial_repaint import PromptList
-
-    def card(i: int, age: str, extra: str = "") -> Text:
-        return Text(f"t_{i}\ntitle {i}{extra}\nunassigned · {age}")
-
-    class Twin(App):
-        def compose(self):
-            with Horizontal():
-                for cls, name in ((OptionList, "plain"), (PromptList, "cheap")):
-                    options = []
-                    for i in range(4):
-                        if i:
-                            options.append(None)
-                        options.append(Option(card(i, "1s"), id=f"t_{i}"))
-                    yield cls(*options, id=name)
-
-    app = Twin()
-    async with app.run_test(size=(100, 30)) as pilot:
-        lists = [app.query_one("#plain", OptionList), app.query_one("#cheap", PromptList)]
-        for option_list in lists:
-            option_list.highlighted = 1
-        await pilot.pause()
-
-        def drawn(option_list) -> list[str]:
-            return [option_list.render_line(y).text for y in range(option_list.size.height)]
-
-        assert drawn(lists[0]) == drawn(lists[1])
-        others = lists[1].get_option("t_3")
-        assert any(k[0] is others for k in lists[1]._option_render_cache.keys())  # noqa: SIM118
-        for option_list in lists:
-            option_list.replace_option_prompt("t_1", card(1, "2s"))
-        # Kept right after the change: only t_1's render was dropped.
-        assert any(k[0] is others for k in lists[1]._option_render_cache.keys())  # noqa: SIM118
-        await pilot.pause()
-        assert drawn(lists[0]) == drawn(lists[1]) and any("· 2s" in line for line in drawn(lists[1]))
-        for option_list in lists:  # one line more: the lines below move
-            option_list.replace_option_prompt("t_2", card(2, "3s", extra="\nheld back"))
-        await pilot.pause()
-        assert drawn(lists[0]) == drawn(lists[1]) and any("held back" in line for line in drawn(lists[1]))
-
-
 async def test_the_help_dialog_opens_then_lists_every_key_laid_out_for_its_width(home):
     """`?` shows its frame at once; the table of every key is laid out in a thread and
     arrives as ready lines that fit the dialog, and again after a resize."""
@@ -214,34 +163,6 @@ async def test_zoom_restyles_no_pane_and_agrees_with_the_narrow_layout(home):
         await pilot.press("z")
         await wait_until_pilot(pilot, lambda: len(shown()) == 4, what="all four panes back")
         assert shown() == ["board", "processes", "scratch", "prune-log"]
-
-
-async def test_a_card_s_new_prompt_while_its_column_is_hidden_does_not_crash():
-    """A hidden column (another pane zoomed, a tab not shown) has no width: a prompt
-    change there takes Textual's own path. Before: ValueError from the wrap at width 0
-    (seen when the screenshot script zoomed a pane while the board refreshed)."""
-    from rich.text import Text
-    from textual.app import App
-    from textual.widgets.option_list import Option
-
-    from widgets.partial_repaint import PromptList
-
-    class Hidden(App):
-        def compose(self):
-            yield PromptList(Option(Text("t_1\ntitle\nunassigned · 1s"), id="t_1"), id="cards")
-
-    app = Hidden()
-    async with app.run_test(size=(60, 20)) as pilot:
-        cards = app.query_one("#cards", PromptList)
-        await pilot.pause()
-        cards.display = False  # as a column of a pane that is not shown
-        await pilot.pause()
-        assert cards.scrollable_content_region.width <= 0
-        cards.replace_option_prompt("t_1", Text("t_1\ntitle\nunassigned · 2s"))
-        await pilot.pause()
-        cards.display = True
-        await pilot.pause()
-        assert any("· 2s" in cards.render_line(y).text for y in range(cards.size.height))
 
 
 async def test_the_fit_table_is_the_keyed_diff_a_pane_hands_its_rows_to():

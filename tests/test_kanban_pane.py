@@ -322,7 +322,7 @@ async def test_in_app_dispatcher_ticks_on_its_interval_and_can_be_off(home):
         await wait_for(pilot, lambda: len(pane.cards) == 7)
         # Two refresh timer ticks (1 s each) hold ten dispatch intervals: none ticked.
         await wait_for(pilot, lambda: pane._timer_ticks >= 2)
-        assert app.dispatch_loop.ticks == 0 and not app.dispatch_loop._running
+        assert app.dispatch_loop.ticks == 0 and not app.dispatch_loop.ticking
         assert pane.last_tick_at is None
         assert "dispatch off" in pane.border_subtitle
 

@@ -8,9 +8,24 @@ The pane renders and handles keys; it does not dispatch. The app's dispatch loop
 shared :class:`engine.kanban.service.BoardService`.
 
 Nothing here blocks the UI: the board is read and changed on its connection's own
-thread, liveness checks run in threads, and the columns are updated by keyed diff
-(only changed cards are redrawn). Every outside text (titles, paths, errors) is shown
-as plain text, never parsed as markup.
+thread, the cards are built, checked for liveness and compared in a thread, and the
+columns are updated by keyed diff: an unchanged card keeps its view object, and a
+column (:class:`widgets.card_list.CardList`) draws only the cards in view, so only
+changed cards in view are redrawn. Every outside text (titles, paths, errors) is
+shown as plain text, never parsed as markup.
+
+Work is done when something changed. Every refresh asks the board its data version
+first (a SQLite board: ``PRAGMA data_version`` with the connection's own change count;
+hermes's board: its files' change times; a PostgreSQL board announces changes with
+NOTIFY) and reads the cards only when it moved. A refresh is never cancelled: one
+asked while another runs runs once after it, so a read slower than the timer still
+lands. A pane not shown (another pane zoomed, or the narrow layout showing another)
+is not refreshed; it is read when it is shown again.
+
+The columns share the width, none narrower than MIN_COLUMN_WIDTH: when they do not
+all fit, the board shows the columns around the selected one and a strip at each side
+says how many more there are (``◂ 2`` / ``3 ▸``); ``h``/``l`` move across the shown
+columns and stop at the ends.
 """
 
 from __future__ import annotations
@@ -18,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,15 +41,15 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import HorizontalScroll, Vertical
+from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.message import Message
-from textual.widgets import Label, OptionList, Static
-from textual.widgets.option_list import Option
+from textual.widgets import Label, Static
 
+from engine.coalesce import Coalesced
 from engine.config import Settings
 from engine.home import HomeLayout
-from engine.kanban.statuses import ARCHIVED, BLOCKED, RUNNING, STATUSES
+from engine.kanban.statuses import ARCHIVED, BLOCKED, READY, RUNNING, STATUSES
 from engine.kanban.wording import (
     assign_words,
     change_words,
@@ -43,10 +58,10 @@ from engine.kanban.wording import (
     skip_reason,
 )
 from engine.processes.redact import escape_controls
-from engine.text import count_of, escape_text, human_duration
+from engine.text import count_of, escape_text
+from widgets.card_list import CardList, CardView, card_age
 from widgets.fit_table import DetailLine
 from widgets.pane import EmptyState, Pane
-from widgets.partial_repaint import PromptList
 
 # The store, the transitions, the workers' checks and the dialogs are
 # imported where they are first used: a home without a board never needs them, and
@@ -60,52 +75,19 @@ MIN_COLUMN_WIDTH = 22
 RECENT_FINISHED = 100  # the done/archived columns show their newest cards only
 _MACHINE_CLOCK = time.time  # the default clock of the pane (see _open_locked)
 LISTENING_REFRESH_EVERY = 10  # a board that announces changes is re-read in full this rarely
-
-
-@dataclass(frozen=True)
-class CardView:
-    """What one card shows; compared to decide whether its option needs redrawing."""
-
-    task: Task
-    live: bool | None  # True verified alive, False gone, None no worker / not ours to check
-    reasons: tuple[str, ...] = ()  # hermes-agent's board: why hermes does not spawn it, in words
-    short: str = ""  # the same, in a few words for the card
-
-    def prompt(self, now: float) -> Text:
-        t = self.task
-        text = Text(no_wrap=False, overflow="ellipsis")
-        text.append(t.id, style="bold")
-        if t.worker_pid:
-            marker, style = {True: ("●", "green"), False: ("○", "red"), None: ("◌", "dim")}[self.live]
-            text.append(f"  {marker} {t.worker_pid}", style=style)
-        text.append("\n" + t.title)
-        meta = [t.assignee or "unassigned", human_duration(now - t.created_at)]
-        if t.consecutive_failures:
-            meta.append(f"✗{t.consecutive_failures}")
-        if t.priority:
-            meta.append(f"p{t.priority}")
-        text.append("\n" + " · ".join(meta), style="dim")
-        if self.short:
-            text.append("\n" + self.short, style="yellow")
-        return text
-
-
-class CardList(PromptList):
-    """The cards of one column (option ids = card ids); a card whose age ticks repaints alone."""
-
-    def __init__(self, status: str) -> None:
-        super().__init__(id=f"cards-{status}")
-        self.status = status
+# The actions that change the board: unavailable (shown dimmed) on a board that is read-only here.
+CHANGES = frozenset({"new_card", "move", "assign", "reclaim", "archive", "unblock"})
 
 
 class BoardColumn(Vertical):
-    def __init__(self, status: str) -> None:
+    def __init__(self, status: str, clock) -> None:
         super().__init__(id=f"column-{status}", classes="board-column")
         self.status = status
+        self._clock = clock
 
     def compose(self) -> ComposeResult:
         yield Label(self.status.upper(), classes="column-title")
-        yield CardList(self.status)
+        yield CardList(self.status, self._clock)
 
 
 class BoardPane(Pane):
@@ -135,16 +117,15 @@ class BoardPane(Pane):
     BoardPane #board-detail { max-height: 2; }
     BoardPane #board-columns { height: 1fr; }
     BoardPane .board-column { width: 1fr; min-width: 18; height: 1fr; margin-right: 1; }
-    BoardPane #column-archived { display: none; }
-    BoardPane.-show-archived #column-archived { display: block; }
-    BoardPane .column-title { width: 1fr; height: 1; text-style: bold; color: $text-muted; background: $panel; padding: 0 1; }
-    BoardPane CardList { height: 1fr; border: none; padding: 0; background: $surface; }
-    BoardPane CardList:focus { border: none; background: $boost; }
-    /* The selected card stands out: a solid bar in the focused column, a dim one elsewhere. */
-    BoardPane CardList > .option-list--option-highlighted { background: $panel-lighten-1; text-style: none; }
-    BoardPane CardList:focus > .option-list--option-highlighted {
-        background: $accent 60%; color: $text; text-style: bold;
+    BoardPane .column-title {
+        width: 1fr; height: 1; text-style: bold; color: $text-muted; background: $panel; padding: 0 1;
+        text-wrap: nowrap; text-overflow: ellipsis;
     }
+    /* More columns to a side: a strip says how many (the board shows whole columns only). */
+    BoardPane .board-more { width: 1; height: 1fr; color: $accent; text-style: bold; display: none; }
+    BoardPane #board-more-left { margin-right: 1; }
+    BoardPane CardList { background: $surface; }
+    BoardPane CardList:focus { background: $boost; }
     BoardPane EmptyState { display: none; }
     BoardPane.-failed EmptyState { display: block; }
     BoardPane.-failed #board-columns { display: none; }
@@ -201,6 +182,8 @@ class BoardPane(Pane):
         self.last_result: DispatchResult | None = None
         self.last_held_back = ""  # the tick's code line (held_back); the words are made when shown
         self._held_back: dict = {}  # card id -> its Skip in the last tick
+        self._held_back_words = ""  # the last tick's held-back line in words (made once per tick)
+        self._workers: tuple[str, ...] = ()  # the cards that have a worker pid (their markers are rechecked)
         self.last_tick_at: float | None = None
         self.error: str | None = None
         self.unreachable: str | None = None  # the board's server is away: retried on every refresh
@@ -209,15 +192,29 @@ class BoardPane(Pane):
         self._info: str | None = None  # what the info line shows
         self.board_override: Path | None = None  # the board the switcher chose (None: the default one)
         self.gateway = None  # hermes-agent's board: whether hermes's gateway (its dispatcher) runs
+        self._first_column = 0  # the first shown column when they do not all fit
+        self._window: tuple[str, ...] = ()  # the columns shown now
+        self._laid_out: tuple = ()  # what _size_columns last laid out
+        # Refreshing (see the module doc): one at a time, again once when asked meanwhile.
+        self._refresher = Coalesced(
+            lambda refreshes: self.run_worker(refreshes, group="board-refresh", exit_on_error=False),
+            self._refresh_once)
+        self._must_read = True  # read the cards whatever the version says
+        self._version: object = None  # the board's data version of the cards shown
+        self.profiles: tuple[str, ...] = tuple(sorted(settings.kanban.profiles))  # assignable names
+        self.reads = 0  # times the cards were read (tests and the bench read these counters)
+        self.skipped_hidden = 0  # refreshes skipped because the pane was not shown
 
     # -- layout ---------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         yield Static("", id="board-info")
         yield EmptyState("", id="board-error")
-        with HorizontalScroll(id="board-columns"):
+        with Horizontal(id="board-columns"):
+            yield Static("", id="board-more-left", classes="board-more")
             for status in STATUSES:
-                yield BoardColumn(status)
+                yield BoardColumn(status, self.clock)
+            yield Static("", id="board-more-right", classes="board-more")
         yield DetailLine(id="board-detail")
 
     def column_ids(self, status: str) -> tuple[str, ...]:
@@ -225,14 +222,20 @@ class BoardPane(Pane):
         return tuple(self._columns.get(status, ()))
 
     @property
+    def shown_columns(self) -> tuple[str, ...]:
+        """The statuses whose columns are on screen now, left to right."""
+        return self._window
+
+    @property
     def focus_target(self):
         focused = self.app.focused if self.is_attached else None
         if isinstance(focused, CardList) and self in focused.ancestors:
             return focused
-        for status in self._shown_statuses(False):
+        for status in self._window or self._shown_statuses(False):
             if self._columns[status]:
                 return self.query_one(f"#cards-{status}", CardList)
-        return self.query_one("#cards-ready", CardList)
+        return self.query_one(f"#cards-{READY if READY in self._window or not self._window else self._window[0]}",
+                              CardList)
 
     async def on_mount(self) -> None:
         # The board spans the screen's width in every layout of the app: size the columns
@@ -245,12 +248,41 @@ class BoardPane(Pane):
     def on_resize(self) -> None:
         self._size_columns(self.size.width)
 
-    def _size_columns(self, width: int) -> None:
-        """Columns share the width; below MIN_COLUMN_WIDTH each they scroll sideways."""
-        shown = len(self._shown_statuses(self.show_archived))
-        column_width = max(MIN_COLUMN_WIDTH, (width - 1) // shown - 1)
+    def _size_columns(self, width: int, reveal: str | None = None) -> None:
+        """Columns share the width, each at least MIN_COLUMN_WIDTH. When they do not all
+        fit, the columns from ``_first_column`` are shown (moved so that ``reveal``, or the
+        focused column, is among them) between two strips saying how many more there are."""
+        shown = self._shown_statuses(self.show_archived)
+        fits = max(1, (width + 1) // (MIN_COLUMN_WIDTH + 1))
+        if fits >= len(shown):
+            count, first = len(shown), 0
+            column_width = max(MIN_COLUMN_WIDTH, (width - 1) // count - 1)
+        else:
+            room = width - 3  # the two strips and the left one's margin
+            count = max(1, (room + 1) // (MIN_COLUMN_WIDTH + 1))
+            column_width = max(MIN_COLUMN_WIDTH, room // count - 1)
+            first = min(self._first_column, len(shown) - count)
+            focused = self._focused_list()
+            keep = reveal or (focused.status if focused is not None and self in focused.ancestors else None)
+            if keep in shown:
+                at = shown.index(keep)
+                first = at if at < first else at - count + 1 if at >= first + count else first
+        self._first_column = max(0, first)
+        window = shown[self._first_column:self._first_column + count]
+        if (window, column_width, shown) == self._laid_out:
+            return  # a column switch inside the shown columns: nothing to lay out again
+        self._laid_out = (window, column_width, shown)
         for column in self.query(BoardColumn):
             column.styles.width = column_width
+            column.display = column.status in window
+        hidden_left, hidden_right = self._first_column, len(shown) - self._first_column - len(window)
+        windowed = len(window) < len(shown)
+        for strip_id, hidden, sign in (("#board-more-left", hidden_left, "◂"),
+                                       ("#board-more-right", hidden_right, "▸")):
+            strip = self.query_one(strip_id, Static)
+            strip.display = windowed
+            strip.update(Text(f"{sign}\n{hidden}") if hidden else Text(""), layout=False)  # fixed size
+        self._window = window
 
     async def on_unmount(self) -> None:
         if self.service is not None:
@@ -310,8 +342,10 @@ class BoardPane(Pane):
             return None
         self.service = service
         self.db_path = service.path
-        if service.read_only:  # said once, when the board opens
+        if service.read_only:  # said once, when the board opens; its keys are shown unavailable
             self.notify(service.read_only_reason, severity="warning", timeout=8, markup=False)
+        self.profiles = await service.profiles()
+        self.refresh_bindings()
         await self._listen()
         self._show_info()
         return self.service
@@ -325,11 +359,11 @@ class BoardPane(Pane):
         self.statuses = tuple(statuses) + tuple(s for s in STATUSES if s not in statuses)
         if not missing:
             return
-        holder = self.query_one("#board-columns", HorizontalScroll)
+        holder = self.query_one("#board-columns", Horizontal)
         for status in missing:
             following = [s for s in statuses[statuses.index(status) + 1:] if s not in missing]
-            before = self.query_one(f"#column-{following[0]}") if following else None
-            await holder.mount(BoardColumn(status), before=before)
+            before = self.query_one(f"#column-{following[0]}") if following else "#board-more-right"
+            await holder.mount(BoardColumn(status, self.clock), before=before)
         self.on_resize()
 
     def _shown_statuses(self, with_archived: bool) -> tuple[str, ...]:
@@ -348,17 +382,24 @@ class BoardPane(Pane):
             self.listening = False  # polled until the next refresh listens again
 
     def _refresh_on_timer(self) -> None:
-        """Read the whole board on every timer tick, unless the board announces its
-        changes: then only every LISTENING_REFRESH_EVERY-th tick (ages, worker markers),
-        and while the server is away, every tick (each one retries)."""
+        """Every timer tick: a board that announces its changes is read in full only
+        every LISTENING_REFRESH_EVERY-th tick (a missed announcement), and while its
+        server is away, every tick (each one retries); any other board is asked its
+        data version. Ages and worker markers are brought up to date in every case."""
         self._timer_ticks += 1
-        if self.listening and self.unreachable is None and self._timer_ticks % LISTENING_REFRESH_EVERY:
-            return
-        self.refresh_board()
+        if self.listening and self.unreachable is None and self._timer_ticks % LISTENING_REFRESH_EVERY == 0:
+            self._must_read = True
+        self._request_refresh()
 
     def _board_changed(self) -> None:
         if self.is_attached:
-            self.refresh_board()
+            self._must_read = True
+            self._request_refresh()
+
+    def on_show(self) -> None:
+        """Shown again (the narrow layout, a zoom): catch up at once if a refresh was skipped."""
+        if self.skipped_hidden and self.service is not None:
+            self._request_refresh()
 
     def _unreachable(self, exc: Exception) -> None:
         """The server is away: say so and keep the last cards; every refresh retries."""
@@ -377,15 +418,38 @@ class BoardPane(Pane):
 
     # -- reading the board ------------------------------------------------------------------
 
-    @work(exclusive=True, group="board-refresh")
-    async def refresh_board(self) -> None:
+    def refresh_board(self) -> None:
+        """Read the board now, or right after the refresh under way (never cancelling
+        it): a change made here, a dispatch tick, the archived column toggled."""
+        self._must_read = True
+        self._request_refresh()
+
+    def _request_refresh(self) -> None:
+        self._refresher.request()
+
+    def _is_shown(self) -> bool:
+        """Whether any of the pane is on the screen (not display:none, not zoomed away)."""
+        return self.is_attached and self.display and self.region.area > 0
+
+    async def _refresh_once(self) -> None:
+        if not self._is_shown():
+            self.skipped_hidden += 1
+            return
+        self.skipped_hidden = 0
         if await self._ensure_board(create=False) is None:  # someone may have created it since
             return
         from engine.kanban.pg.errors import BoardUnreachable
         from engine.kanban.store import StoreError
 
         statuses = self._shown_statuses(self.show_archived)
+        must_read, self._must_read = self._must_read, False
         try:
+            version = await self.service.data_version()
+            if not must_read and version is not None and version == self._version \
+                    and self.unreachable is None:
+                await self._recheck_workers()
+                self._tick_ages()
+                return
             view = await self.service.view(statuses, RECENT_FINISHED)
         except BoardUnreachable as exc:
             self._unreachable(exc)
@@ -394,6 +458,7 @@ class BoardPane(Pane):
             self._fail(f"The board cannot be read: {exc}")
             return
         except Exception as exc:  # sqlite errors from a file changed under us
+            self._must_read = True
             self.notify(f"board refresh failed: {exc}", severity="error", timeout=5, markup=False)
             return
         if self.unreachable is not None:  # back: announce it and listen again
@@ -401,62 +466,66 @@ class BoardPane(Pane):
             self.notify("board reachable again", timeout=3)
         if not self.listening:
             await self._listen()
-        views = await asyncio.to_thread(_with_liveness, list(view.tasks))
+        reasons = None
         if hasattr(self.service, "reasons"):  # hermes-agent's board: hermes's own reasons, its gateway
             try:
-                reasons = await self.service.reasons(view.tasks)
+                found = await self.service.reasons(view.tasks)
                 self.gateway = await self.service.gateway()
             except StoreError:
-                reasons = {}
-            views = [replace(v, reasons=tuple(escape_text(r.words) for r in reasons.get(v.task.id, ())),
-                             short=" · ".join(escape_text(r.short) for r in reasons.get(v.task.id, ())))
-                     for v in views]
-        self.apply(views, view.counts)
+                found = {}
+            reasons = {task_id: (tuple(escape_text(r.words) for r in rs), " · ".join(escape_text(r.short) for r in rs))
+                       for task_id, rs in found.items()}
+        self.reads += 1
+        prepared = await asyncio.to_thread(_prepare, self.cards, list(view.tasks), self.statuses, None, reasons)
+        self._version = version  # read before the cards: a change in between is read next time
+        self._apply_prepared(prepared, view.counts)
+
+    async def _recheck_workers(self) -> None:
+        """The board did not change, but a worker may have died: check the cards that have
+        one (in a thread: it reads /proc) and redraw those whose marker changed."""
+        checked = [self.cards[i] for i in self._workers if i in self.cards]
+        if not checked:
+            return
+        fresh = await asyncio.to_thread(_with_liveness_views, checked)
+        changed = {v.task.id: v for v in fresh if self.cards.get(v.task.id) is not None
+                   and self.cards[v.task.id].live != v.live}
+        if changed:
+            cards = {**self.cards, **changed}
+            columns = {s: (tuple(self._columns[s]), None) for s in self.statuses}
+            self._apply_prepared((cards, columns, None), self.counts)
+
+    def _tick_ages(self) -> None:
+        """Ages in view read to the minute: a column repaints only when one reads differently."""
+        for status in self._window:
+            try:
+                self.query_one(f"#cards-{status}", CardList).tick()
+            except NoMatches:
+                pass
 
     def apply(self, views: list[CardView], counts: dict[str, int] | None = None) -> None:
-        """Keyed diff: redraw only changed cards; rebuild a column only when its order changed."""
+        """Show these cards (keyed diff: a card equal to the one shown keeps its drawing)."""
+        self._apply_prepared(_prepare(self.cards, [v.task for v in views], self.statuses, views), counts)
+
+    def _apply_prepared(self, prepared, counts) -> None:
         try:
-            self._apply(views, counts)
+            self._apply(prepared, counts)
         except NoMatches:  # a refresh finishing while the pane is being torn down
             pass
 
-    def _apply(self, views: list[CardView], counts: dict[str, int] | None) -> None:
-        now = self.clock()
-        by_status: dict[str, list[CardView]] = {s: [] for s in self.statuses}
-        for view in views:
-            by_status.setdefault(view.task.status, []).append(view)
-        old = self.cards
-        self.cards = {v.task.id: v for v in views}
+    def _apply(self, prepared, counts: dict[str, int] | None) -> None:
+        cards, columns, workers = prepared
+        self.cards = cards
+        if workers is not None:
+            self._workers = workers
         self.counts = dict(counts) if counts is not None else {}
         with self.app.batch_update():
             for status in self.statuses:
-                column = by_status[status]
-                ids = [v.task.id for v in column]
-                cards = self.query_one(f"#cards-{status}", CardList)
-                if ids != self._columns[status]:
-                    highlighted = cards.highlighted_option.id if cards.highlighted_option else None
-                    options: list = []
-                    for i, v in enumerate(column):
-                        if i:
-                            options.append(None)
-                        prompt = v.prompt(now)
-                        self._prompts[v.task.id] = prompt.plain
-                        options.append(Option(prompt, id=v.task.id))
-                    cards.set_options(options)
-                    if highlighted in ids:
-                        cards.highlighted = cards.get_option_index(highlighted)
-                    elif ids and cards.highlighted is None:
-                        cards.highlighted = 0
-                    self._columns[status] = ids
-                else:
-                    for v in column:
-                        prompt = v.prompt(now)
-                        if self._prompts.get(v.task.id) != prompt.plain or old.get(v.task.id) != v:
-                            cards.replace_option_prompt(v.task.id, prompt)
-                            self._prompts[v.task.id] = prompt.plain
+                ids, index = columns.get(status, ((), None))
+                self._columns[status] = ids
+                self.query_one(f"#cards-{status}", CardList).set_cards(ids, cards, index)
                 title = self.query_one(f"#column-{status} .column-title", Label)
-                total = (counts or {}).get(status, len(column))
-                shown = f"{len(column)} of {total}" if total > len(column) else f"{len(column)}"
+                total = (counts or {}).get(status, len(ids))
+                shown = f"{len(ids)} of {total}" if total > len(ids) else f"{len(ids)}"
                 text = f"{status.upper()} ({shown})"
                 if title.content != text:  # fixed one-line size: a repaint, never a layout
                     title.update(text, layout=False)
@@ -477,6 +546,13 @@ class BoardPane(Pane):
             return str(Path(self.db_path or self.home.kanban_db).relative_to(self.home.root))
         except ValueError:
             return str(self.db_path)
+
+    def _shown_home_path(self, path: Path) -> str:
+        """A file as a user reads it: relative to the home when it lives there."""
+        try:
+            return str(path.relative_to(self.home.root))
+        except ValueError:
+            return str(path)
 
     def _update_info(self) -> None:
         k = self.settings.kanban
@@ -502,7 +578,7 @@ class BoardPane(Pane):
             state += f", last tick {time.strftime('%H:%M:%S', time.localtime(self.last_tick_at))}"
             if self.last_result is not None and self.last_result.spawned:
                 state += f": spawned {len(self.last_result.spawned)}"
-        words = held_back_words(self.last_result) if self.last_result is not None else ""
+        words = self._held_back_words
         info = self._board_label() + state + (f" · {words}" if words else "")
         self._set_info(info)  # cut with … when narrow (the selected card's reason is in full below)
         total = sum(self.counts.get(s, len(self._columns[s])) for s in self._shown_statuses(False))
@@ -519,10 +595,21 @@ class BoardPane(Pane):
         if task is None:
             detail.show("")
             return
+        view = self.cards.get(task.id)
         text = Text()
         text.append(task.id, style="bold")
         text.append(f" · {task.status} · {task.assignee or 'unassigned'} · ")
         text.append(task.title)
+        facts = []
+        if task.consecutive_failures:
+            facts.append(f"✗{task.consecutive_failures} failures")
+        if task.priority:
+            facts.append(f"priority {task.priority}")
+        if task.worker_pid:
+            state = {True: "alive", False: "gone", None: "not checked"}[view.live if view else None]
+            facts.append(f"worker pid {task.worker_pid} ({state})")
+        facts.append(f"age {card_age(self.clock() - task.created_at)}")
+        text.append(" · " + " · ".join(facts), style="dim")
         skip = self._held_back.get(task.id)
         if skip is not None:
             text.append(" · held back: ", style="bold yellow")
@@ -533,11 +620,13 @@ class BoardPane(Pane):
             text.append(reason)
         detail.show(text)
 
-    @on(OptionList.OptionHighlighted)
-    def _card_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+    @on(CardList.Highlighted)
+    def _card_highlighted(self, event: CardList.Highlighted) -> None:
         self._show_card_detail()
 
     def on_descendant_focus(self, event) -> None:
+        if isinstance(event.widget, CardList) and event.widget.status not in self._window:
+            self._size_columns(self.size.width, reveal=event.widget.status)
         self._show_card_detail()
 
     def _show_foreign_info(self) -> None:
@@ -553,6 +642,17 @@ class BoardPane(Pane):
         self._set_info(info)
         total = sum(self.counts.get(s, len(self._columns[s])) for s in self._shown_statuses(False))
         self.set_status(f"hermes board: {count_of(total, 'card')}" + (", read-only" if self.service.read_only else ""))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """None (the Footer shows the key dimmed, the key does nothing) for a change to a
+        board that is read-only here, and for dispatching a board that is not ours to
+        dispatch; the info line says why, and the board's opening said it once."""
+        if self.service is not None:
+            if action in CHANGES and self.service.read_only:
+                return None
+            if action == "dispatch_now" and not self.service.dispatchable:
+                return None
+        return True
 
     def _refused_here(self) -> bool:
         """True (and said in one line) when the open board takes no change from here."""
@@ -583,12 +683,17 @@ class BoardPane(Pane):
             return
         result = message.result
         self.last_result = result
-        self._held_back = {skip.task_id: skip for skip in result.skipped}
         self.last_tick_at = self.clock()
-        self.last_held_back = result.held_back
         for warning in result.warnings:
             self.notify(warning, severity="warning", timeout=8, markup=False)
-        self.refresh_board()
+        self._request_refresh()  # the board's version says whether the tick changed a card
+        self._take_tick(result)
+
+    @work(exclusive=True, group="board-tick", description="the tick's held-back words")  # not repr(result)
+    async def _take_tick(self, result: DispatchResult) -> None:
+        """The tick's held-back words and reasons by card, made in a thread (a tick over
+        100,000 waiting cards holds 100,000 reasons); a newer tick supersedes an older one."""
+        self._held_back, self._held_back_words, self.last_held_back = await asyncio.to_thread(_tick_summary, result)
         self._show_info()
 
     def action_dispatch_now(self) -> None:
@@ -665,17 +770,20 @@ class BoardPane(Pane):
         return task
 
     def action_column(self, step: int) -> None:
+        """The next shown column to the left or right; at the first or last one, stay."""
         shown = list(self._shown_statuses(self.show_archived))
         current = self._focused_list()
-        index = shown.index(current.status) if current is not None and current.status in shown else 0
-        target = self.query_one(f"#cards-{shown[(index + step) % len(shown)]}", CardList)
-        target.focus()
-        target.parent.scroll_visible()
-
-    @on(OptionList.OptionSelected)
-    def _selected(self, event: OptionList.OptionSelected) -> None:
-        event.stop()
-        self.action_details()
+        if current is None or current.status not in shown:
+            index = 0
+        else:
+            index = shown.index(current.status) + step
+            if not 0 <= index < len(shown):
+                return
+        status = shown[index]
+        self._size_columns(self.size.width, reveal=status)
+        # At once, not after the next refresh (Widget.focus): a second key pressed right
+        # after the first moves on from the column the first one reached.
+        self.screen.set_focus(self.query_one(f"#cards-{status}", CardList))
 
     # -- actions ------------------------------------------------------------------------------
 
@@ -688,7 +796,7 @@ class BoardPane(Pane):
         from widgets.board_modals import NewCardScreen
 
         k = self.settings.kanban
-        screen = NewCardScreen(sorted(k.profiles), k.default_assignee)
+        screen = NewCardScreen(self.profiles, k.default_assignee)
         self.app.push_screen(screen, self._create)
 
     def _create(self, new: NewTask | None) -> None:
@@ -737,10 +845,16 @@ class BoardPane(Pane):
             return
         runs = await self.service.runs_of(task_id)
         process_id = next((r.process_id for r in reversed(runs) if r.process_id), None)
-        if process_id is None:
-            self.notify(f"{task_id} has no worker output yet", severity="warning", timeout=4, markup=False)
+        if process_id is not None:
+            self.post_message(self.OpenWorkerOutput(process_id, task_id))
             return
-        self.post_message(self.OpenWorkerOutput(process_id, task_id))
+        log = self.service.log_path(task_id)  # a worker started elsewhere (hermes's gateway) logs here
+        if await asyncio.to_thread(log.is_file):
+            from widgets.worker_log import WorkerLogScreen
+
+            self.app.push_screen(WorkerLogScreen(task_id, log, self._shown_home_path(log)))
+            return
+        self.notify(f"{task_id} has no worker output yet", severity="warning", timeout=4, markup=False)
 
     def _shown_log(self, path: Path) -> str:
         try:
@@ -789,7 +903,7 @@ class BoardPane(Pane):
             if name is not None:
                 self._run_change(self._assign(task.id, name or None))
 
-        self.app.push_screen(AssignScreen(task.id, task.assignee, sorted(self.settings.kanban.profiles)), chosen)
+        self.app.push_screen(AssignScreen(task.id, task.assignee, self.profiles), chosen)
 
     async def _assign(self, task_id: str, profile: str | None) -> str:
         result = await self.service.assign(task_id, profile)
@@ -849,7 +963,10 @@ class BoardPane(Pane):
     def action_toggle_archived(self) -> None:
         self.show_archived = not self.show_archived
         self.set_class(self.show_archived, "-show-archived")
-        self.on_resize()
+        self._size_columns(self.size.width, reveal=ARCHIVED if self.show_archived else None)
+        focused = self._focused_list()
+        if focused is not None and focused.status not in self._window:
+            self.focus_target.focus()
         self.refresh_board()
 
     # -- running changes ---------------------------------------------------------------------------
@@ -928,20 +1045,58 @@ def shown_task(t: Task) -> Task:
     def lines(text: str | None) -> str | None:
         return None if text is None else escape_controls(text)
 
-    return replace(t, title=escape_text(t.title), assignee=None if t.assignee is None else escape_text(t.assignee),
-                   body=escape_controls(t.body), last_failure_error=lines(t.last_failure_error),
-                   result=lines(t.result))
+    shown = {"title": escape_text(t.title), "assignee": None if t.assignee is None else escape_text(t.assignee),
+             "body": escape_controls(t.body), "last_failure_error": lines(t.last_failure_error),
+             "result": lines(t.result)}
+    if all(value == getattr(t, name) for name, value in shown.items()):
+        return t  # nothing to escape (nearly every card): no copy, which is most of a big board's read
+    return replace(t, **shown)
 
 
-def _with_liveness(tasks: list[Task]) -> list[CardView]:
-    """Card views with the live marker (reads /proc: run in a thread)."""
+def _tick_summary(result: DispatchResult) -> tuple[dict, str, str]:
+    """Thread side of a tick's result: card id -> why it was held back, the line in
+    words, and its code line (``held_back``)."""
+    return {skip.task_id: skip for skip in result.skipped}, held_back_words(result), result.held_back
+
+
+def _liveness(t: Task) -> bool | None:
+    """Whether the card's worker is verified alive (reads /proc: call it in a thread)."""
+    if not t.worker_pid:
+        return None
     from engine import identity
     from engine.kanban.workers import is_host_local
 
-    views = []
-    for t in tasks:
-        live = None
-        if t.worker_pid and is_host_local(t.claim_lock) and identity.is_verifiable(t.worker_started_at):
-            live = identity.liveness(t.worker_pid, t.worker_started_at) is identity.Liveness.ALIVE
-        views.append(CardView(shown_task(t), live))
-    return views
+    if t.worker_pid and is_host_local(t.claim_lock) and identity.is_verifiable(t.worker_started_at):
+        return identity.liveness(t.worker_pid, t.worker_started_at) is identity.Liveness.ALIVE
+    return None
+
+
+def _with_liveness_views(views: list[CardView]) -> list[CardView]:
+    """The same cards with their worker's liveness checked again (in a thread)."""
+    return [CardView(v.task, _liveness(v.task)) for v in views]
+
+
+def _prepare(old: dict[str, CardView], tasks: list[Task], statuses: tuple[str, ...],
+             views: list[CardView] | None = None, reasons: dict[str, tuple[tuple[str, ...], str]] | None = None):
+    """Thread side of a refresh: the card views (escaped text, worker liveness), each one
+    equal to the card shown now replaced by that very object (so it is not drawn again),
+    each column's ids with their positions, and the cards that have a worker."""
+    cards: dict[str, CardView] = {}
+    by_status: dict[str, list[str]] = {s: [] for s in statuses}
+    workers = []
+    for n, t in enumerate(tasks):
+        if views is not None:
+            view = views[n]
+        else:
+            words, short = reasons.get(t.id, ((), "")) if reasons else ((), "")
+            view = CardView(shown_task(t), _liveness(t), words, short)
+        shown = old.get(t.id)
+        cards[t.id] = shown if shown == view else view
+        by_status.setdefault(t.status, []).append(t.id)
+        if t.worker_pid:
+            workers.append(t.id)
+    columns = {}
+    for status, ids in by_status.items():
+        frozen = tuple(ids)
+        columns[status] = (frozen, {card_id: n for n, card_id in enumerate(frozen)} if len(frozen) > 1000 else None)
+    return cards, columns, tuple(workers)

@@ -300,7 +300,9 @@ class DetailLine(Static):
         if plain != self._shown_text:
             self._shown_text = plain
             self._text = text if isinstance(text, Text) else Text(text)
-            self.update(text)
+            # No layout of the whole screen for new words: the height is set below, and
+            # only a change of it is a layout (a selection moved on a big board paid one per key).
+            self.update(text, layout=False)
             self._fit_height()
 
     def on_resize(self, event: events.Resize) -> None:

@@ -1,4 +1,4 @@
-"""Widgets whose small updates repaint what changed, not the whole widget.
+"""A widget whose small updates repaint what changed, not the whole widget.
 
 CellTable: a DataTable whose cell updates repaint one row, not the whole table.
 
@@ -9,16 +9,15 @@ largest part of the idle app's CPU. Here a cell update drops only the cached ren
 its own row and repaints that row; anything that changes the table's shape (rows added,
 removed or sorted, a column's width) still goes through Textual's own path.
 
-PromptList: an OptionList whose ``replace_option_prompt`` (a card's age, once a
-second) drops only that option's cached render, when its height stays the same.
-
-Both rely on private caches of Textual's widgets (Textual is pinned below 8.3 in
-pyproject.toml); tests/test_app_drawing.py checks what they draw against the plain widgets.
+It relies on private caches of Textual's DataTable (Textual is pinned below 8.3 in
+pyproject.toml); tests/test_app_drawing.py checks what it draws against the plain widget.
+(The board's columns are widgets/card_list.py's CardList, which draws only the cards in
+view.)
 """
 
 from __future__ import annotations
 
-from textual.widgets import DataTable, OptionList
+from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowKey
 
 
@@ -44,30 +43,3 @@ class CellTable(DataTable):
             for key in [k for k in cache.keys() if k[0] == row_key]:  # noqa: SIM118 (LRUCache has no __iter__)
                 cache.discard(key)
         self._line_cache.clear()  # keyed by screen line, not row: cheap to rebuild from the row caches
-
-
-class PromptList(OptionList):
-    def replace_option_prompt(self, option_id: str, prompt):
-        index = self.get_option_index(option_id)
-        option = self.get_option_at_index(index)
-        height = self._line_cache.heights.get(index)
-        option._set_prompt(prompt)  # also drops the option's own visual
-        if height is None or self._width_for_options() <= 0 or self._height_of(option) != height:
-            self._clear_caches()  # the lines move: Textual's own full rebuild
-            return self
-        for key in [k for k in self._option_render_cache.keys() if k[0] is option]:  # noqa: SIM118 (no __iter__)
-            self._option_render_cache.discard(key)
-        self.refresh()  # the other options' lines come from their caches
-        return self
-
-    def _width_for_options(self) -> int:
-        """The width options are laid out in: 0 or less while the list is hidden (a
-        zoomed pane, a tab not shown), when only Textual's own rebuild is safe."""
-        padding = self.get_component_styles("option-list--option").padding
-        return self.scrollable_content_region.width - self._get_left_gutter_width() - padding.width
-
-    def _height_of(self, option) -> int:
-        """Lines the option takes, computed as OptionList lays its lines out."""
-        padding = self.get_component_styles("option-list--option").padding
-        width = self.scrollable_content_region.width - self._get_left_gutter_width()
-        return self._get_visual(option).get_height(self.styles, width - padding.width) + option._divider

@@ -227,6 +227,7 @@ class HermesBoardReader:
         return self._query(lambda conn, _cols: [event_from_hermes(r) for r in conn.execute(
             f"SELECT * FROM task_events WHERE kind IN ({','.join('?' * len(kinds))}) AND created_at >= ? "
             "ORDER BY id", [*kinds, since])])
+
     def run_links(self, task_id: str | None) -> list[tuple[int, str, str | None, object]]:
         """(run id, card id, profile, metadata) of a card's runs, or of every run."""
 
@@ -247,6 +248,18 @@ class HermesBoardReader:
         return self._query(lambda conn, _cols: {str(r["task_id"]): event_from_hermes(r) for r in conn.execute(
             f"SELECT * FROM task_events WHERE id IN (SELECT max(id) FROM task_events WHERE kind IN ({marks}) "
             "GROUP BY task_id)", list(kinds))})
+
+
+def _file_version(path: Path) -> tuple:
+    version = []
+    for suffix in ("", "-wal"):
+        try:
+            st = os.stat(f"{path}{suffix}")
+        except OSError:
+            version.append(None)
+        else:
+            version.append((st.st_mtime_ns, st.st_size, st.st_ino))
+    return tuple(version)
 
 
 def _parents(conn: sqlite3.Connection, cols: dict[str, set[str]]) -> dict[str, list[str]]:
@@ -379,6 +392,13 @@ class HermesBoardService:
         """hermes's board announces nothing: it is read on the refresh timer."""
         return False
 
+    async def profiles(self) -> tuple[str, ...]:
+        """hermes's own profiles (``default`` and ``<home>/profiles/<name>``): the names its
+        cards are assigned to."""
+        from engine.hermes.profiles import hermes_profiles
+
+        return await asyncio.to_thread(hermes_profiles, self.home.root)
+
     def log_path(self, task_id: str) -> Path:
         """hermes's worker log of a card: ``kanban/logs/`` for ``default``, the board's own
         ``logs/`` for a named board."""
@@ -435,6 +455,7 @@ class HermesBoardService:
 
     async def events_since(self, kinds: Sequence[str], since: float) -> list[Event]:
         return await self._read(self._reader.events_since, list(kinds), since)
+
     async def reasons(self, tasks: Sequence[Task]) -> dict[str, list]:
         """Why hermes does not spawn each of ``tasks`` (:mod:`engine.hermes.reasons`): card
         id -> its reasons (cards with none are left out)."""
@@ -464,6 +485,11 @@ class HermesBoardService:
 
         config = await asyncio.to_thread(hr.read_hermes_config, self.home.root)
         return await asyncio.to_thread(hr.gateway_state, self.home.root, config)
+
+    async def data_version(self) -> object:
+        """The change times and sizes of hermes's board file and its WAL: every commit
+        hermes makes changes one of them (a stat: nothing is opened, nothing written)."""
+        return await self._read(_file_version, self.path)
 
     # -- changes (hermes kanban ...) -------------------------------------------------------
 

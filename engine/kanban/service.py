@@ -165,6 +165,10 @@ class BoardService:
 
         return STATUSES
 
+    async def profiles(self) -> tuple[str, ...]:
+        """The names a card may be assigned to: the configured worker profiles."""
+        return tuple(sorted(self.settings.kanban.profiles))
+
     def log_path(self, task_id: str) -> Path:
         """Where a card's worker log is kept."""
         from engine.kanban.workers import card_log_path
@@ -207,6 +211,11 @@ class BoardService:
 
     async def events_since(self, kinds: Sequence[str], since: float) -> list[Event]:
         return await self._board.events_since(kinds, since)
+
+    async def data_version(self) -> object:
+        """Differs whenever the board may have changed since last asked (None: unknown,
+        read it): what lets a screen skip reading an unchanged board."""
+        return await self._board.data_version()
 
     async def listen(self, on_change: Callable[[], None]) -> bool:
         """Have ``on_change`` called whenever the board changes, from any host (a server

@@ -502,6 +502,14 @@ class Board:
         async with self._tx_lock.held():
             return await self.conn.call(fetch_each, [(sql, tuple(params)) for sql, params in queries])
 
+    async def data_version(self) -> object:
+        """A value that differs whenever the board may have changed since it was last
+        asked: SQLite's ``data_version`` (commits by other connections) with this
+        connection's own change count (``total_changes``). A screen reads the cards only
+        when it moved; None would mean "unknown, read them"."""
+        async with self._tx_lock.held():
+            return await self.conn.call(_data_version)
+
     async def resolve_id(self, id_or_prefix: str) -> str:
         """A full id, or a unique prefix of one (``t_1a2`` or ``1a2``)."""
         raw = (id_or_prefix or "").strip()
@@ -541,11 +549,9 @@ class Board:
             f"FROM tasks t WHERE {where} ORDER BY t.priority DESC, t.created_at, t.id",
             params,
         )
-        out = []
-        for row in rows:
-            parents = tuple(sorted(row[20].split(","))) if row[20] else ()
-            out.append(task_from_row(row[:20], parents, row[21]))
-        return out
+        if len(rows) > MANY_ROWS:  # a big board's cards are built off the event loop
+            return await asyncio.to_thread(_tasks_from_rows, rows)
+        return _tasks_from_rows(rows)
 
     async def board_view(self, statuses: Sequence[str], recent_limit: int = 100,
                          recent_statuses: Sequence[str] = ("done", "archived")) -> tuple[list[Task], dict[str, int]]:
@@ -632,6 +638,23 @@ class Board:
     async def counts(self) -> dict[str, int]:
         rows = await self.fetch("SELECT status, count(*) FROM tasks GROUP BY status")
         return {r[0]: int(r[1]) for r in rows}
+
+
+MANY_ROWS = 500  # more cards than this are built in a thread
+
+
+def _tasks_from_rows(rows: Sequence[Sequence[Any]]) -> list[Task]:
+    """Cards from ``_tasks_where``'s rows (its columns, then the parents, then the open
+    run's process id)."""
+    out = []
+    for row in rows:
+        parents = tuple(sorted(row[20].split(","))) if row[20] else ()
+        out.append(task_from_row(row[:20], parents, row[21]))
+    return out
+
+
+def _data_version(conn: sqlite3.Connection) -> tuple[int, int]:
+    return int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes
 
 
 async def add_event(conn: Conn, task_id: str, kind: str, payload: dict[str, Any] | None,

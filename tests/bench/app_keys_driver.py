@@ -3,12 +3,21 @@ key-to-visible-change requests from its parent, one per stdin line, so two such
 children (hermes-tui on the demo home, and the bare reference app) can be measured
 round by round, alternating, while both are alive under the same load.
 
-    python app_keys_driver.py ours|bare
+    python app_keys_driver.py ours|bare|board:HOME:CARDS
 
 Each request is a key name (``n``, ``enter``, ``question_mark``, ``z``) or ``resize``;
 the answer is one JSON line ``{"seconds": ...}``: from the key press until the change
 is in the app (the modal screen is active, the zoom class toggled, the new size
 applied) and one refresh has been processed. Modal screens are closed again (untimed).
+
+``board:HOME:CARDS`` runs hermes-tui on a home built beforehand (a big board: it is
+ready once CARDS cards are on the board pane) for the board's keys, which the bare app
+answers with its own likes: ``down`` (the selection moves: a card / a table row),
+``column`` (the next column: ``l`` / ``right``, back again on the next request) and
+``open`` (a dialog: the card's details / the bare app's modal). These are timed from
+the key event reaching the app (sent as Pilot sends it, without Pilot's wait for an
+idle process, which a board loading in threads would stretch) until the change is in
+the app and one screen update has run.
 """
 
 from __future__ import annotations
@@ -33,6 +42,13 @@ def make_app(which: str):
         from bare_app import BareApp
 
         return BareApp(), lambda: None
+    if which.startswith("board:"):
+        from engine.config import load_config
+        from engine.home import HomeLayout
+        from hermes_tui.app import HermesApp
+
+        home = HomeLayout(Path(which.split(":")[1]))
+        return HermesApp(home, load_config(home.config_file)), lambda: None
     from engine.config import load_config
     from hermes_tui.app import HermesApp
     from hermes_tui.demo import build_demo_home, cleanup_demo_home
@@ -87,21 +103,90 @@ async def measure(app, pilot, request: str, state: dict) -> float:
     return seconds
 
 
+async def key_to_frame(app, key: str, changed) -> float:
+    """From the key event (as Pilot sends it) until ``changed()`` and one screen update."""
+    from textual import events
+
+    start = time.perf_counter()
+    event = events.Key(key, key if len(key) == 1 else None)
+    event.set_sender(app)
+    app._driver.send_message(event)
+    deadline = time.monotonic() + 60
+    while not changed():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{key}: the change never showed")
+        await asyncio.sleep(0)
+    app.screen._on_timer_update()
+    return time.perf_counter() - start
+
+
+async def measure_board_key(app, pilot, request: str, state: dict) -> float:
+    """``down``, ``column`` or ``open`` (see the module doc) on the board or the bare app."""
+    main_screen = state["main_screen"]
+    bare = state["bare"]
+    focused = app.focused
+    if request == "down":
+        if bare and focused.cursor_row + 1 >= focused.row_count:
+            focused.move_cursor(row=0)
+            await pilot.pause()
+        elif not bare and focused.highlighted is not None and focused.highlighted + 1 >= focused.option_count:
+            await pilot.press("home")
+        before = (focused.cursor_row if bare else focused.highlighted)
+        seconds = await key_to_frame(app, "down", lambda: (focused.cursor_row if bare else focused.highlighted)
+                                     != before)
+    elif request == "column":
+        state["right"] = not state.get("right", False)
+        if bare:
+            before = focused.cursor_column
+            seconds = await key_to_frame(app, "right" if state["right"] else "left",
+                                         lambda: focused.cursor_column != before)
+        else:
+            seconds = await key_to_frame(app, "l" if state["right"] else "h", lambda: app.focused is not focused)
+    elif request == "open":
+        seconds = await key_to_frame(app, "enter", lambda: app.screen is not main_screen)
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is main_screen)
+    else:
+        raise ValueError(f"unknown request {request!r}")
+    return seconds
+
+
+async def board_loaded(app, pilot, cards: int) -> None:
+    from widgets.board_pane import BoardPane
+    from widgets.card_list import CardList
+
+    pane = app.query_one(BoardPane)
+    await until(pilot, lambda: len(pane.cards) >= cards, timeout=900)
+    ready = pane.query_one("#cards-ready", CardList)
+    ready.focus()
+    await until(pilot, lambda: app.focused is ready)
+
+
 async def serve(which: str) -> None:
+    started = time.perf_counter()
     app, clean_up = make_app(which)
     try:
         async with app.run_test(size=SIZES[0]) as pilot:
+            loaded = None
+            if which.startswith("board:"):  # how long until the whole board is on the pane
+                await board_loaded(app, pilot, int(which.split(":")[2]))
+                loaded = time.perf_counter() - started
             await pilot.pause(1.0)  # let the first data arrive
             if which == "ours":
                 await pilot.press("1")  # the board, where n and enter act
-            state = {"main_screen": app.screen, "size": 0}
-            print(json.dumps({"ready": True}), flush=True)
+            state = {"main_screen": app.screen, "size": 0, "bare": which == "bare"}
+            print(json.dumps({"ready": True, "loaded": loaded}), flush=True)
             while True:
                 line = await asyncio.to_thread(sys.stdin.readline)
                 if not line.strip():
                     break
+                request = line.strip()
                 try:
-                    answer = {"seconds": await measure(app, pilot, line.strip(), state)}
+                    if request.startswith("board-"):
+                        answer = {"seconds": await measure_board_key(app, pilot, request.removeprefix("board-"),
+                                                                     state)}
+                    else:
+                        answer = {"seconds": await measure(app, pilot, request, state)}
                 except Exception as exc:  # reported to the parent, which prints it
                     answer = {"error": f"{type(exc).__name__}: {exc}"}
                 print(json.dumps(answer), flush=True)

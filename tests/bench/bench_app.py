@@ -16,6 +16,12 @@ The reference is tests/bench/bare_app.py: a Header, a Footer and a DataTable, wi
     its own process (tests/bench/app_keys_driver.py), both alive at once; each round asks
     one then the other (alternating) and times the press until the change is in the app
     and one refresh has run.
+(board) A big board (issue 22): homes of 10,000 and 100,000 ready cards, built by the
+    bench itself (outside the timing). Idle CPU as in (idle), hermes-tui on that home
+    beside the bare app, measured once the board is loaded and the app has settled;
+    key-to-frame for moving the selection, switching column and opening the card's
+    details, against the bare app's row move, column move and modal (see
+    app_keys_driver.py: timed from the key event to the change and one screen update).
 (idle) Idle CPU: both apps on pseudo-terminals at once (hermes-tui on the demo home),
     after their first frame and a settling pause, for --idle-seconds (60 by default; use
     10 for a quick run); the figure is user+system CPU of the app process as a share of
@@ -148,8 +154,8 @@ class KeysDriver:
 
     def __init__(self, which: str, log_dir: Path) -> None:
         self.child = JsonChild([sys.executable, str(HERE / "app_keys_driver.py"), which],
-                               log=log_dir / f"keys-{which}.log")
-        self.child.answer()  # ready
+                               log=log_dir / f"keys-{which.split(':')[0]}.log")
+        self.loaded = self.child.answer().get("loaded")  # ready (a big board: after this many seconds)
 
     def ask(self, request: str) -> float:
         return self.child.ask(request)["seconds"]
@@ -180,21 +186,112 @@ def bench_keys(table: Table, runs: int) -> None:
             bare.close()
 
 
-def bench_idle(table: Table, seconds: float) -> None:
-    before = loadavg()
-    apps = {"ours": PtyApp([CLI, "--demo"], app_env()), "bare": PtyApp(BARE, app_env())}
+def build_board_home(root: Path, cards: int, dispatch: bool = True) -> Path:
+    """A home whose board holds ``cards`` ready cards (made through the board service,
+    5,000 a transaction; a batch whose random id collided is made again)."""
+    import asyncio
+
+    sys.path.insert(0, str(REPO))
+    from engine.config import load_config
+    from engine.home import HomeLayout
+    from engine.kanban.models import NewTask
+    from engine.kanban.service import BoardService
+    from engine.kanban.transitions import TransitionRefused
+
+    home = HomeLayout(root).ensure()
+    if not dispatch:
+        home.config_file.write_text("kanban:\n  dispatch: false\n")
+
+    async def fill() -> None:
+        async with await BoardService.open(home, load_config(home.config_file), create=True) as service:
+            for start in range(0, cards, 5000):
+                batch = [NewTask(f"card {n}: one of the big board's ready cards") for n in
+                         range(start, min(cards, start + 5000))]
+                while True:
+                    try:
+                        await service.create_many(batch, actor="bench")
+                        break
+                    except TransitionRefused:
+                        continue
+
+    asyncio.run(fill())
+    return home.root
+
+
+def settled_cpu(apps: dict[str, PtyApp], quiet_share: float = 0.05, window: float = 2.0,
+                timeout: float = 300.0) -> None:
+    """Wait until each app used less than ``quiet_share`` of a core over ``window``
+    seconds (a big board's first read is not idling)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        before = {k: a.cpu_seconds() for k, a in apps.items()}
+        time.sleep(window)
+        if all((a.cpu_seconds() - before[k]) / window < quiet_share for k, a in apps.items()):
+            return
+    raise TimeoutError("the apps never settled")
+
+
+def idle_shares(apps: dict[str, PtyApp], seconds: float, settle) -> dict[str, float]:
+    """Each app's CPU over the same ``seconds`` as a share of one core, after their first
+    frames and ``settle(apps)``; the apps are quit after."""
     try:
         for app in apps.values():
             app.wait_first_frame()
-        time.sleep(5.0)  # settle: the demo's first refreshes and data loads are not idling
+        settle(apps)
         start = {k: a.cpu_seconds() for k, a in apps.items()}
         t0 = time.perf_counter()
         time.sleep(seconds)
         wall = time.perf_counter() - t0
-        share = {k: (a.cpu_seconds() - start[k]) / wall for k, a in apps.items()}
+        return {k: (a.cpu_seconds() - start[k]) / wall for k, a in apps.items()}
     finally:
         for app in apps.values():
             app.quit()
+
+
+BOARD_KEY_ROWS = (
+    ("board-down", "key down: selection moved"),
+    ("board-column", "key l/h: column switched"),
+    ("board-open", "key enter: details dialog shown"),
+)
+
+
+def bench_board(table: Table, sizes: tuple[int, ...], seconds: float, runs: int, dispatch: bool = True) -> None:
+    env = {**app_env(), "HERMES_AUTO_PRUNE": "0"}
+    for cards in sizes:
+        label = f"{cards:,} ready cards" + ("" if dispatch else ", dispatch off")
+        with tempfile.TemporaryDirectory(prefix="hermes-bench-board-") as tmp:
+            root = build_board_home(Path(tmp) / "home", cards, dispatch)
+            before = loadavg()
+            share = idle_shares({"ours": PtyApp([CLI, "--home", str(root)], env), "bare": PtyApp(BARE, app_env())},
+                                seconds, settled_cpu)
+            table.add(row_from(f"idle CPU over {seconds:g} s, {label} (share of one core)", [share["ours"]],
+                               [share["bare"]], before, unit="%", aim="< 2% of a core",
+                               note="after the board is read and the app settled; "
+                               + ("the app's dispatcher on (its default)" if dispatch else "kanban.dispatch: false")))
+            logs = Path(tmp) / "logs"
+            logs.mkdir()
+            before = loadavg()
+            ours = KeysDriver(f"board:{root}:{cards}", logs)
+            table.add(row_from(f"whole board on the pane after start, {label}", [ours.loaded], None, before,
+                               unit="s", note="under Pilot, from creating the app until every card is in the pane"))
+            board_keys(table, ours, KeysDriver("bare", logs), label, runs)
+
+
+def board_keys(table: Table, ours: KeysDriver, bare: KeysDriver, label: str, runs: int) -> None:
+    try:
+        for request, name in BOARD_KEY_ROWS:
+            table.add(compare(f"{name} ({label})", lambda r=request: ours.ask(r), lambda r=request: bare.ask(r),
+                              runs, aim="< 100 ms median"))
+    finally:
+        ours.close()
+        bare.close()
+
+
+def bench_idle(table: Table, seconds: float) -> None:
+    before = loadavg()
+    # settle: the demo's first refreshes and data loads are not idling
+    share = idle_shares({"ours": PtyApp([CLI, "--demo"], app_env()), "bare": PtyApp(BARE, app_env())}, seconds,
+                        lambda _apps: time.sleep(5.0))
     table.add(row_from(f"idle CPU over {seconds:g} s, demo home (share of one core)", [share["ours"]],
                        [share["bare"]], before, unit="%", aim="< 1% of a core",
                        note="both apps on their own terminal over the same seconds; CPU of the app process only"))
@@ -205,9 +302,13 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=7, help="rounds for the first frame")
     ap.add_argument("--key-runs", type=int, default=11, help="rounds per key")
     ap.add_argument("--idle-seconds", type=float, default=60.0)
-    ap.add_argument("--only", choices=("frame", "keys", "idle"), action="append")
+    ap.add_argument("--only", choices=("frame", "keys", "idle", "board"), action="append")
+    ap.add_argument("--board-cards", type=int, action="append",
+                    help="board sizes for --only board (default 10000 and 100000)")
+    ap.add_argument("--board-no-dispatch", action="store_true",
+                    help="the big boards' homes with kanban.dispatch: false (the pane's own share)")
     args = ap.parse_args()
-    parts = set(args.only or ("frame", "keys", "idle"))
+    parts = set(args.only or ("frame", "keys", "idle", "board"))
     table = Table("App: hermes-tui vs a bare Textual app (Header, Footer, DataTable)", "bare app")
     if "frame" in parts:
         bench_frame(table, args.runs)
@@ -215,6 +316,9 @@ def main() -> int:
         bench_keys(table, args.key_runs)
     if "idle" in parts:
         bench_idle(table, args.idle_seconds)
+    if "board" in parts:
+        bench_board(table, tuple(args.board_cards or (10_000, 100_000)), args.idle_seconds, args.key_runs,
+                    dispatch=not args.board_no_dispatch)
     table.print()
     return 0
 

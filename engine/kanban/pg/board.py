@@ -308,6 +308,10 @@ class PgBoard(Board):
     async def fetch_many(self, queries: Sequence[tuple[str, Iterable[Any]]]) -> list[list[tuple]]:
         return [await self.fetch(sql, params) for sql, params in queries]
 
+    async def data_version(self) -> object:
+        """None: a server board has no cheap version; it announces changes (NOTIFY) instead."""
+        return None
+
     # -- dispatching ------------------------------------------------------------------------
 
     @asynccontextmanager
