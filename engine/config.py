@@ -58,6 +58,7 @@ class ScratchSettings:
     quarantine_hours: float = 12.0
     auto_prune: bool = True
     kill_grace_seconds: float = 3.0
+    arrival_hours: float | None = None  # how long an entry's arrival counts as activity; None: idle_hours
 
 
 @dataclass(frozen=True)
@@ -276,6 +277,7 @@ _SECTIONS: dict[str, tuple[type, dict[str, Callable[[Any], Any]]]] = {
             "quarantine_hours": non_negative_number,
             "auto_prune": boolean,
             "kill_grace_seconds": positive_number,
+            "arrival_hours": non_negative_number,
         },
     ),
     "processes": (

@@ -32,6 +32,7 @@ from tests.conftest import REPO, run_cli
 from tests.support import wait_until
 from tests.support.scratch import (
     HOUR,
+    NO_ARRIVAL_CONFIG,
     exited,
     log_text,
     make_entry,
@@ -114,6 +115,7 @@ def test_a_keep_rule_made_at_the_terminal_prompt_keeps_the_entry_and_spares_its_
             held.append(os.open(e, os.O_RDONLY | os.O_DIRECTORY))
             fcntl.flock(held[0], fcntl.LOCK_EX)
 
+    home.config_file.write_text(NO_ARRIVAL_CONFIG)
     try:
         rc, out = prune_on_pty(home, b"y\n", at_prompt=keep_it)
     finally:
@@ -450,7 +452,7 @@ def unlink(path, *a, dir_fd=None, **kw):
     return real_unlink(path, *a, dir_fd=dir_fd, **kw)
 
 os.unlink = unlink
-prune_pass(PruneTarget.of(HomeLayout(Path(sys.argv[1]))), PruneOptions(quarantine_hours=0))
+prune_pass(PruneTarget.of(HomeLayout(Path(sys.argv[1]))), PruneOptions(quarantine_hours=0, arrival_hours=0))
 """
 
 
@@ -640,7 +642,7 @@ def full_logs(home):
 
 
 def _prune_yes_with_a_full_log(home, quarantine_hours: str):
-    home.config_file.write_text(f"scratch:\n  quarantine_hours: {quarantine_hours}\n")
+    home.config_file.write_text(f"{NO_ARRIVAL_CONFIG}  quarantine_hours: {quarantine_hours}\n")
     out = run_cli("--home", str(home.root), "prune", "--yes")
     assert out.returncode == 1
     assert len(out.stderr.strip().splitlines()) == 1, out.stderr

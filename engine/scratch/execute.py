@@ -531,6 +531,7 @@ class _Moved:
     cand: Candidate
     owned: str
     size: int
+    top_id: tuple[int, int] | None = None  # the top's (st_dev, st_ino) as last walked
 
 
 def _recheck(run: _Run, candidates: list[Candidate], with_signals: set[str]
@@ -555,14 +556,16 @@ def _recheck(run: _Run, candidates: list[Candidate], with_signals: set[str]
     else:
         moment = walk_start_moment()
         walked = candidates
-    rechecks = dict(zip([c.path for c in walked], scan_many([c.path for c in walked], run.plan.cutoff),
+    rechecks = dict(zip([c.path for c in walked], scan_many([c.path for c in walked], run.plan.cutoff,
+                                                             arrival_cutoff=run.plan.arrival_cutoff),
                         strict=True))
     idle = []
     for cand in candidates:
         act = rechecks.get(cand.path)
         if act is None:  # not walked again: the plan's walk found it idle
-            idle.append((cand, Activity(TouchState.IDLE, size_bytes=cand.size_bytes, git_files=cand.git_files)))
-        elif _still_idle(run, cand.path, act) and not _keep_by_rule(run, cand.path):
+            idle.append((cand, Activity(TouchState.IDLE, size_bytes=cand.size_bytes, git_files=cand.git_files,
+                                        top_id=cand.top_id)))
+        elif _still_idle(run, cand.path, _same_entry(cand.top_id, act)) and not _keep_by_rule(run, cand.path):
             idle.append((cand, act))
     return moment, idle
 
@@ -616,7 +619,7 @@ def _prune_candidates(run: _Run, idle: list[tuple[Candidate, Activity]], moment:
             for m, verdict in zip(moved, verdicts, strict=True):
                 if run.progress:
                     run.progress(done, total, freed, m.cand.path)
-                if _verified_untouched(run, m.cand.path, m.owned, verdict):
+                if _verified_untouched(run, m.cand.path, m.owned, _same_entry(m.top_id, verdict)):
                     if quarantine:
                         freed += _record_quarantine(run, m.cand.path, m.owned, m.size)
                     else:  # the delete walk checks every inode again before it goes
@@ -629,13 +632,24 @@ def _prune_candidates(run: _Run, idle: list[tuple[Candidate, Activity]], moment:
         raise
 
 
+def _same_entry(top_id: tuple[int, int] | None, verdict: Activity) -> Activity:
+    """The verify walk's verdict, unless the moved tree is not the one the plan (or
+    the re-check) walked: an entry that arrived in its place since (``mv -T`` over an
+    emptied directory) carries its origin's old mtimes, and the verify walk ignores
+    the top, whose ctime the move itself has just set. A different inode counts as a
+    write: the tree goes back."""
+    if verdict.idle and top_id is not None and verdict.top_id != top_id:
+        return Activity(TouchState.TOUCHED, verdict.newest_mtime, top_id=verdict.top_id)
+    return verdict
+
+
 def _move_if_still_kept_by_nothing(run: _Run, cand: Candidate, act: Activity, moment: float) -> _Moved | None:
     """Keep rules now, then the rename (None: it stays)."""
     if _keep_by_rule(run, cand.path):
         return None
     run.repos |= repos_of_git_files(act.git_files)  # read before the move: the paths name the entry
     owned = _move_aside(run, cand, moment)
-    return None if owned is None else _Moved(cand, owned, act.size_bytes or 0)
+    return None if owned is None else _Moved(cand, owned, act.size_bytes or 0, act.top_id or cand.top_id)
 
 
 def _move_aside(run: _Run, cand: Candidate, moment: float) -> str | None:

@@ -83,6 +83,7 @@ def child_argv(target: PruneTarget, settings: Settings, lineage_text: str | None
         "--idle-hours", repr(s.idle_hours),
         "--quarantine-hours", repr(s.quarantine_hours),
         "--grace", repr(s.kill_grace_seconds),
+        *(("--arrival-hours", repr(s.arrival_hours)) if s.arrival_hours is not None else ()),
     ]
     if lineage_text is not None:
         argv += ["--lineage", lineage_text]

@@ -56,9 +56,16 @@ def target_of(home: HomeLayout) -> PruneTarget:
 
 
 def options(quarantine_hours: float = 0.0, idle_hours: float = 24.0, grace: float = 3.0, registered=None,
-            **kw) -> PruneOptions:
+            arrival_hours: float = 0.0, **kw) -> PruneOptions:
+    """The prune's options for a test. ``arrival_hours`` defaults to 0 (arrivals do not
+    count): ``make_entry`` ages mtimes, but no test can age an inode's ctime, so every
+    entry it makes has just *arrived*. The arrival tests pass ``arrival_hours=None``."""
     return PruneOptions(idle_hours=idle_hours, quarantine_hours=quarantine_hours, kill_grace_seconds=grace,
-                        registered=registered, **kw)
+                        registered=registered, arrival_hours=arrival_hours, **kw)
+
+
+# config.yaml for a CLI test whose aged entries must look idle (see ``options``).
+NO_ARRIVAL_CONFIG = "scratch:\n  arrival_hours: 0\n"
 
 
 def log_text(home: HomeLayout) -> str:
