@@ -34,9 +34,10 @@ from textual.widgets.option_list import Option
 
 from engine.config import Settings
 from engine.home import HomeLayout
+from engine.kanban.describe import mask_task
 from engine.kanban.statuses import ARCHIVED, BLOCKED, RUNNING, STATUSES
 from engine.kanban.wording import assign_words, change_words, held_back_words, skip_reason
-from engine.processes.redact import escape_controls
+from engine.processes.redact import escape_controls, maybe_redact
 from engine.text import escape_text, human_duration
 from widgets.fit_table import DetailLine
 from widgets.pane import EmptyState, Pane
@@ -375,7 +376,7 @@ class BoardPane(Pane):
             self.notify("board reachable again", timeout=3)
         if not self.listening:
             await self._listen()
-        views = await asyncio.to_thread(_with_liveness, list(view.tasks))
+        views = await asyncio.to_thread(_with_liveness, list(view.tasks), self.settings.processes.redact)
         self.apply(views, view.counts)
 
     def apply(self, views: list[CardView], counts: dict[str, int] | None = None) -> None:
@@ -526,6 +527,11 @@ class BoardPane(Pane):
 
     # -- the dispatcher's results (the app's dispatch loop ticks) ---------------------------------
 
+    def notify(self, message: str, **kwargs) -> None:
+        """Every toast of the board: a card's text in it (a title, a worker's error in a
+        warning) is masked as the card itself is (engine.processes.redact)."""
+        super().notify(maybe_redact(message, self.settings.processes.redact), **kwargs)
+
     def on_board_pane_tick_done(self, message: TickDone) -> None:
         result = message.result
         self.last_result = result
@@ -618,7 +624,8 @@ class BoardPane(Pane):
             if answer == "output":
                 self._open_output(task.id)
 
-        self.app.push_screen(CardDetailsScreen(self.service, task.id, self.service.log_path(task.id), self.clock),
+        self.app.push_screen(CardDetailsScreen(self.service, task.id, self.service.log_path(task.id), self.clock,
+                                               self.settings.processes.redact),
                              closed)
 
     def action_open_output(self) -> None:
@@ -793,10 +800,13 @@ def _next_allowed(status: str, step: int) -> str | None:
     return None
 
 
-def shown_task(t: Task) -> Task:
+def shown_task(t: Task, redact: bool = True) -> Task:
     """The card as the board shows it: its outside text (title, assignee, body, last
-    error, result) with control characters as visible escapes (``\x1b``), so a title
-    holding an escape sequence is shown, never acted on by the terminal."""
+    error, result) with secrets masked (``mask_task``) and control characters as visible
+    escapes (``\x1b``), so a title holding an escape sequence is shown, never acted on
+    by the terminal."""
+    t = mask_task(t, redact)
+
     def lines(text: str | None) -> str | None:
         return None if text is None else escape_controls(text)
 
@@ -805,7 +815,7 @@ def shown_task(t: Task) -> Task:
                    result=lines(t.result))
 
 
-def _with_liveness(tasks: list[Task]) -> list[CardView]:
+def _with_liveness(tasks: list[Task], redact: bool = True) -> list[CardView]:
     """Card views with the live marker (reads /proc: run in a thread)."""
     from engine import identity
     from engine.kanban.workers import is_host_local
@@ -815,5 +825,5 @@ def _with_liveness(tasks: list[Task]) -> list[CardView]:
         live = None
         if t.worker_pid and is_host_local(t.claim_lock) and identity.is_verifiable(t.worker_started_at):
             live = identity.liveness(t.worker_pid, t.worker_started_at) is identity.Liveness.ALIVE
-        views.append(CardView(shown_task(t), live))
+        views.append(CardView(shown_task(t, redact), live))
     return views

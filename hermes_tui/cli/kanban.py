@@ -13,7 +13,14 @@ import sys
 import time
 from typing import Any
 
-from engine.kanban.describe import describe_task, payload_text, plain_text
+from engine.kanban.describe import (
+    describe_task,
+    mask_details,
+    mask_event,
+    mask_task,
+    payload_text,
+    plain_text,
+)
 from engine.kanban.wording import LOCKED, assign_words, change_words, held_back_words, skip_reason
 from engine.text import human_duration, local_time
 from hermes_tui.cli.common import (
@@ -257,6 +264,7 @@ def run_list(ctx: Context) -> int:
         return board, await service.list_tasks(statuses)
 
     board, tasks = _run(ctx, body)
+    tasks = [mask_task(t, ctx.settings.processes.redact) for t in tasks]
     if ctx.json:
         print_json({"tasks": [t.to_json() for t in tasks]})
         return EXIT_OK
@@ -277,10 +285,11 @@ def run_show(ctx: Context) -> int:
         return await service.details(await service.resolve(ctx.args.id))
 
     details = _run(ctx, body)
+    redact = ctx.settings.processes.redact
     if ctx.json:
-        print_json(details.to_json())
+        print_json(mask_details(details, redact).to_json())
         return EXIT_OK
-    print(plain_text(describe_task(details, time.time())))
+    print(plain_text(describe_task(details, time.time(), redact=redact)))
     return EXIT_OK
 
 
@@ -461,6 +470,7 @@ def run_tail(ctx: Context) -> int:
     import asyncio
 
     a = ctx.args
+    redact = ctx.settings.processes.redact
 
     async def follow(service) -> None:
         task_id = await service.resolve(a.id) if a.id else None
@@ -468,10 +478,10 @@ def run_tail(ctx: Context) -> int:
         earlier = await service.events(task_id, limit=a.lines) if a.lines > 0 else []
         last = await service.last_event_id()
         for e in earlier:
-            _print_event(e)
+            _print_event(mask_event(e, redact))
         while True:
             for e in await service.events(task_id, after_id=last):
-                _print_event(e)
+                _print_event(mask_event(e, redact))
                 last = e.id
             await asyncio.sleep(a.interval)
 
