@@ -231,7 +231,11 @@ _ACTIONS = (
 @dataclass(frozen=True)
 class PruneRecord:
     """One parsed line. ``path`` is the repr's inner text (escapes kept, so it is
-    safe to show); ``detail`` is the message without the path."""
+    safe to show); ``detail`` is the message without the path. The log is written by
+    hermes-agent too, and anyone who can write it can forge a line: both are passed
+    through :func:`escape_text` as well, so a control character that was never
+    escaped (``ESC]2;…BEL``, ``ESC[2J``) is shown as ``\x1b``, never acted on. ``raw``
+    is the line as read (data, not for a terminal)."""
 
     time: str
     action: str
@@ -244,7 +248,7 @@ def parse_record(line: str) -> PruneRecord:
     line = line.rstrip("\n")
     m = _LINE.match(line)
     if not m:
-        return PruneRecord("", "other", "", line, line)
+        return PruneRecord("", "other", "", escape_text(line), line)
     when, msg = m.group(1), m.group(2)
     if msg.startswith(PREFIX):
         msg = msg[len(PREFIX):]
@@ -265,7 +269,7 @@ def parse_record(line: str) -> PruneRecord:
     if q is not None:
         path = q.group(0)[1:-1]
         detail = (msg[: q.start()] + msg[q.end():]).replace("  ", " ").strip()
-    return PruneRecord(when, action, path, detail, line)
+    return PruneRecord(when, action, escape_text(path), escape_text(detail), line)
 
 
 def decode_path(shown: str) -> str:
