@@ -10,17 +10,12 @@ JSON document escapes it by JSON's rules.
 from __future__ import annotations
 
 import json
-import os
-import pty
-import select
-import subprocess
-import sys
-import time
 
 from engine.config import ScratchSettings, Settings
 from engine.scratch.audit import parse_record, read_records
 from hermes_tui.app import HermesApp
 from tests.support import wait_until_pilot
+from tests.support.cli import run_on_pty
 from tests.test_hermes_home import FIXTURE
 from widgets.prune_log_pane import PruneLogPane
 
@@ -30,30 +25,7 @@ RAW = ("\x1b", "\x07")
 
 
 def _on_a_terminal(*argv: str) -> tuple[int, str]:
-    """``hermes-tui ARGV`` with stdout and stderr on a real pseudo-terminal."""
-    master, slave = pty.openpty()
-    env = {**os.environ, "HERMES_AUTO_PRUNE": "0"}
-    env.pop("HERMES_HOME", None)
-    proc = subprocess.Popen([sys.executable, "-m", "hermes_tui", *argv], stdin=subprocess.DEVNULL, stdout=slave,
-                            stderr=slave, env=env, close_fds=True)
-    os.close(slave)
-    out = b""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        r, _, _ = select.select([master], [], [], 0.2)
-        if r:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-        elif proc.poll() is not None:
-            break
-    proc.wait(timeout=30)
-    os.close(master)
-    return proc.returncode, out.decode("utf-8", "replace")
+    return run_on_pty(*argv, env={"HERMES_AUTO_PRUNE": "0"})
 
 
 def _forge_prune_log(home) -> None:
