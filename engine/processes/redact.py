@@ -176,6 +176,88 @@ def maybe_redact(text: str, enabled: bool) -> str:
     return redact(text) if enabled else text
 
 
+# -- a big text, a piece at a time -----------------------------------------------------
+
+STREAM_CHUNK_CHARS = 1 << 20  # what redact_stream masks at once (at least)
+STREAM_MAX_LINE_CHARS = 8 << 20  # a line longer than this is cut at its last whitespace
+_PEM_BEGIN = r"-----BEGIN ([A-Z0-9 ]{0,40}?)PRIVATE KEY-----"
+# A text that ends like this may have its value on the next line ("password=\n  x").
+_OPEN_ENDS = ("=", ":")
+
+
+def redact_stream(pieces, enabled: bool = True):
+    """:func:`redact` over a text given in pieces (a file read a block at a time),
+    yielding the masked text in pieces; memory stays at a few chunks whatever the size.
+
+    The text is masked a chunk of whole lines at a time, each cut at a newline that no
+    pattern can cross: not after a line ending in ``=``, ``:`` or a scheme word, whose
+    value may follow on the next line. A PEM private-key block that a cut leaves open is
+    masked through its END line in the chunks after (as :func:`redact` masks it whole).
+    Only a line longer than STREAM_MAX_LINE_CHARS is cut inside, at its last whitespace
+    (a secret holds none); the result is then the same as masking it whole except for a
+    match that would have crossed that cut."""
+    carry = ""
+    in_key: str | None = None  # the kind of an open private-key block ("RSA ")
+    for piece in pieces:
+        if not enabled:
+            if piece:
+                yield piece
+            continue
+        carry += piece
+        if len(carry) < STREAM_CHUNK_CHARS:
+            continue
+        cut = _safe_cut(carry)
+        if cut is None:
+            if len(carry) < STREAM_MAX_LINE_CHARS:
+                continue
+            space = max(carry.rfind(" "), carry.rfind("\t"))
+            cut = space + 1 if space > 0 else len(carry)
+        out, in_key = _redact_part(carry[:cut], in_key)
+        carry = carry[cut:]
+        if out:
+            yield out
+    if carry:
+        out, _ = _redact_part(carry, in_key)
+        if out:
+            yield out
+
+
+def _safe_cut(text: str) -> int | None:
+    """Just after the last newline of ``text`` that no pattern crosses; None: none."""
+    end = len(text)
+    for _ in range(64):
+        p = text.rfind("\n", 0, end)
+        if p < 0:
+            return None
+        before = text[max(0, p - 64):p].rstrip()
+        if not (before.endswith(_OPEN_ENDS) or before.lower().endswith(_SCHEMES)):
+            return p + 1
+        end = p
+    return None
+
+
+def _redact_part(text: str, in_key: str | None) -> tuple[str, str | None]:
+    """One chunk masked; ``in_key``: the kind of a private-key block left open by an
+    earlier chunk, which runs on until its own END line (as in _PRIVATE_KEY_BLOCK).
+    Returns the masked chunk and the kind of the block open at its end, if any."""
+    if in_key is not None:
+        end = text.find(f"-----END {in_key}PRIVATE KEY-----")
+        if end < 0:
+            return "", in_key
+        text = text[end + len(f"-----END {in_key}PRIVATE KEY-----"):]
+    open_kind = None
+    if "PRIVATE KEY-----" in text:  # the blocks as redact() pairs them: each BEGIN with its own END
+        pos = 0
+        begin = _pattern(_PEM_BEGIN)
+        while (m := begin.search(text, pos)) is not None:
+            close = text.find(f"-----END {m.group(1)}PRIVATE KEY-----", m.end())
+            if close < 0:
+                open_kind = m.group(1)
+                break
+            pos = close + 1
+    return redact(text), open_kind
+
+
 def _is_secret_key(key: str) -> bool:
     return bool(_pattern(rf"(?i)[{_RUN}]*?{_SECRET_WORD}[{_RUN}]*+").fullmatch(key))
 

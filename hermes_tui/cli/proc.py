@@ -358,6 +358,8 @@ def cmd_log(ctx: Context) -> int:
 
     s = _own_session(ctx)
     tail = ctx.args.tail if ctx.args.tail is not None else (None if ctx.json else DEFAULT_LOG_TAIL)
+    if tail is None and ctx.json:
+        return _log_json_streamed(s, ctx.settings.processes.redact and not ctx.args.raw)
     try:
         if tail is None:
             with open(s.output_path, "rb") as fh:
@@ -383,6 +385,49 @@ def cmd_log(ctx: Context) -> int:
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
+    return EXIT_OK
+
+
+def _log_json_streamed(s, redact: bool) -> int:
+    """``proc log ID --json`` of the whole output, the document print_json would write,
+    written as it is read: a block of the file, decoded, masked (redact_stream) and
+    JSON-escaped at a time, so memory stays flat whatever the output's size."""
+    import codecs
+    import json
+
+    from engine.processes.redact import redact_stream
+
+    try:
+        fh = open(s.output_path, "rb")  # noqa: SIM115 (closed below; opened before anything is written)
+    except FileNotFoundError:
+        fh = None
+    except OSError as exc:
+        raise CliError(f"cannot read {s.output_path}: {exc.strerror or exc}") from None
+    total = 0
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def blocks():
+        nonlocal total
+        if fh is None:
+            return
+        while block := fh.read(1 << 20):
+            total += len(block)
+            yield decoder.decode(block)
+        yield decoder.decode(b"", final=True)
+
+    out = sys.stdout
+    out.write('{\n  "id": ' + json.dumps(s.id) + ',\n  "output": "')
+    try:
+        for text in redact_stream(blocks(), redact):
+            out.write(json.dumps(text)[1:-1])
+    except OSError as exc:  # the document is left unfinished: the error says why
+        out.flush()
+        raise CliError(f"cannot read {s.output_path}: {exc.strerror or exc}") from None
+    finally:
+        if fh is not None:
+            fh.close()
+    out.write(f'",\n  "total_bytes": {total},\n  "cut_bytes": 0\n}}\n')
+    out.flush()
     return EXIT_OK
 
 
