@@ -359,7 +359,10 @@ class _Reader:
         return ConfigError(self.path, _line(node), message)
 
     def value(self, node: yaml.Node) -> Any:
-        return self.loader.construct_object(node, deep=True)
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except ValueError:  # an integer over Python's 4,300-digit limit (int() refuses it)
+            raise self.fail(node, "a number too long to read (more than 4300 digits)") from None
 
     def mapping_items(self, node: yaml.Node, where: str) -> list[tuple[str, yaml.Node, yaml.Node]]:
         import yaml
