@@ -219,6 +219,10 @@ def run_create(ctx: Context) -> int:
     a = ctx.args
     if a.stdin == (a.title is not None):
         raise CliError("create needs a TITLE, or --stdin to read one title per line (not both)", EXIT_USAGE)
+    for what, text in (("TITLE", a.title), ("--body", a.body), ("--assignee", a.assignee)):
+        _utf8_arg(what, text)
+    if not a.stdin and not a.title.strip():
+        raise CliError("create: the TITLE is empty (a card needs a title)", EXIT_USAGE)
     titles = _stdin_titles() if a.stdin else [a.title]
     new = [NewTask(title=title, body=a.body, assignee=a.assignee, parents=tuple(a.parent), priority=a.priority,
                    max_retries=a.max_retries, max_runtime_seconds=a.max_runtime) for title in titles]
@@ -240,6 +244,19 @@ def run_create(ctx: Context) -> int:
         for task in tasks:
             print(f"Created {task.id}  ({task.status}, assignee={task.assignee or '-'})")
     return EXIT_OK
+
+
+def _utf8_arg(what: str, text: str | None) -> None:
+    """Bytes in argv that are not UTF-8 reach Python as lone surrogates: a usage error,
+    named by its first byte, before anything is written."""
+    if text is None:
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        byte = os.fsencode(text[exc.start:exc.end])[:1].hex()
+        raise CliError(f"create: {what} is not UTF-8 text (byte 0x{byte} at character {exc.start})",
+                       EXIT_USAGE) from None
 
 
 def _stdin_titles() -> list[str]:
