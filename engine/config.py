@@ -597,10 +597,11 @@ def parse_config(text_: str, path: Path | str = "config.yaml") -> Settings:
 
 def load_config(path: Path | str) -> Settings:
     """Read ``path``; a missing file means all defaults. Unreadable -> ConfigError."""
+    from engine.fsutil import read_regular
+
     path = Path(path)
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_CONFIG_BYTES + 1)
+        data = read_regular(path, MAX_CONFIG_BYTES)
     except FileNotFoundError:
         return Settings(source=None)
     except IsADirectoryError:

@@ -26,3 +26,86 @@ def test_kanban_create_with_a_bad_argument_is_a_usage_error_and_creates_nothing(
     err = _one_line(run_cli("--home", str(home.root), "kanban", "create", *args), 2)
     assert words in err
     assert "No cards." in run_cli("--home", str(home.root), "kanban", "list").stdout
+
+
+# -- a FIFO, socket or device where a file of the home belongs --------------------------
+
+def _special(path, kind: str) -> None:
+    """A real FIFO, a bound unix socket, or a character device (/dev/null's numbers;
+    we run as root) at ``path``."""
+    import os
+    import socket
+    import stat
+
+    path.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "socket":
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(path))
+        sock.close()  # the socket file stays
+    else:
+        os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(1, 3))
+
+
+KINDS = ["fifo", "socket", "device"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_special_processes_json_is_one_warning_and_fails_closed(tmp_path, children, kind):
+    import shutil
+
+    from tests.support.scratch import make_entry
+    from tests.test_hermes_home import FIXTURE
+    from tests.test_hermes_home import hermes_home as _fixture  # noqa: F401  (the fixture's helpers below)
+
+    root = tmp_path / "hermes"
+    shutil.copytree(FIXTURE, root)
+    with open(root / "config.yaml", "a") as fh:
+        fh.write("\nscratch:\n  arrival_hours: 0\n")
+    entry = make_entry(root / "cache" / "scratch", "hermes-work")
+    proc = children(["sleep", "600"], cwd=entry)
+    _special(root / "processes.json", kind)
+    ps = run_cli("--home", str(root), "ps", timeout=60)
+    assert ps.returncode == 0
+    warning = _one_line(ps, 0)
+    assert "processes.json cannot be read" in warning and "not a regular file" in warning
+    dry = run_cli("--home", str(root), "prune", "--dry-run", timeout=60)
+    assert dry.returncode == 0 and "Traceback" not in dry.stderr
+    assert "hermes-work" in dry.stdout and "pid" not in dry.stdout.split("Staying:")[0]  # nobody signalled
+    assert proc.poll() is None
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_special_config_yaml_is_exit_2_in_one_line(home, kind):
+    _special(home.config_file, kind)
+    for argv in (["ps"], ["prune", "--dry-run"], ["kanban", "list"]):
+        err = _one_line(run_cli("--home", str(home.root), *argv, timeout=60), 2)
+        assert "config.yaml: cannot read: is a" in err and "not a regular file" in err
+
+
+def test_a_fifo_prune_log_stops_the_pass_in_one_line_and_the_listing_reads_on(home):
+    from engine.scratch.audit import read_records
+    from tests.support.scratch import make_entry
+
+    home.config_file.write_text("scratch:\n  arrival_hours: 0\n")
+    make_entry(home.scratch_dir, "idle")
+    home.ensure_dir(home.logs_dir)
+    _special(home.prune_log, "fifo")
+    assert read_records(home.prune_log) == []
+    err = _one_line(run_cli("--home", str(home.root), "prune", "--yes", timeout=60), 1)
+    assert "it is a FIFO" in err
+    assert (home.scratch_dir / "idle").exists()
+
+
+def test_a_fifo_stamp_starts_no_pass_and_does_not_wait(home):
+    from engine.config import Settings
+    from engine.scratch import schedule
+
+    home.ensure_dir(home.scratch_dir)
+    _special(home.scratch_dir / ".last_prune", "fifo")
+    schedule._reset_for_tests()
+    try:
+        assert schedule.maybe_start_auto_prune(home, Settings()) is None
+    finally:
+        schedule.mark_started()

@@ -23,10 +23,12 @@ import logging
 import logging.handlers
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.fsutil import is_special_file, read_regular
 from engine.text import escape_text
 
 __all__ = ["AuditLog", "AuditWriteError", "escape_text", "open_audit"]
@@ -200,6 +202,10 @@ def open_audit(log_file: Path, ensure_dir=None) -> AuditLog:
         why = getattr(exc, "strerror", None) or str(exc)
         raise AuditWriteError(f"cannot create the prune log folder {escape_text(os.fspath(log_file.parent))}: "
                               f"{why}") from None
+    kind = is_special_file(log_file)
+    if kind is not None:  # an open for writing would wait for a FIFO's reader forever
+        raise AuditWriteError(f"cannot write the prune log {escape_text(os.fspath(log_file))}: it is {kind}, "
+                              "not a file")
     return AuditLog(log_file)
 
 
@@ -297,7 +303,7 @@ def read_records(log_file: Path, limit: int | None = None) -> list[PruneRecord]:
     records: list[PruneRecord] = []
     for f in log_files(log_file):
         try:
-            data = f.read_bytes()
+            data = read_regular(f)  # a FIFO there is skipped, never waited on
         except OSError:
             continue
         records.extend(parse_record(line) for line in iter_lines(data) if line.strip())
@@ -327,7 +333,7 @@ class LogTail:
         records: list[PruneRecord] = []
         for f in log_files(self.log_file)[:-1]:
             try:
-                data = f.read_bytes()
+                data = read_regular(f)
             except OSError:
                 continue
             records.extend(parse_record(line) for line in iter_lines(data) if line.strip())
@@ -336,8 +342,10 @@ class LogTail:
 
     def _read_from(self, path: Path, offset: int) -> tuple[int, int, bytes] | None:
         try:
-            with open(path, "rb") as fh:
+            with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as fh:
                 st = os.fstat(fh.fileno())
+                if not stat.S_ISREG(st.st_mode):
+                    return None  # a FIFO or device is no log
                 if st.st_size < offset:
                     offset = 0
                     self._partial = b""
