@@ -109,3 +109,46 @@ def test_a_fifo_stamp_starts_no_pass_and_does_not_wait(home):
         assert schedule.maybe_start_auto_prune(home, Settings()) is None
     finally:
         schedule.mark_started()
+
+
+# -- signals -------------------------------------------------------------------------------
+
+def test_sigterm_to_a_foreground_run_moves_the_command_to_the_background(home, tmp_path):
+    """As the app does on SIGTERM: the command keeps running, recorded as a background
+    session (never a running process nobody knows of), and it gets no signal itself."""
+    import json
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+
+    from engine.config import Settings
+    from engine.processes import ProcessRegistry
+    from tests.support.commands import until
+
+    marker, gate = tmp_path / "signals", tmp_path / "gate"
+    traps = " ".join(f"trap 'echo {s} >> {marker}' {s};" for s in ("HUP", "INT", "TERM"))
+    env = {**os.environ, "HERMES_AUTO_PRUNE": "0"}
+    env.pop("HERMES_HOME", None)
+    proc = subprocess.Popen([sys.executable, "-m", "hermes_tui", "--home", str(home.root), "run", "--", "sh", "-c",
+                             f"{traps} echo up; {until(gate)} echo done"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == "up"
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if proc.returncode != 128 + signal.SIGTERM:
+            gate.touch()  # whatever went wrong, the command ends (it was left running, unrecorded)
+    assert proc.returncode == 128 + signal.SIGTERM
+    m = re.search(r"moved to background as (proc_[0-9a-f]{12}) \(pid \d+\) \(hermes-tui got SIGTERM\)", err)
+    assert m, err
+    s = ProcessRegistry(home, Settings()).get(m.group(1))
+    assert s.background and s.status == "running"
+    gate.touch()
+    w = run_cli("--home", str(home.root), "proc", "wait", s.id, "--timeout", "30", "--json")
+    assert json.loads(w.stdout)["exit_code"] == 0
+    assert not marker.exists()  # the command itself was never signalled

@@ -197,8 +197,14 @@ def _run_foreground(ctx: Context, reg, s) -> int:
         hung_up.set()
         yield_requested.set()
 
+    terminated = threading.Event()
+
+    def on_term(_signum, _frame) -> None:  # we are asked to go (as the app on SIGTERM): the command stays,
+        terminated.set()                   # recorded as a background session, never left unrecorded
+        yield_requested.set()
+
     previous = {sig: signal.signal(sig, handler) for sig, handler in
-                ((signal.SIGTSTP, on_tstp), (signal.SIGHUP, on_hup))}
+                ((signal.SIGTSTP, on_tstp), (signal.SIGHUP, on_hup), (signal.SIGTERM, on_term))}
     try:
         outcome = ForegroundRun(reg, s).stream(
             write, lambda: yield_requested.is_set() or reader_gone.is_set())
@@ -227,12 +233,13 @@ def _run_foreground(ctx: Context, reg, s) -> int:
     if hung_up.is_set():
         return EXIT_OK
     if outcome.yielded:
-        print(f"\nhermes-tui: moved to background as {final.id} (pid {final.pid}); it keeps running. "
+        why = " (hermes-tui got SIGTERM)" if terminated.is_set() else ""
+        print(f"\nhermes-tui: moved to background as {final.id} (pid {final.pid}){why}; it keeps running. "
               f"Follow it with: hermes-tui proc log {final.id}", file=sys.stderr)
         if ctx.json:
             print_json({"id": final.id, "pid": final.pid, "status": final.status, "exit_code": None,
-                        "signal": None, "yielded": True})
-        return EXIT_OK
+                        "signal": "SIGTERM" if terminated.is_set() else None, "yielded": True})
+        return 128 + signal.SIGTERM if terminated.is_set() else EXIT_OK
     if ctx.json:
         print_json({"id": final.id, "pid": final.pid, "status": final.status, "exit_code": final.exit_code,
                     "signal": final.signal, "yielded": False})
