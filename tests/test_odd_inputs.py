@@ -152,3 +152,42 @@ def test_sigterm_to_a_foreground_run_moves_the_command_to_the_background(home, t
     w = run_cli("--home", str(home.root), "proc", "wait", s.id, "--timeout", "30", "--json")
     assert json.loads(w.stdout)["exit_code"] == 0
     assert not marker.exists()  # the command itself was never signalled
+
+
+def test_ctrl_c_during_prune_yes_stops_at_the_next_safe_point_and_says_what_was_done(home, tmp_path, children):
+    """SIGINT arrives while the pass waits for a process it sent TERM to (paced by gate
+    files): the pass finishes that step, takes no further one, records it, and the
+    command prints what it did and exits 130; every entry is still there."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.support import wait_until
+    from tests.support.scratch import make_entry
+
+    home.config_file.write_text("scratch:\n  arrival_hours: 0\n  quarantine_hours: 0\n  kill_grace_seconds: 60\n")
+    termed, gate = tmp_path / "termed", tmp_path / "gate"
+    busy = make_entry(home.scratch_dir, "busy")
+    others = [make_entry(home.scratch_dir, n) for n in ("idle-a", "idle-b")]
+    worker = children(["sh", "-c", f"trap 'touch {termed}; while [ ! -e {gate} ]; do sleep 0.01; done; exit 0' TERM; "
+                       "while true; do sleep 0.05; done"], cwd=busy)
+    wait_until(lambda: os.readlink(f"/proc/{worker.pid}/cwd") == str(busy))
+    env = {**os.environ, "HERMES_AUTO_PRUNE": "0"}
+    env.pop("HERMES_HOME", None)
+    pruner = subprocess.Popen([sys.executable, "-m", "hermes_tui", "--home", str(home.root), "prune", "--yes"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        wait_until(termed.exists, timeout=60, what="the pass signalling the worker")
+        pruner.send_signal(signal.SIGINT)
+        wait_until(lambda: "stopping the prune" in (pruner.stderr.readline() or ""), timeout=30)
+        gate.touch()  # the worker exits: the pass's wait for it ends
+        out, err = pruner.communicate(timeout=60)
+    finally:
+        gate.touch()
+        if pruner.poll() is None:
+            pruner.kill()
+    assert pruner.returncode == 130, (out, err)
+    assert "stopped on request" in out and f"SIGTERM pid {worker.pid}" in out and "Traceback" not in err
+    assert busy.exists() and all(e.exists() for e in others)
+    assert "pass stopped on request, before moving" in home.prune_log.read_text()

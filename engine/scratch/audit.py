@@ -180,6 +180,9 @@ class AuditLog:
     def process_check_failed(self, why: str) -> None:
         self._write("process check failed, nothing deleted this pass: %s", escape_text(why))
 
+    def stopped(self, where: str) -> None:
+        self._write("pass stopped on request, %s", escape_text(where))
+
     def pass_failed(self, why: str) -> None:
         self._write("pass failed: %s", escape_text(why))
 
