@@ -191,3 +191,114 @@ def test_ctrl_c_during_prune_yes_stops_at_the_next_safe_point_and_says_what_was_
     assert "stopped on request" in out and f"SIGTERM pid {worker.pid}" in out and "Traceback" not in err
     assert busy.exists() and all(e.exists() for e in others)
     assert "pass stopped on request, before moving" in home.prune_log.read_text()
+
+
+# -- another user's home, session and board (a real unprivileged user: nobody) ---------------
+
+def _as_nobody(home_root, *argv: str):
+    """``hermes-tui --home HOME ARGV`` run by the real user ``nobody`` (runuser), with the
+    system's Python 3.11 on this worktree's code (the venv's interpreter lives under
+    /root, which nobody may not enter)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if os.geteuid() != 0 or shutil.which("runuser") is None or not Path("/usr/bin/python3.11").exists():
+        pytest.skip("needs root, runuser and /usr/bin/python3.11 to run as another user")
+    import engine
+
+    repo = Path(engine.__file__).resolve().parents[1]
+    site = next(p for p in sys.path if p.endswith("site-packages") and ".venv" in p)
+    return subprocess.run(["runuser", "-u", "nobody", "--", "env", f"PYTHONPATH={repo}:{site}", "HERMES_AUTO_PRUNE=0",
+                           "/usr/bin/python3.11", "-m", "hermes_tui", "--home", str(home_root), *argv],
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+
+
+def _open_to_all(path) -> None:
+    import os
+
+    for p in [path, *path.parents]:
+        if str(p) in ("/", "/tmp"):
+            break
+        os.chmod(p, os.stat(p).st_mode | 0o755)
+
+
+def test_another_users_home_session_and_board_are_one_line_each_and_exit_1(home, tmp_path):
+    import os
+
+    from engine.config import Settings
+    from engine.processes import ProcessRegistry
+
+    home.config_file.write_text("scratch:\n  auto_prune: false\n")
+    assert run_cli("--home", str(home.root), "kanban", "create", "root's card").returncode == 0
+    s = ProcessRegistry(home, Settings()).spawn("sleep 300", cwd=home.root, owner="test")
+    try:
+        os.chmod(home.root, 0o700)
+        _open_to_all(tmp_path)
+        err = _one_line(_as_nobody(home.root, "doctor"), 1)  # a home nobody cannot read
+        assert "permission denied: " in err and "another user" in err
+        for p in [home.root, *home.root.rglob("*")]:  # now readable, not writable, by others
+            os.chmod(p, (os.stat(p).st_mode | 0o444 | (0o111 if p.is_dir() else 0)) & ~0o022)
+        err = _one_line(_as_nobody(home.root, "proc", "kill", s.id), 1)
+        assert "permission denied" in err
+        assert ProcessRegistry(home, Settings()).get(s.id).status == "running"  # nothing was signalled
+        err = _one_line(_as_nobody(home.root, "kanban", "list"), 1)  # a board in a folder nobody cannot write
+        assert "board" in err
+    finally:
+        ProcessRegistry(home, Settings()).kill(s.id, grace=1.0)
+
+
+def test_a_read_only_board_of_ones_own_reads_and_refuses_a_write_in_one_line(tmp_path):
+    import os
+
+    _open_to_all(tmp_path)
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o777)
+    os.chmod(mine, 0o777)
+    assert _as_nobody(mine / "h", "kanban", "create", "my card").returncode == 0
+    board = next((mine / "h").rglob("board.db"))
+    os.chmod(board, 0o444)
+    listed = _as_nobody(mine / "h", "kanban", "list")
+    assert listed.returncode == 0 and "my card" in listed.stdout, listed.stderr
+    err = _one_line(_as_nobody(mine / "h", "kanban", "create", "another"), 1)
+    assert "cannot be used" in err or "read" in err
+
+
+def test_kanban_list_on_a_full_disk_reads_and_a_write_is_one_line(tmp_path):
+    """The home on a tiny tmpfs, filled up: ``list`` and ``show`` read the board (a read
+    needs no write), ``create`` fails in one line; with space again all is as before."""
+    import json
+    import subprocess
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    try:
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)], capture_output=True,
+                                 timeout=30)
+    except (OSError, subprocess.SubprocessError) as exc:
+        pytest.skip(f"cannot run mount: {exc}")
+    if mounted.returncode != 0:
+        pytest.skip(f"mounting a tmpfs is not permitted here: {mounted.stderr.decode().strip()}")
+    try:
+        h = str(disk / "h")
+        made = [json.loads(run_cli("--home", h, "kanban", "create", f"card {i}", "--json").stdout)["id"]
+                for i in range(3)]
+        with open(disk / "filler", "wb", buffering=0) as fh:
+            try:
+                while True:
+                    fh.write(b"\0" * 4096)
+            except OSError:
+                pass
+        listed = run_cli("--home", h, "kanban", "list", "--json")
+        assert listed.returncode == 0, listed.stderr
+        assert sorted(t["id"] for t in json.loads(listed.stdout)["tasks"]) == sorted(made)
+        assert run_cli("--home", h, "kanban", "show", made[0]).returncode == 0
+        err = _one_line(run_cli("--home", h, "kanban", "create", "no room"), 1)
+        assert "cannot be used" in err or "cannot open" in err
+        (disk / "filler").unlink()
+        assert run_cli("--home", h, "kanban", "create", "room again").returncode == 0
+        assert len(json.loads(run_cli("--home", h, "kanban", "list", "--json").stdout)["tasks"]) == 4
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True, timeout=30)
