@@ -270,27 +270,14 @@ def test_kanban_list_on_a_full_disk_reads_and_a_write_is_one_line(tmp_path):
     """The home on a tiny tmpfs, filled up: ``list`` and ``show`` read the board (a read
     needs no write), ``create`` fails in one line; with space again all is as before."""
     import json
-    import subprocess
 
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    try:
-        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)], capture_output=True,
-                                 timeout=30)
-    except (OSError, subprocess.SubprocessError) as exc:
-        pytest.skip(f"cannot run mount: {exc}")
-    if mounted.returncode != 0:
-        pytest.skip(f"mounting a tmpfs is not permitted here: {mounted.stderr.decode().strip()}")
-    try:
+    from tests.support.disk import fill, tiny_tmpfs
+
+    with tiny_tmpfs(tmp_path / "disk", "1m") as disk:
         h = str(disk / "h")
         made = [json.loads(run_cli("--home", h, "kanban", "create", f"card {i}", "--json").stdout)["id"]
                 for i in range(3)]
-        with open(disk / "filler", "wb", buffering=0) as fh:
-            try:
-                while True:
-                    fh.write(b"\0" * 4096)
-            except OSError:
-                pass
+        fill(disk / "filler")
         listed = run_cli("--home", h, "kanban", "list", "--json")
         assert listed.returncode == 0, listed.stderr
         assert sorted(t["id"] for t in json.loads(listed.stdout)["tasks"]) == sorted(made)
@@ -300,5 +287,3 @@ def test_kanban_list_on_a_full_disk_reads_and_a_write_is_one_line(tmp_path):
         (disk / "filler").unlink()
         assert run_cli("--home", h, "kanban", "create", "room again").returncode == 0
         assert len(json.loads(run_cli("--home", h, "kanban", "list", "--json").stdout)["tasks"]) == 4
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], capture_output=True, timeout=30)

@@ -13,7 +13,6 @@ import fcntl
 import os
 import re
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -620,25 +619,11 @@ def test_every_free_text_in_a_record_is_escaped(home):
 @pytest.fixture
 def full_logs(home):
     """``<home>/logs`` on a tiny tmpfs, filled up. Skipped where mount is not allowed."""
-    logs = home.prune_log.parent
-    logs.mkdir(parents=True, exist_ok=True)
-    try:
-        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(logs)],
-                                 capture_output=True, timeout=30)
-    except (OSError, subprocess.SubprocessError) as exc:
-        pytest.skip(f"cannot run mount: {exc}")
-    if mounted.returncode != 0:
-        pytest.skip(f"mounting a tmpfs is not permitted here: {mounted.stderr.decode().strip()}")
-    try:
-        with open(logs / "filler", "wb", buffering=0) as fh:
-            try:
-                while True:
-                    fh.write(b"\0" * 4096)
-            except OSError:
-                pass
+    from tests.support.disk import fill, tiny_tmpfs
+
+    with tiny_tmpfs(home.prune_log.parent, "64k") as logs:
+        fill(logs / "filler")
         yield logs
-    finally:
-        subprocess.run(["umount", "-l", str(logs)], capture_output=True, timeout=30)
 
 
 def _prune_yes_with_a_full_log(home, quarantine_hours: str):
