@@ -191,3 +191,24 @@ def test_a_leftover_of_a_killed_pass_is_listed_as_being_removed(home):
     assert (t.scratch_dir / (TRASH_PREFIX + "e")).exists()  # the dry run changed nothing
     prune_pass(t, options(idle_hours=10_000))
     assert e.exists()
+
+
+async def test_the_scratch_pane_says_arrived_in_its_idle_column_and_detail_line(home, tmp_path):
+    from engine.config import Settings
+    from hermes_tui.app import HermesApp
+    from tests.support import wait_until_pilot
+    from widgets.scratch_pane import ScratchPane
+
+    t = target_of(home)
+    os.rename(_old_tree(tmp_path), t.scratch_dir / "old-work")
+    app = HermesApp(home, Settings(), home_label="~/.hermes")
+    async with app.run_test(size=(160, 48)) as pilot:
+        pane = app.query_one(ScratchPane)
+        await wait_until_pilot(pilot, lambda: pane.last_survey is not None and pane.table.row_count == 1)
+        row = pane.table.get_row("e:old-work")
+        assert row[1].plain == "active" and re.fullmatch(r"arrived \d+s ago", row[2].plain), row[2].plain
+        await pilot.press("3")
+        pane.table.move_cursor(row=0)
+        await pilot.pause()
+        detail = str(pane.query_one("#scratch-detail").render())
+        assert re.search(r"active · arrived \d+s ago", detail), detail
