@@ -597,7 +597,7 @@ def parse_config(text_: str, path: Path | str = "config.yaml") -> Settings:
 
 def load_config(path: Path | str) -> Settings:
     """Read ``path``; a missing file means all defaults. Unreadable -> ConfigError."""
-    from engine.fsutil import read_regular
+    from engine.regular_file import read_regular
 
     path = Path(path)
     try:

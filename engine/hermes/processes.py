@@ -71,7 +71,7 @@ def read_processes(home_root: Path) -> tuple[HermesProcess, ...]:
 
     Raises ProcessesFileUnreadable when it exists but is unreadable or malformed."""
     path = processes_file(home_root)
-    from engine.fsutil import read_regular
+    from engine.regular_file import read_regular
 
     try:
         data = read_regular(path, MAX_BYTES)

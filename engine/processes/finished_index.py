@@ -115,7 +115,7 @@ class FinishedIndex:
 
     def _read(self) -> dict[str, tuple[StatKey, dict[str, Any]]]:
         try:
-            from engine.fsutil import read_regular  # here: typing's import is not paid by every listing
+            from engine.regular_file import read_regular
 
             data = json.loads(read_regular(self.path, MAX_BYTES))
         except (OSError, ValueError, RecursionError):

@@ -275,7 +275,7 @@ def read_meta(session_dir: Path) -> dict[str, Any]:
     yet, or the spawn's ``starting`` record), :class:`SessionCorrupt` (one line, with
     the cwd when it can still be read) for anything unreadable or malformed."""
     path = session_dir / META_FILE
-    from engine.fsutil import read_regular
+    from engine.regular_file import read_regular
 
     try:
         raw = read_regular(path)

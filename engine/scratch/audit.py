@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.fsutil import is_special_file, read_regular
+from engine.regular_file import is_special_file, read_regular
 from engine.text import escape_text
 
 __all__ = ["AuditLog", "AuditWriteError", "escape_text", "open_audit"]
