@@ -58,6 +58,7 @@ class ScratchSettings:
     quarantine_hours: float = 12.0
     auto_prune: bool = True
     kill_grace_seconds: float = 3.0
+    arrival_hours: float | None = None  # how long an entry's arrival counts as activity; None: idle_hours
 
 
 @dataclass(frozen=True)
@@ -332,6 +333,7 @@ _SECTIONS: dict[str, tuple[type, dict[str, Callable[[Any], Any]]]] = {
             "quarantine_hours": non_negative_number,
             "auto_prune": boolean,
             "kill_grace_seconds": positive_number,
+            "arrival_hours": non_negative_number,
         },
     ),
     "processes": (
@@ -427,7 +429,10 @@ class _Reader:
         return ConfigError(self.path, _line(node), message)
 
     def value(self, node: yaml.Node) -> Any:
-        return self.loader.construct_object(node, deep=True)
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except ValueError:  # an integer over Python's 4,300-digit limit (int() refuses it)
+            raise self.fail(node, "a number too long to read (more than 4300 digits)") from None
 
     def mapping_items(self, node: yaml.Node, where: str) -> list[tuple[str, yaml.Node, yaml.Node]]:
         import yaml
@@ -662,10 +667,11 @@ def parse_config(text_: str, path: Path | str = "config.yaml") -> Settings:
 
 def load_config(path: Path | str) -> Settings:
     """Read ``path``; a missing file means all defaults. Unreadable -> ConfigError."""
+    from engine.regular_file import read_regular
+
     path = Path(path)
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_CONFIG_BYTES + 1)
+        data = read_regular(path, MAX_CONFIG_BYTES)
     except FileNotFoundError:
         return Settings(source=None)
     except IsADirectoryError:

@@ -8,6 +8,8 @@ import stat as stat_mod
 from pathlib import Path
 from typing import Any
 
+from engine.regular_file import read_regular
+
 
 def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
     """Write ``data`` so readers see either the old file or the whole new one."""
@@ -35,8 +37,7 @@ def atomic_write_json(path: Path, obj: Any, mode: int = 0o600) -> None:
 
 
 def read_json(path: Path) -> Any:
-    with open(path, "rb") as fh:
-        return json.loads(fh.read())
+    return json.loads(read_regular(path))
 
 
 def tree_size(path: Path | str, stop_above: int | None = None, on_disk: bool = False) -> int:

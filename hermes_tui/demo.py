@@ -28,6 +28,7 @@ Step = tuple[str, Callable[[HomeLayout], None]]
 # before the builders fill the home.
 CONFIG_STEPS: tuple[Step, ...] = (
     ("kanban", demo_kanban.append_config),
+    ("scratch", demo_scratch.append_config),
 )
 
 # Builders run in this order on the new home (the app runs them after its first frame).

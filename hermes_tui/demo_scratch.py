@@ -45,6 +45,21 @@ def _entry(scratch: Path, name: str, files: dict[str, str], hours: float) -> Pat
     return entry
 
 
+SCRATCH_CONFIG = """\
+scratch:
+  # The demo's entries are made just now and aged with os.utime, which cannot age
+  # their arrival (the inode change time): by default they would all have "arrived".
+  arrival_hours: 0
+"""
+
+
+def append_config(home: HomeLayout) -> None:
+    """Add the scratch section to the demo config (once)."""
+    text = home.config_file.read_text(encoding="utf-8") if home.config_file.exists() else ""
+    if "\nscratch:" not in "\n" + text:
+        home.config_file.write_text((text.rstrip("\n") + "\n" if text else "") + SCRATCH_CONFIG, encoding="utf-8")
+
+
 def build(home: HomeLayout) -> None:
     from engine.scratch.execute import PassFailed, prune_pass
     from engine.scratch.target import PruneOptions, PruneTarget

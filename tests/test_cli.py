@@ -130,6 +130,7 @@ def test_a_cli_command_starts_the_hourly_scratch_pass_detached(tmp_path):
     old = time.time() - 3 * 86400
     os.utime(idle / "f", (old, old))
     os.utime(idle, (old, old))
+    (home / "config.yaml").write_text("scratch:\n  arrival_hours: 0\n")  # os.utime cannot age its arrival
     result = run_cli("--home", str(home), "kanban", "create", "a card", env={"HERMES_AUTO_PRUNE": ""})
     assert result.returncode == 0, result.stderr
     stamp = home / "cache" / "scratch" / ".last_prune"

@@ -70,7 +70,7 @@ def test_empty_dispatch_profiles_means_none_not_any():
          "config.yaml:2: kanban.max_in_progress must be a positive integer, got 1.5"),
         ("\n\nscratch:\n  idle_hourz: 3\n",
          "config.yaml:4: unknown key 'idle_hourz' in 'scratch' (known: idle_hours, quarantine_hours, "
-         "auto_prune, kill_grace_seconds)"),
+         "auto_prune, kill_grace_seconds, arrival_hours)"),
         ("scrach:\n  a: 1\n", "config.yaml:1: unknown section 'scrach' (did you mean 'scratch'?"),
         ("scratch: 5\n", "config.yaml:1: scratch must be a mapping, got 5"),
         ("- a\n- b\n", "config.yaml:1: the top level must be a mapping"),

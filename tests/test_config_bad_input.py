@@ -34,6 +34,10 @@ BAD = {
                              f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
                              f"*{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(8)),
                    f"holds more than {MAX_VALUES} values"),
+    "integer over 4300 digits": ("scratch:\n  idle_hours: " + "9" * 5000 + "\n",
+                                 "config.yaml:2: a number too long to read (more than 4300 digits)"),
+    "long integer in the kanban profiles": ("kanban:\n  profiles:\n    w: " + "9" * 5000 + "\n",
+                                            "config.yaml:3: a number too long"),
     "huge list": ("terminal: [" + "1, " * (MAX_VALUES + 10) + "]\n", f"holds more than {MAX_VALUES} values"),
 }
 

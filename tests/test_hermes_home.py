@@ -54,6 +54,8 @@ def hermes_home(tmp_path, children):
     root = tmp_path / "hermes"
     shutil.copytree(FIXTURE, root)
     os.chmod(root, 0o755)
+    with open(root / "config.yaml", "a") as fh:  # the entry below has just arrived (see options())
+        fh.write("\nscratch:\n  arrival_hours: 0\n")
     entry = make_entry(root / "cache" / "scratch", "hermes-work")
     proc = children(["sleep", "600"], cwd=entry)
     assert wait_until(lambda: _in_cwd(proc.pid, entry) and identity.read_stat(proc.pid).comm == b"sleep")
@@ -201,7 +203,7 @@ def test_no_automatic_pass_in_a_guest_home_unless_asked_explicitly(hermes_home):
         assert schedule.maybe_start_auto_prune(home, settings) is None  # ...but not here
         assert not (home.scratch_dir / ".last_prune").exists()
         with open(home.config_file, "a") as fh:
-            fh.write("scratch:\n  auto_prune: true\n  quarantine_hours: 0\n")
+            fh.write("  auto_prune: true\n  quarantine_hours: 0\n")  # the fixture's scratch: section
         schedule._reset_for_tests()
         child = schedule.maybe_start_auto_prune(home, load_config(home.config_file))
         assert child is not None and child.wait(timeout=60) == 0

@@ -67,6 +67,11 @@ NEW_SECRETS = [
     ("charge sk_live_4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc", "charge sk_live_***"),
     ("rk_live_51HqLyjWDarjtT1zdp7dcXYZ ok", "51HqLyjWDarjtT1zdp7dcXYZ", "rk_live_*** ok"),
     ("xoxp-1234567890-abcdefghij", "1234567890-abcdefghij", "xoxp-***"),
+    # issue 20: an escaped quote inside the value, an empty user, a spaced value to the line's end
+    ('{"password": "abc\\"tail", "user": "bob"}', "tail", '{"password": "***", "user": "bob"}'),
+    ("redis://:pass@host:6379/0", "pass@", "redis://:***@host:6379/0"),
+    ("PASSWORD = spaced secret\nnext line", "spaced secret", "PASSWORD = ***\nnext line"),
+    ("db_password: my secret phrase", "secret phrase", "db_password: ***"),
 ]
 
 

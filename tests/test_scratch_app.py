@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from engine.config import Settings
+from engine.config import ScratchSettings, Settings
 from engine.home import HomeLayout
 from engine.scratch.audit import AuditLog
 from hermes_tui.app import HermesApp
@@ -36,7 +36,7 @@ def build(home: HomeLayout) -> dict[str, Path]:
 
 
 def make_app(home: HomeLayout) -> HermesApp:
-    return HermesApp(home, Settings(), home_label="~/.hermes")
+    return HermesApp(home, Settings(scratch=ScratchSettings(arrival_hours=0.0)), home_label="~/.hermes")
 
 
 async def _surveyed(pilot, app):

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from tests.conftest import REPO, run_cli
-from tests.support.scratch import make_entry, prune_on_pty, target_of
+from tests.support.scratch import NO_ARRIVAL_CONFIG, make_entry, prune_on_pty, target_of
 
 
 def _cli(home, *args, **kw):
@@ -16,6 +16,8 @@ def _cli(home, *args, **kw):
 
 
 def _setup(home):
+    if not home.config_file.exists():
+        home.config_file.write_text(NO_ARRIVAL_CONFIG)
     t = target_of(home)
     idle = make_entry(t.scratch_dir, "idle", {"a/big.bin": "x" * 5000})
     live = make_entry(t.scratch_dir, "live")
@@ -32,7 +34,7 @@ def test_scratch_json_lists_every_entry_with_its_fields(home):
     by_name = {e["name"]: e for e in doc["entries"]}
     assert set(by_name) == {"idle", "live", "parked"}
     for e in doc["entries"]:
-        assert set(e) == {"name", "path", "state", "idle_seconds", "size_bytes", "kept_reason", "pids"}
+        assert set(e) == {"name", "path", "state", "idle_seconds", "arrived_seconds", "size_bytes", "kept_reason", "pids"}
     assert by_name["idle"]["state"] == "idle" and by_name["idle"]["idle_seconds"] > 24 * 3600
     assert by_name["idle"]["size_bytes"] >= 5000
     assert by_name["live"]["state"] == "active" and by_name["live"]["kept_reason"] is None
@@ -116,7 +118,7 @@ def test_prune_idle_hours_flag_and_bad_values(home):
 
 
 def test_prune_with_quarantine_off_deletes(home):
-    home.config_file.write_text("scratch:\n  quarantine_hours: 0\n")
+    home.config_file.write_text(NO_ARRIVAL_CONFIG + "  quarantine_hours: 0\n")
     t, idle, *_ = _setup(home)
     doc = json.loads(_cli(home, "prune", "--yes", "--json").stdout)
     assert [r["path"] for r in doc["removed"]] == [str(idle)] and doc["quarantined"] == []

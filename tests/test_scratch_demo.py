@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.config import Settings
+from engine.config import load_config
 from engine.scratch.audit import read_records
 from engine.scratch.entries import survey_scratch
 from engine.scratch.target import PruneOptions, PruneTarget
@@ -10,9 +10,10 @@ from hermes_tui import demo_scratch
 
 
 def test_demo_home_has_every_kind_of_entry_and_a_real_pass_in_the_log(home):
+    demo_scratch.append_config(home)  # the demo's config: its entries' arrival does not count
     demo_scratch.build(home)  # only the scratch builder (other parts add their own entries)
     try:
-        survey = survey_scratch(PruneTarget.of(home), PruneOptions.from_settings(home, Settings()))
+        survey = survey_scratch(PruneTarget.of(home), PruneOptions.from_settings(home, load_config(home.config_file)))
         states = {e.name: e.state for e in survey.entries}
         assert states == {
             "lane-build-cache": "active",

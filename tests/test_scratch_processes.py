@@ -114,7 +114,7 @@ def test_own_lineage_cwd_keeps_the_entry(home, tmp_path):
         "from engine.home import HomeLayout\n"
         "from engine.scratch.target import PruneTarget, PruneOptions\n"
         "from engine.scratch.execute import prune_pass\n"
-        "r = prune_pass(PruneTarget.of(HomeLayout(Path(sys.argv[1]))), PruneOptions(quarantine_hours=0))\n"
+        "r = prune_pass(PruneTarget.of(HomeLayout(Path(sys.argv[1]))), PruneOptions(quarantine_hours=0, arrival_hours=0))\n"
         "print(r.removed_count, len(r.signalled))\n"
     )
     out = subprocess.run([sys.executable, "-c", code, str(home.root)], cwd=e, capture_output=True, text=True,

@@ -19,7 +19,7 @@ from tests.conftest import REPO
 from tests.support import wait_until
 from tests.support.scratch import log_text, make_entry, target_of
 
-NO_QUARANTINE = Settings(scratch=ScratchSettings(quarantine_hours=0.0))
+NO_QUARANTINE = Settings(scratch=ScratchSettings(quarantine_hours=0.0, arrival_hours=0.0))
 
 
 @pytest.fixture(autouse=True)
@@ -77,7 +77,7 @@ def test_detached_pass_outlives_a_launcher_that_exits_at_once(home, children):
         "from engine.home import HomeLayout\n"
         "from engine.config import Settings, ScratchSettings\n"
         "from engine.scratch import maybe_start_auto_prune\n"
-        "c = maybe_start_auto_prune(HomeLayout(Path(sys.argv[1])), Settings(scratch=ScratchSettings(quarantine_hours=0)))\n"
+        "c = maybe_start_auto_prune(HomeLayout(Path(sys.argv[1])), Settings(scratch=ScratchSettings(quarantine_hours=0, arrival_hours=0)))\n"
         "print(c.pid, flush=True)\n"
     )
     # The user's shell sits in an idle entry and runs a quick command that launches the pass.
@@ -98,7 +98,8 @@ def test_child_with_unknown_lineage_signals_nothing(home, children):
     p = children(["sleep", "60"], cwd=busy)
     assert wait_until(lambda: os.path.exists(f"/proc/{p.pid}/cwd") and os.readlink(f"/proc/{p.pid}/cwd") == str(busy))
     rc = auto_pass_main(["--home", str(home.root), "--scratch", str(t.scratch_dir), "--idle-hours", "24",
-                         "--quarantine-hours", "0", "--grace", "1", "--lineage-unknown", "launcher had no /proc"])
+                         "--quarantine-hours", "0", "--grace", "1", "--arrival-hours", "0",
+                         "--lineage-unknown", "launcher had no /proc"])
     assert rc == 0 and busy.exists() and not empty.exists() and p.poll() is None
 
 

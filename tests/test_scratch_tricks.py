@@ -13,7 +13,6 @@ import fcntl
 import os
 import re
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -32,6 +31,7 @@ from tests.conftest import REPO, run_cli
 from tests.support import wait_until
 from tests.support.scratch import (
     HOUR,
+    NO_ARRIVAL_CONFIG,
     exited,
     log_text,
     make_entry,
@@ -114,6 +114,7 @@ def test_a_keep_rule_made_at_the_terminal_prompt_keeps_the_entry_and_spares_its_
             held.append(os.open(e, os.O_RDONLY | os.O_DIRECTORY))
             fcntl.flock(held[0], fcntl.LOCK_EX)
 
+    home.config_file.write_text(NO_ARRIVAL_CONFIG)
     try:
         rc, out = prune_on_pty(home, b"y\n", at_prompt=keep_it)
     finally:
@@ -450,7 +451,7 @@ def unlink(path, *a, dir_fd=None, **kw):
     return real_unlink(path, *a, dir_fd=dir_fd, **kw)
 
 os.unlink = unlink
-prune_pass(PruneTarget.of(HomeLayout(Path(sys.argv[1]))), PruneOptions(quarantine_hours=0))
+prune_pass(PruneTarget.of(HomeLayout(Path(sys.argv[1]))), PruneOptions(quarantine_hours=0, arrival_hours=0))
 """
 
 
@@ -618,29 +619,15 @@ def test_every_free_text_in_a_record_is_escaped(home):
 @pytest.fixture
 def full_logs(home):
     """``<home>/logs`` on a tiny tmpfs, filled up. Skipped where mount is not allowed."""
-    logs = home.prune_log.parent
-    logs.mkdir(parents=True, exist_ok=True)
-    try:
-        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(logs)],
-                                 capture_output=True, timeout=30)
-    except (OSError, subprocess.SubprocessError) as exc:
-        pytest.skip(f"cannot run mount: {exc}")
-    if mounted.returncode != 0:
-        pytest.skip(f"mounting a tmpfs is not permitted here: {mounted.stderr.decode().strip()}")
-    try:
-        with open(logs / "filler", "wb", buffering=0) as fh:
-            try:
-                while True:
-                    fh.write(b"\0" * 4096)
-            except OSError:
-                pass
+    from tests.support.disk import fill, tiny_tmpfs
+
+    with tiny_tmpfs(home.prune_log.parent, "64k") as logs:
+        fill(logs / "filler")
         yield logs
-    finally:
-        subprocess.run(["umount", "-l", str(logs)], capture_output=True, timeout=30)
 
 
 def _prune_yes_with_a_full_log(home, quarantine_hours: str):
-    home.config_file.write_text(f"scratch:\n  quarantine_hours: {quarantine_hours}\n")
+    home.config_file.write_text(f"{NO_ARRIVAL_CONFIG}  quarantine_hours: {quarantine_hours}\n")
     out = run_cli("--home", str(home.root), "prune", "--yes")
     assert out.returncode == 1
     assert len(out.stderr.strip().splitlines()) == 1, out.stderr

@@ -153,11 +153,14 @@ PART_STYLES = {Part.TITLE: "bold", Part.LABEL: "dim", Part.NAME: "bold", Part.ER
 
 
 def render_details(details: TaskDetails, log_tail: Sequence[str], now: float,
-                   event_limit: int | None = None, usage: Sequence[str] | None = None) -> Text:
+                   event_limit: int | None = None, usage: Sequence[str] | None = None,
+                   redact: bool = True) -> Text:
     """The card's description (:func:`describe_task`, what ``kanban show`` prints) with
-    the tail of its worker log, styled, as one Rich Text (also what the tests read)."""
+    the tail of its worker log, styled, as one Rich Text (also what the tests read);
+    secrets masked as ``kanban show`` and the processes pane mask them."""
     out = Text()
-    for line in describe_task(details, now, event_limit=event_limit, log_tail=log_tail, usage=usage):
+    for line in describe_task(details, now, event_limit=event_limit, log_tail=log_tail, usage=usage,
+                              redact=redact):
         for text, part in line:
             out.append(escape_controls(text), style=PART_STYLES.get(part, ""))  # outside text: shown, never acted on
         out.append("\n")
@@ -178,8 +181,9 @@ class CardDetailsScreen(Dialog[str | None]):
     CardDetailsScreen .hint { height: 1; }
     """
 
-    def __init__(self, service: BoardService, task_id: str, log_path, clock) -> None:
+    def __init__(self, service: BoardService, task_id: str, log_path, clock, redact: bool = True) -> None:
         super().__init__()
+        self._redact = redact
         self._service = service
         self.task_id = task_id
         self._log_path = log_path
@@ -211,7 +215,7 @@ class CardDetailsScreen(Dialog[str | None]):
             usage = usage_lines(await self._service.usage(self.task_id))
         except StoreError:
             usage = None
-        text = render_details(details, lines, self._clock(), EVENTS_SHOWN, usage)
+        text = render_details(details, lines, self._clock(), EVENTS_SHOWN, usage, self._redact)
         if text.plain != self._shown:
             self._shown = text.plain
             body.update(text)

@@ -49,6 +49,7 @@ from textual.widgets import Label, Static
 from engine.coalesce import Coalesced
 from engine.config import Settings
 from engine.home import HomeLayout
+from engine.kanban.describe import mask_task
 from engine.kanban.statuses import ARCHIVED, BLOCKED, READY, RUNNING, STATUSES
 from engine.kanban.wording import (
     assign_words,
@@ -57,7 +58,7 @@ from engine.kanban.wording import (
     held_back_words,
     skip_reason,
 )
-from engine.processes.redact import escape_controls
+from engine.processes.redact import escape_controls, maybe_redact
 from engine.text import count_of, escape_text
 from widgets.card_list import CardList, CardView, card_age
 from widgets.fit_table import DetailLine
@@ -473,10 +474,13 @@ class BoardPane(Pane):
                 self.gateway = await self.service.gateway()
             except StoreError:
                 found = {}
-            reasons = {task_id: (tuple(escape_text(r.words) for r in rs), " · ".join(escape_text(r.short) for r in rs))
+            redact = self.settings.processes.redact  # hermes's words may quote a worker's output
+            reasons = {task_id: (tuple(maybe_redact(escape_text(r.words), redact) for r in rs),
+                                 " · ".join(maybe_redact(escape_text(r.short), redact) for r in rs))
                        for task_id, rs in found.items()}
         self.reads += 1
-        prepared = await asyncio.to_thread(_prepare, self.cards, list(view.tasks), self.statuses, None, reasons)
+        prepared = await asyncio.to_thread(_prepare, self.cards, list(view.tasks), self.statuses, None, reasons,
+                                           self.settings.processes.redact)
         self._version = version  # read before the cards: a change in between is read next time
         self._apply_prepared(prepared, view.counts)
 
@@ -678,6 +682,11 @@ class BoardPane(Pane):
 
         return f"board {board_slug(self.home, self.db_path) or self._shown_db_path()} · "
 
+    def notify(self, message: str, **kwargs) -> None:
+        """Every toast of the board: a card's text in it (a title, a worker's error in a
+        warning) is masked as the card itself is (engine.processes.redact)."""
+        super().notify(maybe_redact(message, self.settings.processes.redact), **kwargs)
+
     def on_board_pane_tick_done(self, message: TickDone) -> None:
         if self.board_override is not None:  # the app's dispatch loop ticks the default board, not this one
             return
@@ -822,7 +831,8 @@ class BoardPane(Pane):
             if answer == "output":
                 self._open_output(task.id)
 
-        self.app.push_screen(CardDetailsScreen(self.service, task.id, self.service.log_path(task.id), self.clock),
+        self.app.push_screen(CardDetailsScreen(self.service, task.id, self.service.log_path(task.id), self.clock,
+                                               self.settings.processes.redact),
                              closed)
 
     def action_open_output(self) -> None:
@@ -1038,10 +1048,13 @@ def _next_allowed(status: str, step: int) -> str | None:
     return None
 
 
-def shown_task(t: Task) -> Task:
+def shown_task(t: Task, redact: bool = True) -> Task:
     """The card as the board shows it: its outside text (title, assignee, body, last
-    error, result) with control characters as visible escapes (``\x1b``), so a title
-    holding an escape sequence is shown, never acted on by the terminal."""
+    error, result) with secrets masked (``mask_task``) and control characters as visible
+    escapes (``\x1b``), so a title holding an escape sequence is shown, never acted on
+    by the terminal."""
+    t = mask_task(t, redact)
+
     def lines(text: str | None) -> str | None:
         return None if text is None else escape_controls(text)
 
@@ -1073,11 +1086,12 @@ def _liveness(t: Task) -> bool | None:
 
 def _with_liveness_views(views: list[CardView]) -> list[CardView]:
     """The same cards with their worker's liveness checked again (in a thread)."""
-    return [CardView(v.task, _liveness(v.task)) for v in views]
+    return [replace(v, live=_liveness(v.task)) for v in views]
 
 
 def _prepare(old: dict[str, CardView], tasks: list[Task], statuses: tuple[str, ...],
-             views: list[CardView] | None = None, reasons: dict[str, tuple[tuple[str, ...], str]] | None = None):
+             views: list[CardView] | None = None, reasons: dict[str, tuple[tuple[str, ...], str]] | None = None,
+             redact: bool = True):
     """Thread side of a refresh: the card views (escaped text, worker liveness), each one
     equal to the card shown now replaced by that very object (so it is not drawn again),
     each column's ids with their positions, and the cards that have a worker."""
@@ -1089,7 +1103,7 @@ def _prepare(old: dict[str, CardView], tasks: list[Task], statuses: tuple[str, .
             view = views[n]
         else:
             words, short = reasons.get(t.id, ((), "")) if reasons else ((), "")
-            view = CardView(shown_task(t), _liveness(t), words, short)
+            view = CardView(shown_task(t, redact), _liveness(t), words, short)
         shown = old.get(t.id)
         cards[t.id] = shown if shown == view else view
         by_status.setdefault(t.status, []).append(t.id)

@@ -77,7 +77,7 @@ def _row_cells(row) -> dict[str, SortCell]:
     return {
         "name": SortCell(show_name(item.name), (0, item.name)),
         "state": SortCell(item.state, item.state, STATE_STYLES.get(item.state, "")),
-        "idle": SortCell(human_duration(item.idle_seconds) if item.idle_seconds is not None else "?",
+        "idle": SortCell(item.age_text,
                          item.idle_seconds if item.idle_seconds is not None else -1.0),
         "size": SortCell(human_bytes(item.size_bytes) if item.size_bytes is not None else "?",
                          item.size_bytes if item.size_bytes is not None else -1),
@@ -281,7 +281,9 @@ class ScratchPane(Pane):
         text = f"scratch/{show_name(item.name)} · {item.state}"
         if item.kept_reason:
             text += f": {show_name(item.kept_reason)}"
-        if item.idle_seconds is not None:
+        if item.arrived_seconds is not None:
+            text += f" · {item.age_text}"
+        elif item.idle_seconds is not None:
             text += f" · idle {human_duration(item.idle_seconds)}"
         if item.size_bytes is not None:
             text += f" · {human_bytes(item.size_bytes)}"

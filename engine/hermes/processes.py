@@ -170,9 +170,10 @@ def read_processes(home_root: Path) -> tuple[HermesProcess, ...]:
 
     Raises ProcessesFileUnreadable when it exists but is unreadable or malformed."""
     path = processes_file(home_root)
+    from engine.regular_file import read_regular
+
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_BYTES + 1)
+        data = read_regular(path, MAX_BYTES)
     except FileNotFoundError:
         return ()
     except OSError as exc:

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
-from engine.kanban.models import RunOutcome, TaskDetails
+from engine.kanban.models import Event, RunOutcome, Task, TaskDetails
+from engine.processes.redact import maybe_redact, redact_data
 from engine.text import human_duration, local_time
 
 FIELD_WIDTH = 12  # the field names' column: "  status      ready"
@@ -39,6 +41,43 @@ Piece = tuple[str, Part]
 Line = tuple[Piece, ...]
 
 
+# -- masking: a card's outside text as every surface shows it ------------------------------
+# A worker's output reaches the card as its last error, its result, its runs' errors and
+# summaries and its events' payloads; the processes pane masks the same bytes with
+# engine.processes.redact. Every surface that shows a card (the board, its details dialog,
+# ``kanban list/show/tail``, text and JSON) shows it through these, so a secret is masked
+# everywhere or nowhere (``processes.redact: false``).
+
+
+def mask_task(t: Task, enabled: bool = True) -> Task:
+    """The card with secrets in its outside text masked."""
+    if not enabled:
+        return t
+
+    def m(text: str | None) -> str | None:
+        return None if text is None else maybe_redact(text, True)
+
+    return replace(t, title=m(t.title), body=m(t.body), last_failure_error=m(t.last_failure_error),
+                   result=m(t.result))
+
+
+def mask_event(e: Event, enabled: bool = True) -> Event:
+    return replace(e, payload=redact_data(e.payload)) if enabled else e
+
+
+def mask_details(d: TaskDetails, enabled: bool = True) -> TaskDetails:
+    """The card, its runs' errors and summaries, its comments and events, masked."""
+    if not enabled:
+        return d
+    return replace(
+        d, task=mask_task(d.task),
+        runs=tuple(replace(r, error=maybe_redact(r.error, True) if r.error else r.error,
+                           summary=maybe_redact(r.summary, True) if r.summary else r.summary) for r in d.runs),
+        events=tuple(mask_event(e) for e in d.events),
+        comments=tuple(replace(c, body=maybe_redact(c.body, True)) for c in d.comments),
+    )
+
+
 def payload_text(payload: dict[str, Any]) -> str:
     """An event's payload on one line: ``key=value`` pairs, sorted, empty values left out."""
     return " ".join(f"{k}={v}" for k, v in sorted(payload.items()) if v not in (None, "", [], {}))
@@ -57,14 +96,19 @@ def _indented(text: str, part: Part = Part.TEXT) -> list[Line]:
 
 
 def describe_task(details: TaskDetails, now: float, *, event_limit: int | None = None,
-                  log_tail: Sequence[str] | None = None, usage: Sequence[str] | None = None) -> list[Line]:
+                  log_tail: Sequence[str] | None = None, usage: Sequence[str] | None = None,
+                  redact: bool = True) -> list[Line]:
     """The card with its fields, last failure, body, runs, comments and events.
 
     ``now`` gives the card's age. ``event_limit`` is the limit the events were read
     with (the heading then says when they are only the last ones). ``log_tail``, the
     last lines of the card's worker log, adds a section when given (the dialog shows
-    it; ``show`` leaves it out).
+    it; ``show`` leaves it out). With ``redact`` (the setting ``processes.redact``)
+    secrets in all of it are masked (:func:`mask_details`).
     """
+    details = mask_details(details, redact)
+    if log_tail is not None and redact:  # masked as one text: a secret may span lines (a PEM block)
+        log_tail = maybe_redact("\n".join(log_tail), True).split("\n") if log_tail else log_tail
     t = details.task
     lines: list[Line] = [((f"{t.id}  ", Part.TITLE), (t.title, Part.TITLE))]
     failures = f"{t.consecutive_failures}" + (f" of {t.max_retries}" if t.max_retries else "")

@@ -301,6 +301,9 @@ def _open_board_file(path: Path, create: bool) -> sqlite3.Connection:
         conn.execute("PRAGMA wal_autocheckpoint = 1000")
     except sqlite3.OperationalError as exc:  # busy, read-only, I/O: not the file's fault
         conn.close()
+        reader = _reader_on_a_full_disk(path)
+        if reader is not None:
+            return reader
         raise StoreError(f"cannot open the board {path}: {exc}") from None
     except sqlite3.DatabaseError as exc:
         conn.close()
@@ -309,6 +312,24 @@ def _open_board_file(path: Path, create: bool) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+def _reader_on_a_full_disk(path: Path) -> sqlite3.Connection | None:
+    """A read must not need to write: on a full disk SQLite cannot make the -shm/-wal a
+    WAL connection needs. When the disk is full and the board has no pending WAL (the
+    last connection checkpointed it: the main file holds everything), the board is read
+    through an ``immutable`` read-only connection, which makes no file; every write on it
+    fails with "attempt to write a readonly database" (one line). None otherwise."""
+    try:
+        if os.statvfs(path.parent).f_bavail > 0:
+            return None
+        wal = path.with_name(path.name + "-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            return None  # newer pages only the WAL holds: an immutable read would miss them
+        return sqlite3.connect(f"file:{urllib.parse.quote(str(path))}?mode=ro&immutable=1", uri=True,
+                               isolation_level=None)
+    except (OSError, sqlite3.Error):
+        return None
 
 
 def _use_wal(conn: sqlite3.Connection) -> None:

@@ -118,9 +118,9 @@ class FinishedIndex:
 
     def _read(self) -> dict[str, tuple[StatKey, dict[str, Any]]]:
         try:
-            with open(self.path, "rb") as fh:
-                raw = fh.read(MAX_BYTES + 1)
-            data = json.loads(raw)
+            from engine.regular_file import read_regular
+
+            data = json.loads(read_regular(self.path, MAX_BYTES))
         except (OSError, ValueError, RecursionError):
             return {}
         if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("sessions"), dict):

@@ -79,10 +79,19 @@ _SECRET_WORD = (
 # Every alternative of _SECRET_WORD contains one of these.
 _SECRET_WORD_PARTS = ("passw", "pwd", "secret", "token", "key", "auth")
 
-# A value after a key: a quoted string (quotes kept around the mask) or a bare word.
-# A bare value never starts with "{" or "[": that is a nested JSON/YAML structure, not
-# a secret (its own keys are looked at in turn).
-_VALUE = r"(?:\"(?P<dq>[^\"\n]++)\"|'(?P<sq>[^'\n]++)'|(?P<bare>[^\s\"'&;,{\[][^\s\"'&;,]*+))"
+# A value after a key: a quoted string (quotes kept around the mask; a backslash-escaped
+# quote inside it is part of it: "abc\"tail" is masked whole), the rest of the line when
+# the separator is followed by a space or tab (``PASSWORD = spaced secret``, YAML's
+# ``password: my secret``), or a bare word. A bare value never starts with "{" or "[":
+# that is a nested JSON/YAML structure, not a secret (its own keys are looked at in turn).
+# (A run of backslashes and the character after it are taken together: a quote behind
+# them is inside the value also when the text was escaped once more, as a repr() of
+# the line is: "abc\\"tail". That can run a value past its real end: more is masked.)
+_QUOTED = r"\"(?P<dq>(?:[^\"\\\n]|\\++[^\n])++)\"|'(?P<sq>(?:[^'\\\n]|\\++[^\n])++)'"
+_BARE = r"(?P<bare>[^\s\"'&;,{\[][^\s\"'&;,]*+)"
+_VALUE = rf"(?:{_QUOTED}|(?P<line>(?<=[ \t])[^\s\"'{{\[][^\n]*+)|{_BARE})"
+# A flag's value is one word (or quoted): ``--password x -u root`` keeps ``-u root``.
+_FLAG_VALUE = rf"(?:{_QUOTED}|(?P<line>(?!))|{_BARE})"  # (no "line" value: it never matches)
 
 # key=value, key: value, "key": "value" (JSON), key: value (YAML) where the key names a
 # secret. The key is a whole run that contains a secret word.
@@ -93,13 +102,14 @@ _ASSIGNMENT = (
 )
 
 # --password x / --api-key x / -token x (the "=" form is an assignment above).
-_FLAG = rf"(?i)(?<![^\s\"'])(?P<key>--?(?>[{_RUN}]*?{_SECRET_WORD})[{_RUN}]*+)(?P<sep>[ \t]++)" + _VALUE
+_FLAG = rf"(?i)(?<![^\s\"'])(?P<key>--?(?>[{_RUN}]*?{_SECRET_WORD})[{_RUN}]*+)(?P<sep>[ \t]++)" + _FLAG_VALUE
 
 # Flags that name where a secret is, not the secret: their value stays readable.
 _FLAG_NOT_A_SECRET = r"(?i)[_\-](?:file|path|dir|env|var|name|id|type|length|len|url)$"
 
-# scheme://user:password@host (postgres://, mysql://, https://, redis://, ...).
-_URL_CREDENTIALS = r"(?<![A-Za-z0-9+.\-])(?P<head>[A-Za-z][A-Za-z0-9+.\-]*+://[^\s:/@]++:)(?P<pw>[^\s/@]++)@"
+# scheme://user:password@host (postgres://, mysql://, https://, redis://, ...); the user
+# may be empty (redis://:password@host).
+_URL_CREDENTIALS = r"(?<![A-Za-z0-9+.\-])(?P<head>[A-Za-z][A-Za-z0-9+.\-]*+://[^\s:/@]*+:)(?P<pw>[^\s/@]++)@"
 
 _PRIVATE_KEY_BLOCK = r"(?s)-----BEGIN ([A-Z0-9 ]{0,40}?)PRIVATE KEY-----.*?(?:-----END \1PRIVATE KEY-----|\Z)"
 
@@ -145,8 +155,9 @@ def _mask_url(m: re.Match[str]) -> str:
 def _mask_value(m: re.Match[str]) -> str:
     """Mask the value of a key/value match, keeping the key, separator and quotes."""
     quoted = m.group("dq") if m.group("dq") is not None else m.group("sq")
-    value = quoted if quoted is not None else m.group("bare")
-    if value == MASK or value.endswith(MASK) or value.lower() in _SCHEMES:
+    value = quoted if quoted is not None else (m.group("line") if m.group("line") is not None else m.group("bare"))
+    if value == MASK or value.endswith(MASK) or value.lower() in _SCHEMES or (
+            m.group("line") is not None and value.split(None, 1)[0].lower() in _SCHEMES):
         # "Authorization: Bearer ***" is already masked after the scheme word.
         return m.group(0)
     if quoted is not None:
@@ -163,6 +174,108 @@ def _mask_flag(m: re.Match[str]) -> str:
 
 def maybe_redact(text: str, enabled: bool) -> str:
     return redact(text) if enabled else text
+
+
+# -- a big text, a piece at a time -----------------------------------------------------
+
+STREAM_CHUNK_CHARS = 1 << 20  # what redact_stream masks at once (at least)
+STREAM_MAX_LINE_CHARS = 8 << 20  # a line longer than this is cut at its last whitespace
+_PEM_BEGIN = r"-----BEGIN ([A-Z0-9 ]{0,40}?)PRIVATE KEY-----"
+# A text that ends like this may have its value on the next line ("password=\n  x").
+_OPEN_ENDS = ("=", ":")
+
+
+def redact_stream(pieces, enabled: bool = True):
+    """:func:`redact` over a text given in pieces (a file read a block at a time),
+    yielding the masked text in pieces; memory stays at a few chunks whatever the size.
+
+    The text is masked a chunk of whole lines at a time, each cut at a newline that no
+    pattern can cross: not after a line ending in ``=``, ``:`` or a scheme word, whose
+    value may follow on the next line. A PEM private-key block that a cut leaves open is
+    masked through its END line in the chunks after (as :func:`redact` masks it whole).
+    Only a line longer than STREAM_MAX_LINE_CHARS is cut inside, at its last whitespace
+    (a secret holds none); the result is then the same as masking it whole except for a
+    match that would have crossed that cut."""
+    carry = ""
+    in_key: str | None = None  # the kind of an open private-key block ("RSA ")
+    for piece in pieces:
+        if not enabled:
+            if piece:
+                yield piece
+            continue
+        carry += piece
+        if len(carry) < STREAM_CHUNK_CHARS:
+            continue
+        cut = _safe_cut(carry)
+        if cut is None:
+            if len(carry) < STREAM_MAX_LINE_CHARS:
+                continue
+            space = max(carry.rfind(" "), carry.rfind("\t"))
+            cut = space + 1 if space > 0 else len(carry)
+        out, in_key = _redact_part(carry[:cut], in_key)
+        carry = carry[cut:]
+        if out:
+            yield out
+    if carry:
+        out, _ = _redact_part(carry, in_key)
+        if out:
+            yield out
+
+
+def _safe_cut(text: str) -> int | None:
+    """Just after the last newline of ``text`` that no pattern crosses; None: none."""
+    end = len(text)
+    for _ in range(64):
+        p = text.rfind("\n", 0, end)
+        if p < 0:
+            return None
+        before = text[max(0, p - 64):p].rstrip()
+        if not (before.endswith(_OPEN_ENDS) or before.lower().endswith(_SCHEMES)):
+            return p + 1
+        end = p
+    return None
+
+
+def _redact_part(text: str, in_key: str | None) -> tuple[str, str | None]:
+    """One chunk masked; ``in_key``: the kind of a private-key block left open by an
+    earlier chunk, which runs on until its own END line (as in _PRIVATE_KEY_BLOCK).
+    Returns the masked chunk and the kind of the block open at its end, if any."""
+    if in_key is not None:
+        end = text.find(f"-----END {in_key}PRIVATE KEY-----")
+        if end < 0:
+            return "", in_key
+        text = text[end + len(f"-----END {in_key}PRIVATE KEY-----"):]
+    open_kind = None
+    if "PRIVATE KEY-----" in text:  # the blocks as redact() pairs them: each BEGIN with its own END
+        pos = 0
+        begin = _pattern(_PEM_BEGIN)
+        while (m := begin.search(text, pos)) is not None:
+            close = text.find(f"-----END {m.group(1)}PRIVATE KEY-----", m.end())
+            if close < 0:
+                open_kind = m.group(1)
+                break
+            pos = close + 1
+    return redact(text), open_kind
+
+
+def _is_secret_key(key: str) -> bool:
+    return bool(_pattern(rf"(?i)[{_RUN}]*?{_SECRET_WORD}[{_RUN}]*+").fullmatch(key))
+
+
+def redact_data(value, enabled: bool = True):
+    """A JSON-like value (dicts, lists, strings) with every string :func:`redact`-ed and
+    a string under a key that names a secret (``{"password": "x"}``) masked whole: what
+    a ``--json`` document shows of outside text. Other values pass unchanged."""
+    if not enabled:
+        return value
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: (MASK if isinstance(v, str) and v and isinstance(k, str) and _is_secret_key(k)
+                    else redact_data(v)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_data(v) for v in value]
+    return value
 
 
 _ANSI = r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"

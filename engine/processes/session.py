@@ -23,6 +23,7 @@ from __future__ import annotations
 import enum
 import json
 import os
+import stat
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -252,10 +253,12 @@ def read_exit_record(session_dir: Path) -> ExitRecord | None:
     """The wrapper's record, or None while absent or half-written (no newline yet)."""
     path = session_dir / EXIT_FILE
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None  # a FIFO or device there is no record
         raw = os.read(fd, 64)
         mtime = os.fstat(fd).st_mtime
     except OSError:
@@ -303,8 +306,10 @@ def read_meta(session_dir: Path) -> dict[str, Any]:
     yet, or the spawn's ``starting`` record), :class:`SessionCorrupt` (one line, with
     the cwd when it can still be read) for anything unreadable or malformed."""
     path = session_dir / META_FILE
+    from engine.regular_file import read_regular
+
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path)
     except FileNotFoundError:
         raise SessionNotStarted(f"{session_dir.name}: no metadata: its command was never started") from None
     except OSError as exc:

@@ -15,6 +15,16 @@ Two kinds of inode do not count as activity:
   files, and git freshens a pack's mtime in the *source* repo, which would keep the
   clone "active" forever through the shared inode.
 
+An entry's **arrival** counts as activity too: a tree moved (``mv``), copied
+(``cp -a``, ``rsync -a``), extracted (``tar -x``) or cloned into scratch keeps the
+mtimes of its origin, so by its mtimes alone it would be idle the moment it lands.
+Renaming or creating the entry's top inode sets that inode's change time (ctime),
+so the top's ctime within ``arrival_cutoff`` keeps the entry (``Activity.arrived_at``).
+Only the top's ctime counts (a move changes no other inode's), and not that of a
+hardlinked regular file: its ctime moves whenever any of its names is linked,
+unlinked or freshened elsewhere. A chmod or chown of the top also sets it: that
+keeps the entry a while longer, which errs toward keeping.
+
 The walk is fd-relative (``listdir`` on a directory fd, ``lstat`` by name with
 ``dir_fd``, each directory opened relative to its parent's fd): no path string is
 built per inode and no ``DirEntry`` object is made, which is what a walk over ~200k
@@ -60,6 +70,10 @@ class Activity:
     size_bytes: int | None = None
     error: str = ""
     git_files: tuple[str, ...] = ()
+    # The top's ctime when it alone made the entry touched (it arrived within the
+    # arrival window and nothing was written within the idle window).
+    arrived_at: float | None = None
+    top_id: tuple[int, int] | None = None  # (st_dev, st_ino) of the top, as walked
 
     @property
     def touched(self) -> bool:
@@ -107,8 +121,9 @@ def _describe(exc: OSError, where: str) -> str:
 
 
 def scan_activity(path: str | os.PathLike[str], cutoff: float, *, count_top: bool = True,
-                  full: bool = False) -> Activity:
-    """Scan ``path`` (a top-level scratch entry); an mtime ``>= cutoff`` is recent.
+                  full: bool = False, arrival_cutoff: float | None = None) -> Activity:
+    """Scan ``path`` (a top-level scratch entry); an mtime ``>= cutoff`` is recent,
+    and so is the top's ctime ``>= arrival_cutoff`` (its arrival; None: not counted).
 
     ``count_top=False`` ignores the entry's own mtime (not its children's): the
     quarantine expiry uses it, because moving a directory to a new parent rewrites
@@ -123,18 +138,30 @@ def scan_activity(path: str | os.PathLike[str], cutoff: float, *, count_top: boo
     except OSError as exc:
         return Activity(TouchState.SCAN_FAILED, error=_describe(exc, path))
     mode = top.st_mode
+    top_id = (top.st_dev, top.st_ino)
     # The entry itself: a hardlinked regular file does not count (see the module doc).
-    newest = None if (st.S_ISREG(mode) and top.st_nlink > 1) or not count_top else top.st_mtime
+    counted = count_top and not (st.S_ISREG(mode) and top.st_nlink > 1)
+    newest = top.st_mtime if counted else None
     touched = newest is not None and newest >= cutoff
-    if touched and not full:
-        return Activity(TouchState.TOUCHED, newest)
+    arrived = (top.st_ctime if counted and not touched and arrival_cutoff is not None
+               and top.st_ctime >= arrival_cutoff else None)
+    if (touched or arrived is not None) and not full:
+        return Activity(TouchState.TOUCHED, newest, arrived_at=arrived, top_id=top_id)
     if not st.S_ISDIR(mode):
-        return Activity(TouchState.TOUCHED if touched else TouchState.IDLE, newest, top.st_size)
+        state = TouchState.TOUCHED if touched or arrived is not None else TouchState.IDLE
+        return Activity(state, newest, top.st_size, arrived_at=arrived, top_id=top_id)
     stop_at = float("inf") if full else cutoff
     act = _walk(path, stop_at, newest if newest is not None else float("-inf"), 0)
-    if full and act.idle and (touched or (act.newest_mtime is not None and act.newest_mtime >= cutoff)):
-        return Activity(TouchState.TOUCHED, act.newest_mtime, act.size_bytes, git_files=act.git_files)
-    return act
+    if act.failed:
+        return act
+    written = touched or (act.newest_mtime is not None and act.newest_mtime >= cutoff)
+    if act.touched or (full and written):
+        return Activity(TouchState.TOUCHED, act.newest_mtime, act.size_bytes, git_files=act.git_files,
+                        top_id=top_id)
+    if arrived is not None:
+        return Activity(TouchState.TOUCHED, act.newest_mtime, act.size_bytes, git_files=act.git_files,
+                        arrived_at=arrived, top_id=top_id)
+    return Activity(act.state, act.newest_mtime, act.size_bytes, git_files=act.git_files, top_id=top_id)
 
 
 def _walk(root_path: str, cutoff: float, newest: float, size: int) -> Activity:
@@ -204,8 +231,9 @@ PARALLEL_MIN_ENTRIES = 8
 SOLO_SECONDS = 0.05
 
 
-def _scan_chunk(paths: list[str], cutoff: float, count_top: bool = True, full: bool = False) -> list[Activity]:
-    return [scan_activity(p, cutoff, count_top=count_top, full=full) for p in paths]
+def _scan_chunk(paths: list[str], cutoff: float, count_top: bool = True, full: bool = False,
+                arrival: float | None = None) -> list[Activity]:
+    return [scan_activity(p, cutoff, count_top=count_top, full=full, arrival_cutoff=arrival) for p in paths]
 
 
 def _cpus() -> int:
@@ -227,8 +255,9 @@ def _worker_count(requested: int | None, n_paths: int) -> int:
 
 
 def scan_many(paths: list[str], cutoff: float, workers: int | None = None, *, count_top: bool = True,
-              full: bool = False) -> list[Activity]:
-    """``scan_activity`` for every path, in order (``count_top`` and ``full`` as there).
+              full: bool = False, arrival_cutoff: float | None = None) -> list[Activity]:
+    """``scan_activity`` for every path, in order (``count_top``, ``full`` and
+    ``arrival_cutoff`` as there).
 
     The walk is bound by per-inode Python work under the GIL, so threads do not help;
     the entries are dealt round-robin to ``workers - 1`` forked children plus this
@@ -241,22 +270,23 @@ def scan_many(paths: list[str], cutoff: float, workers: int | None = None, *, co
     """
     paths = [os.fspath(p) for p in paths]
     if workers is not None:
-        return _scan_split(paths, cutoff, workers, count_top, full)
+        return _scan_split(paths, cutoff, workers, count_top, full, arrival_cutoff)
     done: list[Activity] = []
     deadline = time.monotonic() + SOLO_SECONDS
     while len(done) < len(paths) and (len(paths) - len(done) < 2 or time.monotonic() < deadline):
-        done.append(scan_activity(paths[len(done)], cutoff, count_top=count_top, full=full))
-    return done + _scan_split(paths[len(done):], cutoff, None, count_top, full)
+        done.append(scan_activity(paths[len(done)], cutoff, count_top=count_top, full=full,
+                                  arrival_cutoff=arrival_cutoff))
+    return done + _scan_split(paths[len(done):], cutoff, None, count_top, full, arrival_cutoff)
 
 
-def _scan_split(paths: list[str], cutoff: float, workers: int | None, count_top: bool, full: bool
-                ) -> list[Activity]:
+def _scan_split(paths: list[str], cutoff: float, workers: int | None, count_top: bool, full: bool,
+                arrival: float | None = None) -> list[Activity]:
     """The entries dealt round-robin to forked children plus this process."""
     if not paths:
         return []
     n = _worker_count(workers, len(paths))
     if n <= 1:
-        return _scan_chunk(paths, cutoff, count_top, full)
+        return _scan_chunk(paths, cutoff, count_top, full, arrival)
     import pickle  # here: a listing that forks nothing does not pay for it
     shares = [list(range(i, len(paths), n)) for i in range(n)]
     children: list[tuple[int, int, list[int]]] = []  # (pid, read fd, indexes)
@@ -277,7 +307,7 @@ def _scan_split(paths: list[str], cutoff: float, workers: int | None, count_top:
             code = 0
             try:
                 os.close(r)
-                data = pickle.dumps(_scan_chunk([paths[i] for i in share], cutoff, count_top, full))
+                data = pickle.dumps(_scan_chunk([paths[i] for i in share], cutoff, count_top, full, arrival))
                 with os.fdopen(w, "wb") as out:
                     out.write(data)
             except BaseException:
@@ -287,7 +317,7 @@ def _scan_split(paths: list[str], cutoff: float, workers: int | None, count_top:
         children.append((pid, r, share))
     results: list[Activity | None] = [None] * len(paths)
     for i in shares[0]:
-        results[i] = scan_activity(paths[i], cutoff, count_top=count_top, full=full)
+        results[i] = scan_activity(paths[i], cutoff, count_top=count_top, full=full, arrival_cutoff=arrival)
     for pid, r, share in children:
         chunks = []
         with os.fdopen(r, "rb") as inp:
@@ -307,7 +337,7 @@ def _scan_split(paths: list[str], cutoff: float, workers: int | None, count_top:
             except Exception:
                 got = None
         if got is None or len(got) != len(share):
-            got = _scan_chunk([paths[i] for i in share], cutoff, count_top, full)
+            got = _scan_chunk([paths[i] for i in share], cutoff, count_top, full, arrival)
         for i, act in zip(share, got, strict=True):
             results[i] = act
     return [r for r in results if r is not None]

@@ -23,10 +23,12 @@ import logging
 import logging.handlers
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.regular_file import is_special_file, read_regular
 from engine.text import escape_text
 
 __all__ = ["AuditLog", "AuditWriteError", "escape_text", "open_audit"]
@@ -178,6 +180,9 @@ class AuditLog:
     def process_check_failed(self, why: str) -> None:
         self._write("process check failed, nothing deleted this pass: %s", escape_text(why))
 
+    def stopped(self, where: str) -> None:
+        self._write("pass stopped on request, %s", escape_text(where))
+
     def pass_failed(self, why: str) -> None:
         self._write("pass failed: %s", escape_text(why))
 
@@ -200,6 +205,10 @@ def open_audit(log_file: Path, ensure_dir=None) -> AuditLog:
         why = getattr(exc, "strerror", None) or str(exc)
         raise AuditWriteError(f"cannot create the prune log folder {escape_text(os.fspath(log_file.parent))}: "
                               f"{why}") from None
+    kind = is_special_file(log_file)
+    if kind is not None:  # an open for writing would wait for a FIFO's reader forever
+        raise AuditWriteError(f"cannot write the prune log {escape_text(os.fspath(log_file))}: it is {kind}, "
+                              "not a file")
     return AuditLog(log_file)
 
 
@@ -231,7 +240,11 @@ _ACTIONS = (
 @dataclass(frozen=True)
 class PruneRecord:
     """One parsed line. ``path`` is the repr's inner text (escapes kept, so it is
-    safe to show); ``detail`` is the message without the path."""
+    safe to show); ``detail`` is the message without the path. The log is written by
+    hermes-agent too, and anyone who can write it can forge a line: both are passed
+    through :func:`escape_text` as well, so a control character that was never
+    escaped (``ESC]2;…BEL``, ``ESC[2J``) is shown as ``\x1b``, never acted on. ``raw``
+    is the line as read (data, not for a terminal)."""
 
     time: str
     action: str
@@ -244,7 +257,7 @@ def parse_record(line: str) -> PruneRecord:
     line = line.rstrip("\n")
     m = _LINE.match(line)
     if not m:
-        return PruneRecord("", "other", "", line, line)
+        return PruneRecord("", "other", "", escape_text(line), line)
     when, msg = m.group(1), m.group(2)
     if msg.startswith(PREFIX):
         msg = msg[len(PREFIX):]
@@ -265,7 +278,7 @@ def parse_record(line: str) -> PruneRecord:
     if q is not None:
         path = q.group(0)[1:-1]
         detail = (msg[: q.start()] + msg[q.end():]).replace("  ", " ").strip()
-    return PruneRecord(when, action, path, detail, line)
+    return PruneRecord(when, action, escape_text(path), escape_text(detail), line)
 
 
 def decode_path(shown: str) -> str:
@@ -293,7 +306,7 @@ def read_records(log_file: Path, limit: int | None = None) -> list[PruneRecord]:
     records: list[PruneRecord] = []
     for f in log_files(log_file):
         try:
-            data = f.read_bytes()
+            data = read_regular(f)  # a FIFO there is skipped, never waited on
         except OSError:
             continue
         records.extend(parse_record(line) for line in iter_lines(data) if line.strip())
@@ -323,7 +336,7 @@ class LogTail:
         records: list[PruneRecord] = []
         for f in log_files(self.log_file)[:-1]:
             try:
-                data = f.read_bytes()
+                data = read_regular(f)
             except OSError:
                 continue
             records.extend(parse_record(line) for line in iter_lines(data) if line.strip())
@@ -332,8 +345,10 @@ class LogTail:
 
     def _read_from(self, path: Path, offset: int) -> tuple[int, int, bytes] | None:
         try:
-            with open(path, "rb") as fh:
+            with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as fh:
                 st = os.fstat(fh.fileno())
+                if not stat.S_ISREG(st.st_mode):
+                    return None  # a FIFO or device is no log
                 if st.st_size < offset:
                     offset = 0
                     self._partial = b""

@@ -14,6 +14,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle-hours", type=float, required=True)
     parser.add_argument("--quarantine-hours", type=float, required=True)
     parser.add_argument("--grace", type=float, required=True)
+    parser.add_argument("--arrival-hours", type=float, default=None)
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--lineage")
     group.add_argument("--lineage-unknown")
@@ -46,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
             idle_hours=args.idle_hours,
             quarantine_hours=args.quarantine_hours,
             kill_grace_seconds=args.grace,
+            arrival_hours=args.arrival_hours,
             lineage=lineage,
             lineage_error=lineage_error,
             registered=provider,

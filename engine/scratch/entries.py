@@ -12,12 +12,13 @@ import time
 from dataclasses import dataclass
 
 from engine.fsutil import tree_size
-from engine.scratch.activity import Activity, scan_many, walk_start_moment
+from engine.scratch.activity import Activity, TouchState, scan_many, walk_start_moment
 from engine.scratch.keep import static_keep_reason
 from engine.scratch.ownership import JudgedProcess, judge_snapshot
 from engine.scratch.procscan import ProcScanError, scan_processes
 from engine.scratch.quarantine import QuarantinedEntry, list_quarantine
-from engine.scratch.target import PruneOptions, PruneTarget, is_entry_name
+from engine.scratch.target import TRASH_PREFIX, PruneOptions, PruneTarget, is_entry_name
+from engine.text import human_duration
 
 
 class EntryState(enum.StrEnum):
@@ -43,6 +44,17 @@ class EntryReport:
     size_bytes: int | None
     kept_reason: str | None
     processes: tuple[JudgedProcess, ...]
+    # Seconds since the entry arrived, when its arrival (not a write) is what makes it
+    # active; then ``idle_seconds`` is the same age.
+    arrived_seconds: float | None = None
+
+    @property
+    def age_text(self) -> str:
+        """The Idle column: ``arrived 3m ago`` when the arrival keeps it, else the
+        age of the newest write (``3d 4h``), ``?`` when unknown."""
+        if self.arrived_seconds is not None:
+            return f"arrived {human_duration(self.arrived_seconds)} ago"
+        return human_duration(self.idle_seconds)
 
     @property
     def pids(self) -> list[int]:
@@ -54,6 +66,7 @@ class EntryReport:
             "path": self.path,
             "state": self.state,
             "idle_seconds": self.idle_seconds,
+            "arrived_seconds": self.arrived_seconds,
             "size_bytes": self.size_bytes,
             "kept_reason": self.kept_reason,
             "pids": self.pids,
@@ -73,6 +86,7 @@ class Survey:
     # The moment the entries' walks began, as the filesystem dates writes (real time,
     # whatever ``now`` says): a write after it may have been missed by them.
     walked_at: float = 0.0
+    arrival_cutoff: float | None = None  # a top ctime at or after it is an arrival (activity)
 
 
 class SizeCache:
@@ -97,17 +111,61 @@ class SizeCache:
             del self._sizes[p]
 
 
-def list_entry_paths(target: PruneTarget) -> list[tuple[str, str]]:
-    """(name, path) of the top-level entries, sorted by name; the stamp and the
-    pruner's trash are not entries."""
+# What a listing says of a trash entry a killed pass left (the next pass renames it back).
+LEFTOVER_REASON = "being removed, will be put back (left by an interrupted pass)"
+
+
+def _list_names(target: PruneTarget) -> list[str]:
     root = os.fspath(target.scratch_dir)
     try:
-        names = os.listdir(root)
+        return sorted(os.listdir(root))
     except FileNotFoundError:
         return []
     except OSError as exc:
         raise SurveyError(f"cannot list {root}: {exc.strerror or exc}") from None
-    return [(n, os.path.join(root, n)) for n in sorted(names) if is_entry_name(n)]
+
+
+def list_entry_paths(target: PruneTarget, names: list[str] | None = None) -> list[tuple[str, str]]:
+    """(name, path) of the top-level entries, sorted by name; the stamp and the
+    pruner's trash are not entries."""
+    root = os.fspath(target.scratch_dir)
+    names = _list_names(target) if names is None else names
+    return [(n, os.path.join(root, n)) for n in names if is_entry_name(n)]
+
+
+def _leftover_reports(target: PruneTarget, names: list[str], by_entry: dict, with_sizes: bool
+                      ) -> list[EntryReport]:
+    """A trash entry (``TRASH_PREFIX + name``) is only there while a pass deletes it;
+    when no pass runs, a killed one left it, and the next pass puts it back under its
+    name. Listed under that name, kept, so nobody thinks it is gone."""
+    root = os.fspath(target.scratch_dir)
+    out = []
+    trash = [n for n in names if n.startswith(TRASH_PREFIX)]
+    reason = LEFTOVER_REASON if trash and not _pass_running(target) else "being removed by a running prune"
+    for n in trash:
+        path = os.path.join(root, n)
+        size = tree_size(path) if with_sizes else None
+        out.append(EntryReport(n[len(TRASH_PREFIX):], path, Activity(TouchState.SCAN_FAILED, error=LEFTOVER_REASON),
+                               EntryState.KEPT, None, size, reason, tuple(by_entry.get(n, ()))))
+    return out
+
+
+def _pass_running(target: PruneTarget) -> bool:
+    """Does a pass hold the home's prune lock now? Probed read-only (never created)
+    and without blocking; unknown counts as not running."""
+    import fcntl
+
+    try:
+        fd = os.open(target.lock_file, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def _activity_reason(act: Activity) -> str | None:
@@ -131,11 +189,14 @@ def survey_scratch(
     few seconds) they stop early and active sizes come from the cache."""
     now = time.time() if now is None else now
     cutoff = now - options.idle_hours * 3600.0
-    named = list_entry_paths(target)
+    arrival_cutoff = options.arrival_cutoff(now)
+    names = _list_names(target)
+    named = list_entry_paths(target, names)
     walked_at = walk_start_moment()
     # A listing without a cache wants every size: one full walk per entry gives both
     # the state and the size (an active entry is not walked twice).
-    activities = scan_many([p for _n, p in named], cutoff, full=with_sizes and size_cache is None)
+    activities = scan_many([p for _n, p in named], cutoff, full=with_sizes and size_cache is None,
+                           arrival_cutoff=arrival_cutoff)
     process_error = None
     judged: list[JudgedProcess] = []
     try:
@@ -164,13 +225,17 @@ def survey_scratch(
             state, reason = EntryState.ACTIVE, None
         else:
             state, reason = EntryState.IDLE, None
-        idle_s = None
-        if not act.failed and act.newest_mtime is not None:
+        idle_s = arrived_s = None
+        if act.arrived_at is not None:
+            idle_s = arrived_s = max(0.0, now - act.arrived_at)
+        elif not act.failed and act.newest_mtime is not None:
             idle_s = max(0.0, now - act.newest_mtime)
         size = act.size_bytes
         if size is None and with_sizes:
             size = size_cache.size(path, now) if size_cache is not None else tree_size(path)
-        reports.append(EntryReport(name, path, act, state, idle_s, size, reason, procs))
+        reports.append(EntryReport(name, path, act, state, idle_s, size, reason, procs, arrived_s))
+    reports.extend(_leftover_reports(target, names, by_entry, with_sizes))
+    reports.sort(key=lambda r: r.name)
     if size_cache is not None:
         size_cache.forget_except({p for _n, p in named})
     return Survey(
@@ -183,4 +248,5 @@ def survey_scratch(
         process_error=process_error,
         quarantine=tuple(list_quarantine(target.quarantine_dir)),
         walked_at=walked_at,
+        arrival_cutoff=arrival_cutoff,
     )

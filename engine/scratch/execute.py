@@ -144,6 +144,7 @@ class PruneResult:
     failures: tuple[str, ...] = ()
     process_error: str | None = None
     busy: bool = False
+    stopped: bool = False  # a stop was asked for (Ctrl+C): the pass ended at a safe point
 
     @property
     def removed_count(self) -> int:
@@ -181,6 +182,8 @@ class PruneResult:
             parts.append(f"{len(self.failures)} failed (see the prune log)")
         if self.process_error:
             parts.append("process check failed: nothing deleted")
+        if self.stopped:
+            parts.append("stopped on request: the entries not reached are as they were")
         return "; ".join(parts)
 
     def to_json(self) -> dict:
@@ -197,6 +200,7 @@ class PruneResult:
             "failures": list(self.failures),
             "process_error": self.process_error,
             "busy": self.busy,
+            "stopped": self.stopped,
             "removed_count": self.removed_count,
             "bytes_freed": self.bytes_freed,
         }
@@ -268,6 +272,8 @@ class _Run:
     audit: AuditLog
     progress: Progress | None
     just_planned: bool = False
+    should_stop: Callable[[], bool] | None = None
+    stopped: bool = False
     removed: list[RemovedEntry] = field(default_factory=list)
     quarantined: list[QuarantineMove] = field(default_factory=list)
     kept: list[KeptRecord] = field(default_factory=list)
@@ -282,6 +288,17 @@ class _Run:
         if log:
             self.audit.kept(path, reason)
 
+    def stop_here(self, where: str) -> bool:
+        """True (once recorded) when a stop was asked for: the caller is at a safe point
+        (nothing half-done) and takes no further step."""
+        if self.stopped:
+            return True
+        if self.should_stop is None or not self.should_stop():
+            return False
+        self.stopped = True
+        self.audit.stopped(where)
+        return True
+
     def result(self, process_error: str | None = None) -> PruneResult:
         return PruneResult(
             dry_run=False,
@@ -293,6 +310,7 @@ class _Run:
             expired=tuple(self.expired),
             failures=tuple(self.failures),
             process_error=process_error,
+            stopped=self.stopped,
         )
 
 
@@ -303,8 +321,12 @@ def execute_plan(
     progress: Progress | None = None,
     *,
     just_planned: bool = False,
+    should_stop: Callable[[], bool] | None = None,
 ) -> PruneResult:
-    """Carry out ``plan``. Raises PruneBusy when another pass holds the lock (after
+    """Carry out ``plan``. ``should_stop`` (Ctrl+C in the CLI) is asked at every safe
+    point: before any process is signalled, before each entry is moved, before each
+    moved tree is deleted or recorded (the rest are put back), before each quarantine
+    expiry; once it says yes the pass records ``pass stopped`` and returns what it did. Raises PruneBusy when another pass holds the lock (after
     logging it), AuditWriteError when a record could not be written (the action it
     described was not taken, and nothing after it). Any other unexpected error is
     logged as the pass's one failing line.
@@ -318,7 +340,7 @@ def execute_plan(
             audit.skipped_busy()
             raise PruneBusy("another prune of this home is running; try again when it ends")
         try:
-            return _execute(_Run(target, plan, options, audit, progress, just_planned))
+            return _execute(_Run(target, plan, options, audit, progress, just_planned, should_stop))
         except AuditWriteError:
             raise
         except Exception as exc:
@@ -361,9 +383,13 @@ def _execute(run: _Run) -> PruneResult:
     if run.progress and candidates:
         run.progress(0, total, 0, candidates[0].path)
     moment, idle = _recheck(run, candidates, {j.entry for j, _why in targets if j.area == "scratch"})
+    if run.stop_here("before any process was signalled or entry moved"):
+        return run.result()
     _signal(run, _still_targets(targets, {c.name for c, _act in idle}))
     freed = _prune_candidates(run, idle, moment, total)
     for j, exp in enumerate(plan.expiring):
+        if run.stop_here(f"before the quarantine expiry of {exp.path!r}"):
+            break
         if run.progress:
             run.progress(len(candidates) + j, total, freed, exp.path)
         freed += _expire_one(run, exp, judged)
@@ -531,6 +557,7 @@ class _Moved:
     cand: Candidate
     owned: str
     size: int
+    top_id: tuple[int, int] | None = None  # the top's (st_dev, st_ino) as last walked
 
 
 def _recheck(run: _Run, candidates: list[Candidate], with_signals: set[str]
@@ -555,14 +582,16 @@ def _recheck(run: _Run, candidates: list[Candidate], with_signals: set[str]
     else:
         moment = walk_start_moment()
         walked = candidates
-    rechecks = dict(zip([c.path for c in walked], scan_many([c.path for c in walked], run.plan.cutoff),
+    rechecks = dict(zip([c.path for c in walked], scan_many([c.path for c in walked], run.plan.cutoff,
+                                                             arrival_cutoff=run.plan.arrival_cutoff),
                         strict=True))
     idle = []
     for cand in candidates:
         act = rechecks.get(cand.path)
         if act is None:  # not walked again: the plan's walk found it idle
-            idle.append((cand, Activity(TouchState.IDLE, size_bytes=cand.size_bytes, git_files=cand.git_files)))
-        elif _still_idle(run, cand.path, act) and not _keep_by_rule(run, cand.path):
+            idle.append((cand, Activity(TouchState.IDLE, size_bytes=cand.size_bytes, git_files=cand.git_files,
+                                        top_id=cand.top_id)))
+        elif _still_idle(run, cand.path, _same_entry(cand.top_id, act)) and not _keep_by_rule(run, cand.path):
             idle.append((cand, act))
     return moment, idle
 
@@ -598,6 +627,8 @@ def _prune_candidates(run: _Run, idle: list[tuple[Candidate, Activity]], moment:
     done = 0  # moved entries already finished (recorded, put back, or deleted)
     try:
         for cand, act in idle:
+            if run.stop_here(f"before moving {cand.path!r}"):
+                break
             entry = _move_if_still_kept_by_nothing(run, cand, act, moment)
             if entry is not None:
                 moved.append(entry)
@@ -614,9 +645,14 @@ def _prune_candidates(run: _Run, idle: list[tuple[Candidate, Activity]], moment:
                     else scan_ahead(owned, moment, count_top=False))
         with closing(verdicts):
             for m, verdict in zip(moved, verdicts, strict=True):
+                if run.stop_here(f"before removing {m.cand.path!r}"):
+                    for rest in moved[done:]:  # moved, not yet recorded: back under their names
+                        _undo_quietly(rest.cand.path, rest.owned)
+                    done = len(moved)
+                    break
                 if run.progress:
                     run.progress(done, total, freed, m.cand.path)
-                if _verified_untouched(run, m.cand.path, m.owned, verdict):
+                if _verified_untouched(run, m.cand.path, m.owned, _same_entry(m.top_id, verdict)):
                     if quarantine:
                         freed += _record_quarantine(run, m.cand.path, m.owned, m.size)
                     else:  # the delete walk checks every inode again before it goes
@@ -629,13 +665,24 @@ def _prune_candidates(run: _Run, idle: list[tuple[Candidate, Activity]], moment:
         raise
 
 
+def _same_entry(top_id: tuple[int, int] | None, verdict: Activity) -> Activity:
+    """The verify walk's verdict, unless the moved tree is not the one the plan (or
+    the re-check) walked: an entry that arrived in its place since (``mv -T`` over an
+    emptied directory) carries its origin's old mtimes, and the verify walk ignores
+    the top, whose ctime the move itself has just set. A different inode counts as a
+    write: the tree goes back."""
+    if verdict.idle and top_id is not None and verdict.top_id != top_id:
+        return Activity(TouchState.TOUCHED, verdict.newest_mtime, top_id=verdict.top_id)
+    return verdict
+
+
 def _move_if_still_kept_by_nothing(run: _Run, cand: Candidate, act: Activity, moment: float) -> _Moved | None:
     """Keep rules now, then the rename (None: it stays)."""
     if _keep_by_rule(run, cand.path):
         return None
     run.repos |= repos_of_git_files(act.git_files)  # read before the move: the paths name the entry
     owned = _move_aside(run, cand, moment)
-    return None if owned is None else _Moved(cand, owned, act.size_bytes or 0)
+    return None if owned is None else _Moved(cand, owned, act.size_bytes or 0, act.top_id or cand.top_id)
 
 
 def _move_aside(run: _Run, cand: Candidate, moment: float) -> str | None:

@@ -23,6 +23,7 @@ class Candidate:
     idle_seconds: float | None
     size_bytes: int
     git_files: tuple[str, ...] = ()  # linked worktrees' ".git" files the plan's walk found in it
+    top_id: tuple[int, int] | None = None  # (st_dev, st_ino) of its top as the plan walked it
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class PrunePlan:
     expiring: tuple[ExpiringEntry, ...]
     process_error: str | None
     walked_at: float = 0.0  # when the plan's walks began (Survey.walked_at)
+    arrival_cutoff: float | None = None  # Survey.arrival_cutoff
 
     @property
     def total_bytes(self) -> int:
@@ -84,6 +86,8 @@ def _kept_reason(report) -> str:
     if report.kept_reason:
         return report.kept_reason
     if report.state is EntryState.ACTIVE:
+        if report.arrived_seconds is not None:
+            return f"active: arrived {human_duration(report.arrived_seconds)} ago"
         return "active: written to within the idle window"
     return report.state
 
@@ -93,7 +97,8 @@ def plan_from_survey(survey: Survey, options: PruneOptions) -> PrunePlan:
     kept = []
     for e in survey.entries:
         if e.state is EntryState.IDLE:
-            candidates.append(Candidate(e.name, e.path, e.idle_seconds, e.size_bytes or 0, e.activity.git_files))
+            candidates.append(Candidate(e.name, e.path, e.idle_seconds, e.size_bytes or 0, e.activity.git_files,
+                                        e.activity.top_id))
         else:
             kept.append(KeptEntry(e.name, e.path, e.state, _kept_reason(e)))
     signals = []
@@ -118,6 +123,7 @@ def plan_from_survey(survey: Survey, options: PruneOptions) -> PrunePlan:
         expiring=tuple(expiring) if survey.process_error is None else (),
         process_error=survey.process_error,
         walked_at=survey.walked_at,
+        arrival_cutoff=survey.arrival_cutoff,
     )
 
 

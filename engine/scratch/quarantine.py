@@ -166,7 +166,9 @@ def find_quarantined(quarantine_dir: Path, wanted: str) -> QuarantinedEntry:
     exact = [q for q in entries if q.file_name == wanted]
     if exact:
         return exact[0]
-    by_name = [q for q in entries if q.name == wanted]
+    # An over-long name was shortened on its way in: its shortened form is asked for.
+    fitted = fit_name(wanted, _STAMP_ROOM)
+    by_name = [q for q in entries if q.name in (wanted, fitted)]
     if by_name:
         return by_name[-1]
     if not entries:

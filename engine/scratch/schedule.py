@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -60,8 +61,12 @@ def stamp_is_fresh(stamp: os.PathLike[str] | str, now: float | None = None) -> b
 
 
 def _touch(path: os.PathLike[str] | str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    # O_NONBLOCK: a FIFO in the stamp's place fails the open (ENXIO) instead of waiting
+    # for a reader; anything but a regular file is refused (no pass is started).
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o600)
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
         os.utime(fd)
     finally:
         os.close(fd)
@@ -83,6 +88,7 @@ def child_argv(target: PruneTarget, settings: Settings, lineage_text: str | None
         "--idle-hours", repr(s.idle_hours),
         "--quarantine-hours", repr(s.quarantine_hours),
         "--grace", repr(s.kill_grace_seconds),
+        *(("--arrival-hours", repr(s.arrival_hours)) if s.arrival_hours is not None else ()),
     ]
     if lineage_text is not None:
         argv += ["--lineage", lineage_text]

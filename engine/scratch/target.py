@@ -66,6 +66,13 @@ class PruneOptions:
     lineage: tuple[tuple[int, str], ...] | None = None
     lineage_error: str | None = None
     registered: RegisteredProvider | None = None  # None: nothing is registered
+    # How long an entry's arrival (its top's ctime, see activity.py) counts as
+    # activity; None: the idle window; 0: only writes count.
+    arrival_hours: float | None = None
+
+    def arrival_cutoff(self, now: float) -> float | None:
+        hours = self.idle_hours if self.arrival_hours is None else self.arrival_hours
+        return now - hours * 3600.0 if hours > 0 else None
 
     @classmethod
     def from_settings(
@@ -82,6 +89,7 @@ class PruneOptions:
             idle_hours=s.idle_hours if idle_hours is None else idle_hours,
             quarantine_hours=s.quarantine_hours,
             kill_grace_seconds=s.kill_grace_seconds,
+            arrival_hours=s.arrival_hours,
             registered=registered if registered is not None else registry_provider(home, settings),
             **kwargs,
         )

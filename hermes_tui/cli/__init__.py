@@ -201,6 +201,18 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_USAGE
         if isinstance(exc, BrokenPipeError):
             return EXIT_FAILED
+        if isinstance(exc, PermissionError):  # another user's home, session or board: a failed operation
+            from engine.text import show_name
+
+            where = show_name(os.fsdecode(exc.filename)) if exc.filename is not None else "a file of the home"
+            print(f"hermes-tui: permission denied: {where} (it belongs to another user, or its mode shuts "
+                  "you out); nothing was changed", file=sys.stderr)
+            return EXIT_FAILED
+        from engine.processes.session import ProcessLookupFailed
+
+        if isinstance(exc, ProcessLookupFailed):
+            print(f"hermes-tui: {exc.message}", file=sys.stderr)
+            return EXIT_FAILED
         if os.environ.get("HERMES_DEBUG"):
             raise
         # A bug, not bad input: still one line, with a way to get the details.

@@ -13,7 +13,14 @@ import sys
 import time
 from typing import Any
 
-from engine.kanban.describe import describe_task, payload_text, plain_text
+from engine.kanban.describe import (
+    describe_task,
+    mask_details,
+    mask_event,
+    mask_task,
+    payload_text,
+    plain_text,
+)
 from engine.kanban.wording import LOCKED, assign_words, change_words, held_back_words, skip_reason
 from engine.text import human_duration, local_time
 from hermes_tui.cli.common import (
@@ -280,6 +287,10 @@ def run_create(ctx: Context) -> int:
     a = ctx.args
     if a.stdin == (a.title is not None):
         raise CliError("create needs a TITLE, or --stdin to read one title per line (not both)", EXIT_USAGE)
+    for what, text in (("TITLE", a.title), ("--body", a.body), ("--assignee", a.assignee)):
+        _utf8_arg(what, text)
+    if not a.stdin and not a.title.strip():
+        raise CliError("create: the TITLE is empty (a card needs a title)", EXIT_USAGE)
     titles = _stdin_titles() if a.stdin else [a.title]
     new = [NewTask(title=title, body=a.body, assignee=a.assignee, parents=tuple(a.parent), priority=a.priority,
                    max_retries=a.max_retries, max_runtime_seconds=a.max_runtime) for title in titles]
@@ -301,6 +312,19 @@ def run_create(ctx: Context) -> int:
         for task in tasks:
             print(f"Created {task.id}  ({task.status}, assignee={task.assignee or '-'})")
     return EXIT_OK
+
+
+def _utf8_arg(what: str, text: str | None) -> None:
+    """Bytes in argv that are not UTF-8 reach Python as lone surrogates: a usage error,
+    named by its first byte, before anything is written."""
+    if text is None:
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        byte = os.fsencode(text[exc.start:exc.end])[:1].hex()
+        raise CliError(f"create: {what} is not UTF-8 text (byte 0x{byte} at character {exc.start})",
+                       EXIT_USAGE) from None
 
 
 def _stdin_titles() -> list[str]:
@@ -326,6 +350,7 @@ def run_list(ctx: Context) -> int:
         return board, tasks, await _hermes_knows(service, tasks), await service.usage()
 
     board, tasks, (reasons, gateway), usage = _run(ctx, body)
+    tasks = [mask_task(t, ctx.settings.processes.redact) for t in tasks]
     if ctx.json:
         listed = [t.to_json() for t in tasks]
         if gateway is not None:  # hermes-agent's board: why hermes does not spawn each card
@@ -366,8 +391,9 @@ def run_show(ctx: Context) -> int:
         return details, await _hermes_knows(service, [details.task]), await service.usage(details.task.id)
 
     details, (reasons, gateway), usage = _run(ctx, body)
+    redact = ctx.settings.processes.redact
     if ctx.json:
-        data = details.to_json()
+        data = mask_details(details, redact).to_json()
         data["usage"] = usage.to_json()
         if gateway is not None:
             data["hermes_reasons"] = [r.to_json() for r in reasons.get(details.task.id, [])]
@@ -375,10 +401,11 @@ def run_show(ctx: Context) -> int:
         print_json(data)
         return EXIT_OK
     from engine.kanban.usage import usage_lines
+    from engine.processes.redact import maybe_redact
 
-    print(plain_text(describe_task(details, time.time(), usage=usage_lines(usage))))
+    print(plain_text(describe_task(details, time.time(), usage=usage_lines(usage), redact=redact)))
     for reason in reasons.get(details.task.id, []):
-        print(f"hermes: {reason.words}")
+        print(f"hermes: {maybe_redact(reason.words, redact)}")
     if gateway is not None and not gateway.running and details.task.status in ("ready", "triage", "todo"):
         print(gateway.words)
     return EXIT_OK
@@ -602,6 +629,7 @@ def run_tail(ctx: Context) -> int:
     import asyncio
 
     a = ctx.args
+    redact = ctx.settings.processes.redact
 
     async def follow(service) -> None:
         task_id = await service.resolve(a.id) if a.id else None
@@ -609,10 +637,10 @@ def run_tail(ctx: Context) -> int:
         earlier = await service.events(task_id, limit=a.lines) if a.lines > 0 else []
         last = await service.last_event_id()
         for e in earlier:
-            _print_event(e)
+            _print_event(mask_event(e, redact))
         while True:
             for e in await service.events(task_id, after_id=last):
-                _print_event(e)
+                _print_event(mask_event(e, redact))
                 last = e.id
             await asyncio.sleep(a.interval)
 

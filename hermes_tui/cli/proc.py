@@ -269,8 +269,14 @@ def _run_foreground(ctx: Context, reg, s) -> int:
         hung_up.set()
         yield_requested.set()
 
+    terminated = threading.Event()
+
+    def on_term(_signum, _frame) -> None:  # we are asked to go (as the app on SIGTERM): the command stays,
+        terminated.set()                   # recorded as a background session, never left unrecorded
+        yield_requested.set()
+
     previous = {sig: signal.signal(sig, handler) for sig, handler in
-                ((signal.SIGTSTP, on_tstp), (signal.SIGHUP, on_hup))}
+                ((signal.SIGTSTP, on_tstp), (signal.SIGHUP, on_hup), (signal.SIGTERM, on_term))}
     try:
         outcome = ForegroundRun(reg, s).stream(
             write, lambda: yield_requested.is_set() or reader_gone.is_set())
@@ -299,12 +305,13 @@ def _run_foreground(ctx: Context, reg, s) -> int:
     if hung_up.is_set():
         return EXIT_OK
     if outcome.yielded:
-        print(f"\nhermes-tui: moved to background as {final.id} (pid {final.pid}); it keeps running. "
+        why = " (hermes-tui got SIGTERM)" if terminated.is_set() else ""
+        print(f"\nhermes-tui: moved to background as {final.id} (pid {final.pid}){why}; it keeps running. "
               f"Follow it with: hermes-tui proc log {final.id}", file=sys.stderr)
         if ctx.json:
             print_json({"id": final.id, "pid": final.pid, "status": final.status, "exit_code": None,
-                        "signal": None, "yielded": True})
-        return EXIT_OK
+                        "signal": "SIGTERM" if terminated.is_set() else None, "yielded": True})
+        return 128 + signal.SIGTERM if terminated.is_set() else EXIT_OK
     if ctx.json:
         print_json({"id": final.id, "pid": final.pid, "status": final.status, "exit_code": final.exit_code,
                     "signal": final.signal, "yielded": False})
@@ -438,6 +445,8 @@ def cmd_log(ctx: Context) -> int:
 
     s = _own_session(ctx)
     tail = ctx.args.tail if ctx.args.tail is not None else (None if ctx.json else DEFAULT_LOG_TAIL)
+    if tail is None and ctx.json:
+        return _log_json_streamed(s, ctx.settings.processes.redact and not ctx.args.raw)
     try:
         if tail is None:
             from engine.processes.follower import OutputFollower
@@ -465,6 +474,49 @@ def cmd_log(ctx: Context) -> int:
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
+    return EXIT_OK
+
+
+def _log_json_streamed(s, redact: bool) -> int:
+    """``proc log ID --json`` of the whole output, the document print_json would write,
+    written as it is read: a block of the file, decoded, masked (redact_stream) and
+    JSON-escaped at a time, so memory stays flat whatever the output's size."""
+    import codecs
+    import json
+
+    from engine.processes.redact import redact_stream
+
+    try:
+        fh = open(s.output_path, "rb")  # noqa: SIM115 (closed below; opened before anything is written)
+    except FileNotFoundError:
+        fh = None
+    except OSError as exc:
+        raise CliError(f"cannot read {s.output_path}: {exc.strerror or exc}") from None
+    total = 0
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def blocks():
+        nonlocal total
+        if fh is None:
+            return
+        while block := fh.read(1 << 20):
+            total += len(block)
+            yield decoder.decode(block)
+        yield decoder.decode(b"", final=True)
+
+    out = sys.stdout
+    out.write('{\n  "id": ' + json.dumps(s.id) + ',\n  "output": "')
+    try:
+        for text in redact_stream(blocks(), redact):
+            out.write(json.dumps(text)[1:-1])
+    except OSError as exc:  # the document is left unfinished: the error says why
+        out.flush()
+        raise CliError(f"cannot read {s.output_path}: {exc.strerror or exc}") from None
+    finally:
+        if fh is not None:
+            fh.close()
+    out.write(f'",\n  "total_bytes": {total},\n  "cut_bytes": 0\n}}\n')
+    out.flush()
     return EXIT_OK
 
 

@@ -78,8 +78,10 @@ def run(ctx: Context) -> int:
         if answer not in ("y", "yes"):
             print("Nothing was changed.", file=out)
             return EXIT_OK
+    stop = _StopOnInterrupt()
     try:
-        result = execute_plan(target, plan, options, just_planned=args.yes)
+        with stop:
+            result = execute_plan(target, plan, options, just_planned=args.yes, should_stop=stop.requested.is_set)
     except PruneBusy as exc:
         raise CliError(str(exc), EXIT_FAILED) from None
     except AuditWriteError as exc:  # the action whose record failed was not taken, nor any after it
@@ -90,9 +92,46 @@ def run(ctx: Context) -> int:
         print_json(result.to_json())
     else:
         print(result.summary(restore_hint="hermes-tui scratch restore NAME"))
+        if result.stopped:  # what was done, one line each: everything else is as it was
+            for r in result.removed:
+                print(f"  removed {show_name(r.path)}")
+            for q in result.quarantined:
+                print(f"  quarantined {show_name(q.path)}")
+            for s in result.signalled:
+                print(f"  {s.signal} pid {s.pid} ({show_name(s.name)})")
         for f in result.failures:
             print(f"  {show_name(f)}")
         if result.process_error:
             print(f"  process check failed ({show_name(result.process_error)}): nothing was deleted")
         print(f"log: {home.prune_log}")
+    if result.stopped:
+        return 130
     return EXIT_OK if result.ok else EXIT_FAILED
+
+
+class _StopOnInterrupt:
+    """While a pass runs, Ctrl+C (SIGINT) asks it to stop at its next safe point instead
+    of cutting it anywhere: the pass finishes the step it is in, records ``pass stopped``
+    and returns what it did, which the command prints (exit 130)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.requested = threading.Event()
+        self._previous = None
+
+    def _on_int(self, _signum, _frame) -> None:
+        if not self.requested.is_set():
+            print("hermes-tui: stopping the prune at the next safe point...", file=sys.stderr, flush=True)
+        self.requested.set()
+
+    def __enter__(self):
+        import signal
+
+        self._previous = signal.signal(signal.SIGINT, self._on_int)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        signal.signal(signal.SIGINT, self._previous)

@@ -41,7 +41,7 @@ def _survey(ctx: Context):
 
 
 def run_list(ctx: Context) -> int:
-    from engine.text import human_bytes, human_duration, show_name
+    from engine.text import human_bytes, show_name
 
     survey, options = _survey(ctx)
     quarantine = [
@@ -70,7 +70,7 @@ def run_list(ctx: Context) -> int:
         rows = [("NAME", "STATE", "IDLE", "SIZE", "PIDS", "WHY KEPT")]
         for e in survey.entries:
             rows.append((
-                show_name(e.name), e.state, human_duration(e.idle_seconds) if e.idle_seconds is not None else "-",
+                show_name(e.name), e.state, e.age_text if e.idle_seconds is not None else "-",
                 human_bytes(e.size_bytes) if e.size_bytes is not None else "?",
                 ",".join(map(str, e.pids)) or "-", show_name(e.kept_reason or ""),
             ))

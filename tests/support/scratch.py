@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import os
-import pty
-import select
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -56,9 +53,16 @@ def target_of(home: HomeLayout) -> PruneTarget:
 
 
 def options(quarantine_hours: float = 0.0, idle_hours: float = 24.0, grace: float = 3.0, registered=None,
-            **kw) -> PruneOptions:
+            arrival_hours: float = 0.0, **kw) -> PruneOptions:
+    """The prune's options for a test. ``arrival_hours`` defaults to 0 (arrivals do not
+    count): ``make_entry`` ages mtimes, but no test can age an inode's ctime, so every
+    entry it makes has just *arrived*. The arrival tests pass ``arrival_hours=None``."""
     return PruneOptions(idle_hours=idle_hours, quarantine_hours=quarantine_hours, kill_grace_seconds=grace,
-                        registered=registered, **kw)
+                        registered=registered, arrival_hours=arrival_hours, **kw)
+
+
+# config.yaml for a CLI test whose aged entries must look idle (see ``options``).
+NO_ARRIVAL_CONFIG = "scratch:\n  arrival_hours: 0\n"
 
 
 def log_text(home: HomeLayout) -> str:
@@ -74,36 +78,9 @@ def prune_on_pty(home: HomeLayout, answer: bytes, *args: str, at_prompt=None) ->
     """Run ``hermes-tui prune`` on a real pseudo-terminal and type ``answer`` at its
     question; ``at_prompt()`` runs first, while the plan is on screen (what a person
     could do between reading the plan and answering)."""
-    repo = Path(__file__).resolve().parents[2]
-    master, slave = pty.openpty()
-    env = {**os.environ, "PYTHONPATH": str(repo)}
-    env.pop("HERMES_HOME", None)
-    proc = subprocess.Popen([sys.executable, "-m", "hermes_tui", "--home", str(home.root), "prune", *args],
-                            stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
-    os.close(slave)
-    out = b""
-    deadline = time.monotonic() + 60
-    answered = False
-    while time.monotonic() < deadline:
-        r, _, _ = select.select([master], [], [], 0.2)
-        if r:
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-            if not answered and b"[y/N]" in out:
-                if at_prompt is not None:
-                    at_prompt()
-                os.write(master, answer)
-                answered = True
-        elif proc.poll() is not None:
-            break
-    proc.wait(timeout=30)
-    os.close(master)
-    return proc.returncode, out.decode("utf-8", "replace")
+    from tests.support.cli import run_on_pty
+
+    return run_on_pty("--home", str(home.root), "prune", *args, prompt=b"[y/N]", answer=answer, at_prompt=at_prompt)
 
 
 def in_cwd(pid: int, path: Path) -> bool:
