@@ -481,28 +481,29 @@ def _log_json_streamed(s, redact: bool) -> int:
     """``proc log ID --json`` of the whole output, the document print_json would write,
     written as it is read: a block of the file, decoded, masked (redact_stream) and
     JSON-escaped at a time, so memory stays flat whatever the output's size."""
-    import codecs
     import json
 
+    from engine.processes.follower import OutputFollower
     from engine.processes.redact import redact_stream
 
-    try:
-        fh = open(s.output_path, "rb")  # noqa: SIM115 (closed below; opened before anything is written)
-    except FileNotFoundError:
-        fh = None
-    except OSError as exc:
-        raise CliError(f"cannot read {s.output_path}: {exc.strerror or exc}") from None
+    # Data only: a cut output (engine.processes.output_bound) reads head, marker, tail.
+    fh = OutputFollower(s.output_path) if os.path.lexists(s.output_path) else None
     total = 0
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def blocks():
         nonlocal total
         if fh is None:
             return
-        while block := fh.read(1 << 20):
-            total += len(block)
-            yield decoder.decode(block)
-        yield decoder.decode(b"", final=True)
+        while True:
+            chunk = fh.read()  # at most 1 MiB, cut at a character boundary
+            if not chunk.data:
+                break
+            yield chunk.text
+        yield fh.flush()
+        try:
+            total = os.stat(s.output_path).st_size
+        except OSError:
+            pass
 
     out = sys.stdout
     out.write('{\n  "id": ' + json.dumps(s.id) + ',\n  "output": "')
