@@ -170,8 +170,18 @@ def test_ctrl_c_during_prune_yes_stops_at_the_next_safe_point_and_says_what_was_
     termed, gate = tmp_path / "termed", tmp_path / "gate"
     busy = make_entry(home.scratch_dir, "busy")
     others = [make_entry(home.scratch_dir, n) for n in ("idle-a", "idle-b")]
-    worker = children(["sh", "-c", f"trap 'touch {termed}; while [ ! -e {gate} ]; do sleep 0.01; done; exit 0' TERM; "
-                       "while true; do sleep 0.05; done"], cwd=busy)
+    # One long-lived process (no child started every few ms: a process that starts working
+    # inside after the plan rightly keeps the entry, which made this test depend on speed).
+    script = ("import os, signal, time\n"
+              "def on_term(*_):\n"
+              f"    open({str(termed)!r}, 'w').close()\n"
+              f"    while not os.path.exists({str(gate)!r}):\n"
+              "        time.sleep(0.01)\n"
+              "    os._exit(0)\n"
+              "signal.signal(signal.SIGTERM, on_term)\n"
+              "while True:\n"
+              "    signal.pause()\n")
+    worker = children([sys.executable, "-c", script], cwd=busy)
     wait_until(lambda: os.readlink(f"/proc/{worker.pid}/cwd") == str(busy))
     env = {**os.environ, "HERMES_AUTO_PRUNE": "0"}
     env.pop("HERMES_HOME", None)
