@@ -350,7 +350,7 @@ class ProcessesPane(Pane):
         table.order(lambda key: order.get(key, (True, 0.0, key)))
         table.sync()
         if selected is not None and selected.id in self._rows:
-            table.move_cursor(row=table.get_row_index(selected.id), animate=False)
+            table.select_key(selected.id)
         else:
             table.move_cursor(row=0, animate=False)
             top = self.selected
@@ -400,7 +400,7 @@ class ProcessesPane(Pane):
 
     def _select(self, session_id: str) -> None:
         self._wanted_selection = None
-        self.table.move_cursor(row=self.table.get_row_index(session_id), animate=False)
+        self.table.select_key(session_id)
         self._show_row(session_id)
 
     def _show_row(self, session_id: str) -> None:

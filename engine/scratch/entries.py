@@ -145,9 +145,10 @@ def survey_scratch(
     now: float | None = None,
     with_sizes: bool = False,
     size_cache: SizeCache | None = None,
+    stop: threading.Event | None = None,
 ) -> Survey:
     """Every entry's report at once: :func:`stream_survey` gathered into a Survey."""
-    stream = stream_survey(target, options, now=now, with_sizes=with_sizes, size_cache=size_cache)
+    stream = stream_survey(target, options, now=now, with_sizes=with_sizes, size_cache=size_cache, stop=stop)
     return Survey(
         target=stream.target,
         now=stream.now,
