@@ -12,12 +12,15 @@ from textual.app import App, ComposeResult
 
 from engine.config import Settings
 from engine.home import HomeLayout
+from engine.processes import ProcessRegistry
 from engine.scratch import activity
 from hermes_tui.app import HermesApp
 from tests.support import wait_until, wait_until_pilot
 from tests.support.scratch import make_entry, target_of
 from widgets import scratch_pane
 from widgets.fit_table import Col, FitTable
+from widgets.processes_pane import COLUMNS as PROC_COLUMNS
+from widgets.processes_pane import ProcessesPane
 from widgets.scratch_pane import ScratchPane
 
 WIDE = (160, 48)
@@ -172,3 +175,22 @@ async def test_the_prune_dialog_of_a_huge_plan_lists_a_bounded_number_of_lines(h
         assert sum(1 for line in lines if line.startswith("  - idle")) == MAX_LISTED
         assert "  … and 30 more (hermes-tui prune --dry-run lists every one)" in lines
         await pilot.press("escape")
+
+
+async def test_the_processes_pane_reads_no_usage_while_it_is_not_shown(home):
+    """Narrow, on the board: the session's row is kept up to date (its status) but its
+    CPU and memory are not read; shown (2), they are."""
+    reg = ProcessRegistry(home, Settings())
+    s = reg.spawn(["sleep", "60"], owner="test")
+    rss = [c.key for c in PROC_COLUMNS].index("rss")
+    try:
+        app = _app(home)
+        async with app.run_test(size=NARROW) as pilot:
+            pane = app.query_one(ProcessesPane)
+            await wait_until_pilot(pilot, lambda: pane.row(s.id) is not None and pane.refresh_count >= 3,
+                                   what="three samples while hidden")
+            assert not pane.shown and pane.row(s.id)[rss] == ""
+            await pilot.press("2")
+            await wait_until_pilot(pilot, lambda: pane.row(s.id)[rss] != "", what="the memory, once shown")
+    finally:
+        reg.kill(s.id, grace=0.2)

@@ -219,6 +219,11 @@ class FitTable(CellTable):  # a changed cell repaints its row only
         return len(self._order)
 
     @property
+    def page_keys(self) -> list[str]:
+        """The keys of the rows the page holds."""
+        return list(self._shown)
+
+    @property
     def page_start(self) -> int:
         """The index (in the table's order) of the first row of the page shown."""
         return self._start
@@ -423,7 +428,10 @@ class DetailLine(Static):
         if plain != self._shown_text:
             self._shown_text = plain
             self._text = text if isinstance(text, Text) else Text(text)
-            self.update(text)
+            # No layout pass for a new text (a running session's age, once a second): the
+            # width is the container's and the height is set by _fit_height, which lays
+            # out again only when the number of lines changes.
+            self.update(text, layout=False)
             self._fit_height()
 
     def on_resize(self, event: events.Resize) -> None:
