@@ -194,3 +194,39 @@ async def test_the_processes_pane_reads_no_usage_while_it_is_not_shown(home):
             await wait_until_pilot(pilot, lambda: pane.row(s.id)[rss] != "", what="the memory, once shown")
     finally:
         reg.kill(s.id, grace=0.2)
+
+
+async def test_with_nothing_running_the_processes_pane_samples_only_when_a_session_comes(home, monkeypatch):
+    """No session runs: the timer ticks but reads nothing; a session started from
+    elsewhere (its folder appears) is sampled and shown at the next tick."""
+    ticks: list[int] = []
+    samples: list[float] = []
+    real_tick, real_take = ProcessesPane._tick, ProcessesPane.take_snapshot
+
+    def tick(self):
+        ticks.append(len(samples))
+        real_tick(self)
+
+    def take(self, *a, **kw):
+        samples.append(1.0)
+        return real_take(self, *a, **kw)
+
+    monkeypatch.setattr(ProcessesPane, "_tick", tick)
+    monkeypatch.setattr(ProcessesPane, "take_snapshot", take)
+    reg = ProcessRegistry(home, Settings())
+    done = reg.spawn("true", owner="test")
+    reg.wait(done.id, timeout=30)
+    app = _app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        pane = app.query_one(ProcessesPane)
+        await wait_until_pilot(pilot, lambda: pane.row(done.id) is not None)
+        await wait_until_pilot(pilot, lambda: len(ticks) >= 2)
+        count = len(samples)
+        seen = len(ticks)
+        await wait_until_pilot(pilot, lambda: len(ticks) >= seen + 4, what="four more ticks")
+        assert len(samples) == count  # nothing ran, nothing changed: no sample
+        s = reg.spawn(["sleep", "60"], owner="test")
+        try:
+            await wait_until_pilot(pilot, lambda: pane.row(s.id) is not None, what="the new session's row")
+        finally:
+            reg.kill(s.id, grace=0.2)

@@ -196,7 +196,9 @@ class ProcessesPane(Pane):
         self._refreshing = False
         self._refresh_started = 0.0
         self._next_tick_at = 0.0  # the timer's next sample no sooner (time.monotonic())
-        self.refresh_count = 0
+        self._asked_key: tuple | None = None  # registry.change_key() when the sample in flight was asked
+        self._quiet_key: tuple | None = None  # the key of the last sample if nothing was running then
+        self.refresh_count = 0  # refreshes applied, or found to have nothing to change
 
     def compose(self) -> ComposeResult:
         yield EmptyState(
@@ -255,8 +257,14 @@ class ProcessesPane(Pane):
     # -- refresh ------------------------------------------------------------------------
 
     def _tick(self) -> None:
-        if time.monotonic() >= self._next_tick_at:
-            self.refresh_sessions()
+        """The timer's sample: skipped while nothing runs and no session folder (nor
+        hermes-agent's list) changed since the last one, and no sooner than its cost allows."""
+        if time.monotonic() < self._next_tick_at:
+            return
+        if self._quiet_key is not None and self.foreground is None and self.registry.change_key() == self._quiet_key:
+            self.refresh_count += 1  # a refresh that found nothing changed
+            return
+        self.refresh_sessions()
 
     def _usage_wanted(self) -> frozenset[str]:
         """The sessions whose CPU and memory are worth reading: those on the table's page
@@ -275,6 +283,7 @@ class ProcessesPane(Pane):
             return  # the previous sample is still being taken: skip a tick, never pile up
         self._refreshing = True
         self._refresh_started = now
+        self._asked_key = self.registry.change_key()
         self._sample(self._usage_wanted() if self.table.row_total else None)
 
     @work(thread=True, exclusive=True, group="processes-sample")
@@ -355,6 +364,7 @@ class ProcessesPane(Pane):
                 table.sync()
         self.set_class(bool(self._rows), "-has-rows")
         running = sum(1 for s in snap.sessions if s.running)
+        self._quiet_key = self._asked_key if not running else None
         self.set_status(f"{running} running" if running else "idle")
         if self.output.session_id is None and self._rows:
             selected = self.selected
