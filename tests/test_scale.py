@@ -103,13 +103,13 @@ async def test_a_pane_not_shown_is_not_resurveyed_until_it_is_shown(home, monkey
     monkeypatch.setattr(scratch_pane, "MIN_REFRESH_SECONDS", 0.05)
     monkeypatch.setattr(scratch_pane, "SURVEY_COST_FACTOR", 0.0)
     ticks: list[bool] = []
-    real_tick = ScratchPane._tick
+    real_tick = ScratchPane._on_timer
 
     def tick(self):
         ticks.append(self.shown)
         real_tick(self)
 
-    monkeypatch.setattr(ScratchPane, "_tick", tick)
+    monkeypatch.setattr(ScratchPane, "_on_timer", tick)
     t = target_of(home)
     make_entry(t.scratch_dir, "first")
     app = HermesApp(home, Settings(), home_label="~/.hermes")
@@ -201,7 +201,7 @@ async def test_with_nothing_running_the_processes_pane_samples_only_when_a_sessi
     elsewhere (its folder appears) is sampled and shown at the next tick."""
     ticks: list[int] = []
     samples: list[float] = []
-    real_tick, real_take = ProcessesPane._tick, ProcessesPane.take_snapshot
+    real_tick, real_take = ProcessesPane._on_timer, ProcessesPane.take_snapshot
 
     def tick(self):
         ticks.append(len(samples))
@@ -211,7 +211,7 @@ async def test_with_nothing_running_the_processes_pane_samples_only_when_a_sessi
         samples.append(1.0)
         return real_take(self, *a, **kw)
 
-    monkeypatch.setattr(ProcessesPane, "_tick", tick)
+    monkeypatch.setattr(ProcessesPane, "_on_timer", tick)
     monkeypatch.setattr(ProcessesPane, "take_snapshot", take)
     reg = ProcessRegistry(home, Settings())
     done = reg.spawn("true", owner="test")

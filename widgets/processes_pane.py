@@ -195,7 +195,7 @@ class ProcessesPane(Pane):
         self._wanted_selection: str | None = None  # show_session() of a row not in the table yet
         self._refreshing = False
         self._refresh_started = 0.0
-        self._next_tick_at = 0.0  # the timer's next sample no sooner (time.monotonic())
+        self._next_sample_at = 0.0  # the timer's next sample no sooner (time.monotonic())
         self._asked_key: tuple | None = None  # registry.change_key() when the sample in flight was asked
         self._quiet_key: tuple | None = None  # the key of the last sample if nothing was running then
         self.refresh_count = 0  # refreshes applied, or found to have nothing to change
@@ -233,7 +233,7 @@ class ProcessesPane(Pane):
     def on_mount(self) -> None:
         self.set_status("idle")
         self.refresh_sessions()
-        self.set_interval(self.settings.ui.refresh_seconds, self._tick)
+        self.set_interval(self.settings.ui.refresh_seconds, self._on_timer)
         # Checked only while a foreground command runs: an idle app has no reason to wake.
         self._foreground_timer = self.set_interval(FOREGROUND_CHECK_SECONDS, self._check_foreground, pause=True)
 
@@ -256,10 +256,10 @@ class ProcessesPane(Pane):
 
     # -- refresh ------------------------------------------------------------------------
 
-    def _tick(self) -> None:
+    def _on_timer(self) -> None:
         """The timer's sample: skipped while nothing runs and no session folder (nor
         hermes-agent's list) changed since the last one, and no sooner than its cost allows."""
-        if time.monotonic() < self._next_tick_at:
+        if time.monotonic() < self._next_sample_at:
             return
         if self._quiet_key is not None and self.foreground is None and self.registry.change_key() == self._quiet_key:
             self.refresh_count += 1  # a refresh that found nothing changed
@@ -344,7 +344,7 @@ class ProcessesPane(Pane):
 
     def _apply_snapshot(self, snap: Snapshot) -> None:
         self.refresh_count += 1
-        self._next_tick_at = time.monotonic() + SAMPLE_COST_FACTOR * snap.took
+        self._next_sample_at = time.monotonic() + SAMPLE_COST_FACTOR * snap.took
         self.sessions = {s.id: s for s in snap.sessions}
         fg = self.foreground.id if self.foreground is not None else None
         wanted = {

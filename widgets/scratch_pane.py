@@ -266,20 +266,20 @@ class ScratchPane(Pane):
     def on_mount(self) -> None:
         self.set_status("scanning…")
         self.refresh_entries()
-        self.set_interval(self._every, self._tick)
+        self.set_interval(self._every, self._on_timer)
 
     @property
     def _every(self) -> float:
         return max(MIN_REFRESH_SECONDS, self.settings.ui.refresh_seconds)
 
-    def _tick(self) -> None:
+    def _on_timer(self) -> None:
         """The timer's survey: only when the pane is shown, and no sooner than the last
         survey's cost allows (see SURVEY_COST_FACTOR)."""
         if self.shown and time.monotonic() >= self._next_survey_at:
             self.refresh_entries()
 
     def on_show(self, event: events.Show) -> None:
-        self._tick()  # shown again: catch up if a survey was skipped while hidden
+        self._on_timer()  # shown again: catch up if a survey was skipped while hidden
 
     @property
     def table(self) -> FitTable:
