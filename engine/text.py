@@ -66,6 +66,14 @@ def human_duration(seconds: float | None) -> str:
     return f"{d}d {h}h" if h else f"{d}d"
 
 
+def coarse_duration(seconds: float | None) -> str:
+    """An age that changes at most once a minute past its first minute: '42s', '5m',
+    '3h 4m', '3d 4h' (a table that shows it is not redrawn every second for it)."""
+    if seconds is not None and seconds >= 60:
+        seconds = seconds // 60 * 60
+    return human_duration(seconds)
+
+
 def local_time(ts: float | None) -> str:
     """An epoch time as local ``YYYY-MM-DD HH:MM:SS``; '-' for none."""
     return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))

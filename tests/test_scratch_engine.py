@@ -158,6 +158,43 @@ def test_scan_ahead_closed_early_leaves_no_child(tmp_path, monkeypatch):
         os.waitpid(forked[0], os.WNOHANG)
 
 
+def test_the_survey_streams_each_entry_walked_when_it_is_asked_for(home, monkeypatch):
+    """stream_survey walks an entry when the caller asks for its report, not all of
+    them first: a write landing in the last entry after the first report was taken is
+    seen by that entry's report (a survey that walked everything up front says idle)."""
+    from engine.scratch.entries import EntryState, stream_survey
+
+    monkeypatch.setattr(activity, "SOLO_SECONDS", 1e9)  # every walk in this process, one per report
+    t = target_of(home)
+    entries = [make_entry(t.scratch_dir, f"e{i}") for i in range(3)]
+    stream = stream_survey(t, options(), with_sizes=True)
+    assert stream.count == 3
+    first = next(stream.entries)
+    assert first.name == "e0" and first.state is EntryState.IDLE
+    (entries[2] / "a" / "new.txt").write_text("written after the first report")
+    rest = list(stream.entries)
+    assert [(e.name, e.state) for e in rest] == [("e1", EntryState.IDLE), ("e2", EntryState.ACTIVE)]
+
+
+@pytest.mark.parametrize("solo_seconds", [1e9, 0.0])
+def test_a_stopped_scan_ends_its_walks_as_failed_and_leaves_no_child(tmp_path, monkeypatch, solo_seconds):
+    """Once ``stop`` is set every walk still to come is scan-failed (kept, never idle),
+    and the forked walkers are killed and reaped: a caller going away waits for nothing."""
+    paths = [str(make_entry(tmp_path / "s", f"e{i:03d}")) for i in range(200)]
+    monkeypatch.setattr(activity, "SOLO_SECONDS", solo_seconds)
+    forked = _counting_fork(monkeypatch)
+    stop = threading.Event()
+    scan = activity.iter_scan(paths, time.time() - 24 * HOUR, stop=stop)
+    assert next(scan).idle
+    stop.set()
+    rest = list(scan)
+    assert len(rest) == 199 and all(a.failed and a.error == activity.STOPPED for a in rest)
+    assert len(forked) == (0 if solo_seconds else 1)
+    for pid in forked:
+        with pytest.raises(ChildProcessError):  # killed and reaped
+            os.waitpid(pid, os.WNOHANG)
+
+
 # -- the idle rule and what keeps an entry ------------------------------------------------
 
 

@@ -250,21 +250,36 @@ def _last_check_walk(flow: str):
     return entries_mod, prune_pass
 
 
+def _hook_walk(monkeypatch, module, hook) -> None:
+    """Patch that walk: ``hook(paths, cutoff, real, *a, **kw)`` returns its results.
+    The survey's walk is ``iter_scan`` (streamed): its results are yielded once the
+    hook has returned, i.e. after every walk of the call and before any is used."""
+    if module is entries_mod:
+        real = module.iter_scan
+
+        def streamed(paths, cutoff, *a, **kw):
+            yield from hook(paths, cutoff, lambda *a2, **kw2: list(real(*a2, **kw2)), *a, **kw)
+
+        monkeypatch.setattr(module, "iter_scan", streamed)
+        return
+    real = module.scan_many
+    monkeypatch.setattr(module, "scan_many", lambda paths, cutoff, *a, **kw: hook(paths, cutoff, real, *a, **kw))
+
+
 def _write_during_the_recheck(monkeypatch, entry: Path, rel: str = "a/b/c/late.txt", flow: str = FLOWS[0]):
     """Land a write in ``entry`` while its last check walk runs: after the walk has
     passed the directory (so the walk itself cannot see it), before the pass acts."""
     module, _run = _last_check_walk(flow)
-    real = module.scan_many
     done = []
 
-    def scan(paths, cutoff, *a, **kw):
+    def scan(paths, cutoff, real, *a, **kw):
         acts = real(paths, cutoff, *a, **kw)
         if str(entry) in map(os.fspath, paths) and not done:
             done.append(True)
             (entry / rel).write_text("written while the pass re-checked")
         return acts
 
-    monkeypatch.setattr(module, "scan_many", scan)
+    _hook_walk(monkeypatch, module, scan)
     return done
 
 
@@ -310,15 +325,14 @@ def _rewrite_after_a_walk(monkeypatch, entry: Path, rel: str, *, moved: bool, fl
         monkeypatch.setattr(execute_mod, "scan_ahead", ahead)
         return done
     module = _last_check_walk(flow)[0]
-    real = module.scan_many
 
-    def scan(paths, cutoff, *a, **kw):
+    def scan(paths, cutoff, real, *a, **kw):
         acts = real(paths, cutoff, *a, **kw)
         if walked in map(os.fspath, paths) and not done:
             rewrite()
         return acts
 
-    monkeypatch.setattr(module, "scan_many", scan)
+    _hook_walk(monkeypatch, module, scan)
     return done
 
 
@@ -410,16 +424,15 @@ def test_quarantine_expiry_compares_against_the_start_of_the_recheck(home, monke
     t = target_of(home)
     e = make_entry(t.scratch_dir, "e")
     module, run_pass = _last_check_walk(flow)
-    real = module.scan_many
     started: list[float] = []
 
-    def slow_scan(paths, cutoff, *a, **kw):
+    def slow_scan(paths, cutoff, real, *a, **kw):
         if str(e) in map(os.fspath, paths) and not started:
             started.append(time.time())
             assert wait_until(lambda: int(time.time()) > int(started[0]), timeout=5)
         return real(paths, cutoff, *a, **kw)
 
-    monkeypatch.setattr(module, "scan_many", slow_scan)
+    _hook_walk(monkeypatch, module, slow_scan)
     opts = options(quarantine_hours=12.0)
     run_pass(t, opts)
     monkeypatch.undo()

@@ -18,8 +18,14 @@ drops the rows whose key is gone, builds the cells of new and changed rows only,
 cell, ``add_row``, ``remove_row``). No pane keeps a diff of its own.
 
 The table owns its rows' full cells and their order; the DataTable only ever holds
-the cut copies. A change of plan (a resize, a longer value) redraws the rows, which are
-few in this app's tables (sessions, scratch entries, the visible prune log).
+the cut copies. A change of plan (a resize, a longer value) redraws the rows it holds.
+
+Long lists page: the DataTable holds at most ``page_rows`` rows (the page), a window on
+the table's order around the cursor; moving the cursor past either end of the page
+(arrows, page keys, ctrl+home/end) moves the page. The columns are fitted to the rows of
+the page. :meth:`FitTable.set_rows` takes a pane's rows as cheap values and builds the
+cells of a row only when its page is shown, so 100,000 rows cost 100,000 values, not
+600,000 ``Text`` cells.
 """
 
 from __future__ import annotations
@@ -125,14 +131,21 @@ class FitTable(CellTable):  # a changed cell repaints its row only
     FitTable { overflow-x: hidden; }
     """
 
-    def __init__(self, cols: Sequence[Col], **kwargs) -> None:
+    PAGE_ROWS = 200
+
+    def __init__(self, cols: Sequence[Col], *, page_rows: int | None = None, **kwargs) -> None:
         kwargs.setdefault("cursor_type", "row")
         super().__init__(**kwargs)
         self.cols = tuple(cols)
-        self.full: dict[str, tuple[Text, ...]] = {}  # row key -> every cell, uncut
-        self.values: dict[str, Any] = {}  # row key -> the value update_rows last got for it
+        self.page_rows = max(2, page_rows or self.PAGE_ROWS)
+        self.full: dict[str, tuple[Text, ...]] = {}  # row key -> every cell, uncut (put, update_rows)
+        self.values: dict[str, Any] = {}  # row key -> the value update_rows (or set_rows) last got for it
         self._order: list[str] = []
+        self._start = 0  # index in _order of the page's first row
+        self._cells_of: Callable[[str, Any], Sequence[Text]] | None = None  # set_rows' rows: built when shown
+        self._built: dict[str, tuple[Text, ...]] = {}  # those built so far (the page's, about)
         self._shown: dict[str, tuple[Text, ...]] = {}  # row key -> cells as put in the DataTable
+        self._leaving = False  # go_to is moving the page away from the selected row
         self.plan: Plan | None = None
         self._cursor_key: str | None = None  # select_key() of a row not drawn yet
 
@@ -161,6 +174,23 @@ class FitTable(CellTable):  # a changed cell repaints its row only
             self.values[key] = value
         return RowChanges(tuple(added), removed, changed)
 
+    def set_rows(self, rows: dict[str, Any], cells_of: Callable[[str, Any], Sequence[Text]],
+                 order: list[str] | None = None) -> None:
+        """Make these the rows, all at once and without a diff: ``rows`` (key -> a cheap
+        value, kept as given: the caller hands it over) in ``order`` (the keys; default the
+        mapping's). A row's cells are ``cells_of(key, value)``, built only when its page is
+        shown; ``sync`` then touches only the cells of the page that changed. Replaces
+        every row ``put`` or ``update_rows`` gave."""
+        self.values = rows
+        self.full.clear()
+        self._built.clear()
+        self._cells_of = cells_of
+        self._order = list(rows) if order is None else order
+
+    def set_order(self, keys: list[str]) -> None:
+        """The rows' order, given whole (the same keys as now, e.g. sorted elsewhere)."""
+        self._order = keys
+
     def put(self, key: str, cells: Sequence[Text]) -> None:
         if key not in self.full:
             self._order.append(key)
@@ -176,6 +206,7 @@ class FitTable(CellTable):  # a changed cell repaints its row only
     def drop_all(self) -> None:
         self.values.clear()
         self.full.clear()
+        self._built.clear()
         self._order.clear()
 
     def order(self, sort_key: Callable[[str], object], reverse: bool = False) -> None:
@@ -185,15 +216,20 @@ class FitTable(CellTable):  # a changed cell repaints its row only
     def keys(self) -> list[str]:
         return list(self._order)
 
-    def select_key(self, key: str) -> None:
-        """Put the cursor on the row ``key``. A row the table holds but has not drawn yet
-        (a hidden tab is not laid out, so it draws nothing) gets the cursor when ``sync``
-        draws it; until then it is the ``selected_key``."""
-        if key in self._shown:
-            self._cursor_key = None
-            self.move_cursor(row=self.get_row_index(key), animate=False)
-        elif key in self.full:
-            self._cursor_key = key
+    @property
+    def row_total(self) -> int:
+        """Every row of the table, shown on this page or not."""
+        return len(self._order)
+
+    @property
+    def page_keys(self) -> list[str]:
+        """The keys of the rows the page holds."""
+        return list(self._shown)
+
+    @property
+    def page_start(self) -> int:
+        """The index (in the table's order) of the first row of the page shown."""
+        return self._start
 
     @property
     def selected_key(self) -> str | None:
@@ -202,6 +238,99 @@ class FitTable(CellTable):  # a changed cell repaints its row only
         if not self._shown or not 0 <= self.cursor_row < self.row_count:
             return None
         return self.coordinate_to_cell_key((self.cursor_row, 0)).row_key.value
+
+    @property
+    def selected_index(self) -> int:
+        """The cursor's row in the table's whole order (not just the page)."""
+        return self._start + self.cursor_row
+
+    def page_text(self) -> str:
+        """Which rows the page holds, e.g. ``rows 201-400 of 100,000`` ("" when one page holds all)."""
+        total = len(self._order)
+        if total <= self.page_rows:
+            return ""
+        return f"rows {self._start + 1:,}-{self._start + self.row_count:,} of {total:,}"
+
+    def row_cells(self, key: str) -> tuple[Text, ...]:
+        """Every cell of row ``key``, uncut (built now if its page was never shown)."""
+        cells = self.full.get(key)
+        if cells is None:
+            cells = self._built.get(key)
+            if cells is None:
+                assert self._cells_of is not None, f"row {key!r} has no cells"
+                cells = self._built[key] = tuple(self._cells_of(key, self.values[key]))
+        return cells
+
+    def _page(self) -> list[str]:
+        """The keys of the page, the start kept inside the rows."""
+        total = len(self._order)
+        self._start = max(0, min(self._start, total - self.page_rows))
+        return self._order[self._start:self._start + self.page_rows]
+
+    # -- moving past the page's ends ---------------------------------------------------------
+
+    def go_to(self, index: int) -> None:
+        """Put the cursor on row ``index`` of the whole order, moving the page if it is not on it."""
+        total = len(self._order)
+        if total == 0:
+            return
+        index = max(0, min(index, total - 1))
+        if not self._start <= index < self._start + self.row_count:
+            self._start = max(0, min(index - self.page_rows // 2, total - self.page_rows))
+            self._leaving = True  # the cursor goes to the new page, not the page to the cursor
+            try:
+                self.sync()
+            finally:
+                self._leaving = False
+        self.move_cursor(row=index - self._start, animate=False)
+
+    def select_key(self, key: str) -> None:
+        """Put the cursor on the row ``key`` (the page moves to it if needed). A row the
+        table holds but cannot draw yet (a hidden tab is not laid out, so it draws
+        nothing) gets the cursor when ``sync`` draws it; until then it is the
+        ``selected_key``."""
+        if key in self._shown:
+            self._cursor_key = None
+            self.move_cursor(row=self.get_row_index(key), animate=False)
+        elif key in self.full:
+            if self._available() <= 0:
+                self._cursor_key = key
+                return
+            self._cursor_key = None
+            self.go_to(self._order.index(key))
+
+    def _off_page(self, step: int) -> bool:
+        """Whether moving the cursor by ``step`` rows leaves the page (then it moved there)."""
+        target = self.selected_index + step
+        if self._start <= target < self._start + self.row_count or not 0 <= target < len(self._order):
+            return False
+        self.go_to(target)
+        return True
+
+    def _visible_rows(self) -> int:
+        return max(1, self.scrollable_content_region.height - (self.header_height if self.show_header else 0))
+
+    def action_cursor_down(self) -> None:
+        if not self._off_page(1):
+            super().action_cursor_down()
+
+    def action_cursor_up(self) -> None:
+        if not self._off_page(-1):
+            super().action_cursor_up()
+
+    def action_page_down(self) -> None:
+        if not self._off_page(self._visible_rows()):
+            super().action_page_down()
+
+    def action_page_up(self) -> None:
+        if not self._off_page(-self._visible_rows()):
+            super().action_page_up()
+
+    def action_scroll_top(self) -> None:
+        self.go_to(0)
+
+    def action_scroll_bottom(self) -> None:
+        self.go_to(len(self._order) - 1)
 
     def column_of(self, key: str) -> int:
         return next(i for i, c in enumerate(self.cols) if c.key == key)
@@ -212,33 +341,36 @@ class FitTable(CellTable):  # a changed cell repaints its row only
         width = self.size.width or (self.parent.size.width if self.parent is not None else 0)
         return max(0, width - self.styles.scrollbar_size_vertical)
 
-    def _natural(self) -> dict[str, int]:
+    def _natural(self, page: list[str]) -> dict[str, int]:
         natural = {c.key: len(c.label) for c in self.cols}
-        for cells in self.full.values():
-            for c, cell in zip(self.cols, cells, strict=False):
+        for key in page:
+            for c, cell in zip(self.cols, self.row_cells(key), strict=False):
                 if cell.cell_len > natural[c.key]:
                     natural[c.key] = cell.cell_len
         return natural
 
     def _cells_for(self, plan: Plan, key: str) -> tuple[Text, ...]:
-        cells = self.full[key]
+        cells = self.row_cells(key)
         index = {c.key: i for i, c in enumerate(self.cols)}
         return tuple(cut(cells[index[k]], width) for k, width in plan.widths)
 
     def sync(self) -> None:
-        """Show the rows as they now are: redraw all when the plan or the order of the
+        """Show the page as it now is: redraw all when the plan or the order of the
         rows already shown changed, else add, remove and update only what changed."""
         available = self._available()
         if available <= 0:
             return  # not laid out yet: on_resize syncs once it is
-        plan = plan_columns(self.cols, self._natural(), available, self.cell_padding)
-        if plan != self.plan or not self._only_appended():
-            self._redraw(plan)
+        selected = self.selected_key
+        page = self._follow(selected)
+        plan = plan_columns(self.cols, self._natural(page), available, self.cell_padding)
+        if plan != self.plan or not self._only_appended(page):
+            self._redraw(plan, page, selected)
             return
-        for key in [k for k in self._shown if k not in self.full]:
+        on_page = set(page)
+        for key in [k for k in self._shown if k not in on_page]:
             self.remove_row(key)
             del self._shown[key]
-        for key in self._order:
+        for key in page:
             cells = self._cells_for(plan, key)
             old = self._shown.get(key)
             if old is None:
@@ -250,15 +382,30 @@ class FitTable(CellTable):  # a changed cell repaints its row only
             self._shown[key] = cells
         if self._cursor_key is not None:
             self.select_key(self._cursor_key)
+        elif selected in self._shown and self.selected_key != selected:
+            self.move_cursor(row=page.index(selected), animate=False)
 
-    def _only_appended(self) -> bool:
+    def _follow(self, selected: str | None) -> list[str]:
+        """The page to show: the one holding the selected row when that row is still in
+        the table (after a sort, say), unless ``go_to`` is moving the cursor elsewhere."""
+        page = self._page()
+        if self._leaving or selected is None or selected in page:
+            return page
+        if selected not in self.full and selected not in self.values:
+            return page  # the row is gone: the cursor stays where it was
+        index = self._order.index(selected)
+        self._start = max(0, min(index - self.page_rows // 2, len(self._order) - self.page_rows))
+        return self._page()
+
+    def _only_appended(self, page: list[str]) -> bool:
         """True when the rows on screen keep their order and new rows come after them."""
-        kept = [k for k in self._shown if k in self.full]
-        return self._order[: len(kept)] == kept
+        on_page = set(page)
+        kept = [k for k in self._shown if k in on_page]
+        return page[: len(kept)] == kept
 
-    def _redraw(self, plan: Plan) -> None:
-        """Rebuild the DataTable from the full rows; the cursor stays on its row."""
-        selected = self.selected_key
+    def _redraw(self, plan: Plan, page: list[str], selected: str | None) -> None:
+        """Rebuild the DataTable from the page's rows; the cursor stays on its row."""
+        self._built = {k: self._built[k] for k in page if k in self._built}  # only the page's cells are kept
         columns_changed = self.plan is None or plan.keys != self.plan.keys
         self.clear(columns=columns_changed)
         if columns_changed:
@@ -270,14 +417,14 @@ class FitTable(CellTable):  # a changed cell repaints its row only
                 column = self.columns[key]  # type: ignore[index]
                 column.width = width
         self._shown = {}
-        for key in self._order:
+        for key in page:
             cells = self._cells_for(plan, key)
             self.add_row(*cells, key=key)
             self._shown[key] = cells
         self.plan = plan
         self._cursor_key = None
         if selected is not None and selected in self._shown:
-            self.move_cursor(row=self._order.index(selected), animate=False)
+            self.move_cursor(row=page.index(selected), animate=False)
 
     def on_resize(self, event: events.Resize) -> None:
         self.sync()
@@ -300,8 +447,9 @@ class DetailLine(Static):
         if plain != self._shown_text:
             self._shown_text = plain
             self._text = text if isinstance(text, Text) else Text(text)
-            # No layout of the whole screen for new words: the height is set below, and
-            # only a change of it is a layout (a selection moved on a big board paid one per key).
+            # No layout pass for a new text (a selection moved on a big board, a running
+            # session's age once a second): the width is the container's and the height is
+            # set by _fit_height, which lays out again only when the number of lines changes.
             self.update(text, layout=False)
             self._fit_height()
 

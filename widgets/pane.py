@@ -69,6 +69,13 @@ class Pane(Vertical, can_focus=True):
         if target is not None:
             target.focus()
 
+    @property
+    def shown(self) -> bool:
+        """Whether the user can see the pane now: not hidden by the narrow layout or a
+        zoom, and its screen not covered by a dialog. A pane skips refreshing what is
+        not shown, and catches up when it is shown again."""
+        return self.is_attached and self.display and self.screen.is_current
+
     def set_status(self, text: str) -> None:
         """Panes call this on every refresh; only a change reaches the header."""
         if text == self._status:

@@ -31,7 +31,7 @@ from engine.processes import ProcessLookupFailed, ProcessRegistry, ProcessSessio
 from engine.processes.notify import NotificationCenter, ProcessEvent
 from engine.processes.redact import escape_controls, maybe_redact
 from engine.processes.session import KillOutcome, SessionSource, SessionStatus
-from engine.text import human_bytes, human_duration
+from engine.text import coarse_duration, human_bytes
 from widgets.confirm import ConfirmModal
 from widgets.fit_table import Col, DetailLine, FitTable
 from widgets.notification_list import NotificationList
@@ -61,6 +61,9 @@ STATUS_STYLES = {SessionStatus.RUNNING: "green", SessionStatus.KILLED: "yellow",
 FOREGROUND_CHECK_SECONDS = 0.2
 NOTIFICATIONS_KEPT = 200
 STUCK_REFRESH_SECONDS = 30.0
+# The timer samples no sooner than this many times the last sample's cost after it: with
+# 1,000 sessions the listing is read less often than every second, a small home's is not.
+SAMPLE_COST_FACTOR = 20.0
 NO_OUTPUT_NOTE = "output not available: hermes-agent keeps no output of its sessions that hermes-tui can read"
 
 
@@ -77,6 +80,7 @@ class Snapshot:
     styles: dict[str, str]
     events: tuple[ProcessEvent, ...]
     taken_at: float
+    took: float = 0.0  # seconds the thread spent taking it
     stored: dict[str, int] = field(default_factory=dict)  # bytes of output on disk, by session
 
 
@@ -97,7 +101,7 @@ def row_cells(s: ProcessSession, usage: Usage | None, now: float, command: str) 
         s.name or s.short_id,
         status,
         str(s.pid),
-        human_duration(s.runtime(now)),
+        coarse_duration(s.runtime(now)),  # minutes past the first: a row does not change every second
         f"{usage.cpu_percent:.0f}" if usage else "",
         human_bytes(usage.rss) if usage else "",
         command,
@@ -203,7 +207,10 @@ class ProcessesPane(Pane):
         self._wanted_selection: str | None = None  # show_session() of a row not in the table yet
         self._refreshing = False
         self._refresh_started = 0.0
-        self.refresh_count = 0
+        self._next_sample_at = 0.0  # the timer's next sample no sooner (time.monotonic())
+        self._asked_key: tuple | None = None  # registry.change_key() when the sample in flight was asked
+        self._quiet_key: tuple | None = None  # the key of the last sample if nothing was running then
+        self.refresh_count = 0  # refreshes applied, or found to have nothing to change
         self._toasts = ToastGrouper()
 
     def compose(self) -> ComposeResult:
@@ -238,7 +245,7 @@ class ProcessesPane(Pane):
     def on_mount(self) -> None:
         self.set_status("idle")
         self.refresh_sessions()
-        self.set_interval(self.settings.ui.refresh_seconds, self.refresh_sessions)
+        self.set_interval(self.settings.ui.refresh_seconds, self._on_timer)
         # Checked only while a foreground command runs: an idle app has no reason to wake.
         self._foreground_timer = self.set_interval(FOREGROUND_CHECK_SECONDS, self._check_foreground, pause=True)
 
@@ -261,18 +268,40 @@ class ProcessesPane(Pane):
 
     # -- refresh ------------------------------------------------------------------------
 
+    def _on_timer(self) -> None:
+        """The timer's sample: skipped while nothing runs and no session folder (nor
+        hermes-agent's list) changed since the last one, and no sooner than its cost allows."""
+        if time.monotonic() < self._next_sample_at:
+            return
+        if self._quiet_key is not None and self.foreground is None and self.registry.change_key() == self._quiet_key:
+            self.refresh_count += 1  # a refresh that found nothing changed
+            return
+        self.refresh_sessions()
+
+    def _usage_wanted(self) -> frozenset[str]:
+        """The sessions whose CPU and memory are worth reading: those on the table's page
+        and the one selected, and none while the pane is not shown."""
+        if not self.shown:
+            return frozenset()
+        table = self.table
+        wanted = set(table.page_keys)
+        if table.selected_key:
+            wanted.add(table.selected_key)
+        return frozenset(wanted)
+
     def refresh_sessions(self) -> None:
         now = time.monotonic()
         if self._refreshing and now - self._refresh_started < STUCK_REFRESH_SECONDS:
             return  # the previous sample is still being taken: skip a tick, never pile up
         self._refreshing = True
         self._refresh_started = now
-        self._sample()
+        self._asked_key = self.registry.change_key()
+        self._sample(self._usage_wanted() if self.table.row_total else None)
 
     @work(thread=True, exclusive=True, group="processes-sample")
-    def _sample(self) -> None:
+    def _sample(self, usage_of: frozenset[str] | None = None) -> None:
         try:
-            snap = self.take_snapshot()
+            snap = self.take_snapshot(usage_of)
         except Exception as exc:  # any error of the thread is reported: an unreadable processes dir, ...
             self.post_message(self.Sampled(error=str(exc)))
             return
@@ -284,14 +313,18 @@ class ProcessesPane(Pane):
         else:
             self.apply_snapshot(message.snapshot)
 
-    def take_snapshot(self) -> Snapshot:
-        """Everything one refresh needs (thread side): sessions, usage, cells, events."""
+    def take_snapshot(self, usage_of: frozenset[str] | None = None) -> Snapshot:
+        """Everything one refresh needs (thread side): sessions, usage, cells, events.
+        ``usage_of``: the sessions whose usage is read (None: every running one)."""
+        started = time.monotonic()
         sessions = list(self.registry.list_with_hermes(include_finished=True).sessions)  # hermes-agent's too
         running = [s for s in sessions if s.running]
         if self.sampler is None and running:
             from engine.processes.sampler import SessionSampler
 
             self.sampler = SessionSampler()
+        if usage_of is not None:
+            running = [s for s in running if s.id in usage_of]
         usage = self.sampler.sample(running) if self.sampler is not None else {}
         events = self.center.poll([s for s in sessions if s.output_available])  # ours: hermes's are read-only
         now = self.clock()
@@ -304,7 +337,8 @@ class ProcessesPane(Pane):
                 command = commands[s.id] = shown_command(s, self.redact)
             rows[s.id] = row_cells(s, usage.get(s.id), now, command)
             styles[s.id] = status_style(s)
-        return Snapshot(tuple(sessions), rows, styles, tuple(events), now, self._stored_sizes(sessions))
+        return Snapshot(tuple(sessions), rows, styles, tuple(events), now, time.monotonic() - started,
+                        self._stored_sizes(sessions))
 
     def _stored_sizes(self, sessions: list[ProcessSession]) -> dict[str, int]:
         """Each session's output on disk (thread side): a stat per running session; a
@@ -343,6 +377,7 @@ class ProcessesPane(Pane):
     def _apply_snapshot(self, snap: Snapshot) -> None:
         self.refresh_count += 1
         self._stored = snap.stored
+        self._next_sample_at = time.monotonic() + SAMPLE_COST_FACTOR * snap.took
         self.sessions = {s.id: s for s in snap.sessions}
         fg = self.foreground.id if self.foreground is not None else None
         wanted = {
@@ -362,6 +397,7 @@ class ProcessesPane(Pane):
                 table.sync()
         self.set_class(bool(self._rows), "-has-rows")
         running = sum(1 for s in snap.sessions if s.running)
+        self._quiet_key = self._asked_key if not running else None
         self.set_status(f"{running} running" if running else "idle")
         if self.output.session_id is None and self._rows:
             selected = self.selected

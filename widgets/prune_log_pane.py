@@ -158,7 +158,7 @@ class PruneLogPane(Pane):
         if not records:
             return
         table = self.table
-        at_end = table.cursor_row >= table.row_count - 1
+        at_end = table.selected_index >= table.row_total - 1
         with self.app.batch_update():
             for rec in records:
                 style = ACTION_STYLES.get(rec.action, "")
@@ -173,7 +173,7 @@ class PruneLogPane(Pane):
                 self._next_key += 1
             table.sync()
         if at_end:
-            table.move_cursor(row=table.row_count - 1)
+            table.go_to(table.row_total - 1)  # the newest record, on the last page when the log pages
         self._show_detail()
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -200,7 +200,7 @@ class PruneLogPane(Pane):
     def _update_status(self) -> None:
         table = self.table
         self.set_class(not self.records, "-empty")
-        shown = table.row_count
+        shown = table.row_total
         text = f"{len(self.records)} records"
         if self._action or self._text:
             what = " ".join(x for x in (self._action, repr(self._text) if self._text else "") if x)
@@ -232,5 +232,5 @@ class PruneLogPane(Pane):
 
     def action_jump_end(self) -> None:
         table = self.table
-        if table.row_count:
-            table.move_cursor(row=table.row_count - 1)
+        if table.row_total:
+            table.go_to(table.row_total - 1)

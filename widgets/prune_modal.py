@@ -10,6 +10,8 @@ from __future__ import annotations
 from engine.text import human_bytes
 from widgets.confirm import ConfirmModal
 
+MAX_LISTED = 100
+
 
 class PruneModal(ConfirmModal):
     """Dismisses True only when the user picks "Prune" (or presses y)."""
@@ -25,5 +27,8 @@ class PruneModal(ConfirmModal):
             title = f"{verb} {n} idle scratch entr{'y' if n == 1 else 'ies'} ({human_bytes(plan.total_bytes)})?"
             if plan.signals:
                 title += f" {len(plan.signals)} process(es) get SIGTERM."
-        super().__init__(title, "\n".join(describe_plan(plan)), yes_label="Prune", no_label="Cancel")
+        # A plan of 100,000 entries is not 100,000 lines here: each part lists its first
+        # MAX_LISTED and says how many more (the title gives the whole count and size).
+        super().__init__(title, "\n".join(describe_plan(plan, limit=MAX_LISTED)), yes_label="Prune",
+                         no_label="Cancel")
         self.plan = plan

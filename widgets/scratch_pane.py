@@ -12,13 +12,15 @@ from __future__ import annotations
 import enum
 import threading
 import time
+from dataclasses import dataclass
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable, ProgressBar, Static
+from textual.worker import get_current_worker
 
 from engine.config import Settings
 from engine.home import HomeLayout
@@ -60,30 +62,104 @@ class SortCell(Text):
         self.sort_key = sort_key
 
 
-def _row_cells(row) -> dict[str, SortCell]:
+# A row's value, cheap to hold for 100,000 rows and to compare (the table's keyed diff):
+#   (RowKind.ENTRY, name, state, idle_seconds, size_bytes, kept_reason, pids, arrived_seconds)
+#   (RowKind.QUARANTINED, file_name)
+# Its cells are built only when its page is shown (FitTable.set_rows).
+
+
+def _entry_value(e) -> tuple:
+    return (RowKind.ENTRY, e.name, e.state, e.idle_seconds, e.size_bytes, e.kept_reason,
+            ",".join(str(p) for p in e.pids), e.arrived_seconds)
+
+
+def _age_text(idle: float | None, arrived: float | None) -> str:
+    """The Idle column's words (EntryReport.age_text, from a row's value)."""
+    if arrived is not None:
+        return f"arrived {human_duration(arrived)} ago"
+    return human_duration(idle) if idle is not None else "?"
+
+
+def _row_cells(value) -> dict[str, SortCell]:
     from engine.text import show_name
 
-    kind, item = row
-    if kind is RowKind.QUARANTINED:
+    if value[0] is RowKind.QUARANTINED:
+        file_name = value[1]
         return {
-            "name": SortCell(show_name(item.file_name), (1, item.file_name)),  # quarantine rows last
+            "name": SortCell(show_name(file_name), (1, file_name)),  # quarantine rows last
             "state": SortCell("quarantined", "zquarantined", QUARANTINED_STYLE),
             "idle": SortCell("-", -1.0),
             "size": SortCell("-", -1),
             "pids": SortCell("-", ""),
             "why": SortCell("u restores it", "", "dim"),
         }
-    pids = ",".join(str(p) for p in item.pids)
+    _kind, name, state, idle, size, reason, pids, arrived = value
     return {
-        "name": SortCell(show_name(item.name), (0, item.name)),
-        "state": SortCell(item.state, item.state, STATE_STYLES.get(item.state, "")),
-        "idle": SortCell(item.age_text,
-                         item.idle_seconds if item.idle_seconds is not None else -1.0),
-        "size": SortCell(human_bytes(item.size_bytes) if item.size_bytes is not None else "?",
-                         item.size_bytes if item.size_bytes is not None else -1),
+        "name": SortCell(show_name(name), (0, name)),
+        "state": SortCell(state, state, STATE_STYLES.get(state, "")),
+        "idle": SortCell(_age_text(idle, arrived), idle if idle is not None else -1.0),
+        "size": SortCell(human_bytes(size) if size is not None else "?", size if size is not None else -1),
         "pids": SortCell(pids or "-", pids),
-        "why": SortCell(show_name(item.kept_reason or ""), item.kept_reason or ""),
+        "why": SortCell(show_name(reason or ""), reason or ""),
     }
+
+
+def _cells(_key: str, value) -> list[SortCell]:
+    cells = _row_cells(value)
+    return [cells[c.key] for c in COLUMNS]
+
+
+def _sort_value(column: str):
+    """The sort key of a row's value for ``column`` (rows of equal keys keep name order)."""
+    if column == "name":
+        return lambda v: (0 if v[0] is RowKind.ENTRY else 1, v[1])
+    if column == "state":
+        return lambda v: v[2] if v[0] is RowKind.ENTRY else "zquarantined"
+    at = 3 if column == "idle" else 4
+    return lambda v: (v[at] if v[at] is not None else -1) if v[0] is RowKind.ENTRY else -1
+
+
+def sorted_keys(values: dict, base: list[str], column: str, reverse: bool) -> list[str]:
+    """``base`` (the keys in name order) sorted by ``column``; ties stay in name order."""
+    if column == "name":
+        return base[::-1] if reverse else list(base)
+    key = _sort_value(column)
+    return sorted(base, key=lambda k: key(values[k]), reverse=reverse)
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What one survey gave the pane, besides its rows: the counts its status shows."""
+
+    now: float
+    entries: int
+    counts: dict[str, int]
+    total_bytes: int
+    quarantine: tuple
+    process_error: str | None
+    complete: bool  # False: the first entries of a survey still walking
+
+
+@dataclass(frozen=True)
+class Rows:
+    """A survey's rows, made in the survey thread: ``values`` (key -> value), ``base``
+    (the keys in name order), ``order`` (sorted as ``sort`` = (column, reverse) says),
+    the ``processes`` inside entries by name, and the quarantined entries by key."""
+
+    values: dict
+    base: list
+    order: list
+    sort: tuple
+    processes: dict
+    quarantined: dict
+
+
+# Re-survey on its own no more often than this many times the last survey's duration
+# (and never more often than MIN_REFRESH_SECONDS): the automatic surveys of a folder of
+# 100,000 entries cost at most about 1% of a core.
+SURVEY_COST_FACTOR = 100.0
+# While the first survey walks, its first rows are shown after this long.
+FIRST_ROWS_SECONDS = 0.5
 
 
 class ScratchPane(Pane):
@@ -109,16 +185,19 @@ class ScratchPane(Pane):
     """
 
     class Surveyed(Message):
-        """Posted by the survey thread to the pane itself: the ``survey`` of the scratch
-        folder and its quarantine, or ``error``, why it could not be taken. A survey
-        still waiting is moot once a newer one has been taken (each is the whole folder)."""
+        """Posted by the survey thread to the pane itself: the ``survey`` (a
+        :class:`Listing`) of the scratch folder and its quarantine with its ``rows``
+        (:class:`Rows`), or ``error``, why it could not be taken. A survey still waiting
+        is moot once a newer one has been taken (each is the whole folder, or the first
+        part of it)."""
 
         bubble = False
 
-        def __init__(self, survey=None, error: str | None = None) -> None:
+        def __init__(self, survey=None, error: str | None = None, rows=None) -> None:
             super().__init__()
             self.survey = survey
             self.error = error
+            self.rows = rows
 
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, ScratchPane.Surveyed) and message.error is None
@@ -171,13 +250,15 @@ class ScratchPane(Pane):
         super().__init__(**kwargs)
         self.home = home
         self.settings = settings
-        self._items: dict[str, tuple] = {}  # row key -> ("e", EntryReport) | ("q", QuarantinedEntry)
+        self._rows: Rows | None = None  # the rows shown
         self._sort_index = 0  # into SORTS
         self._sort_reverse = False
         self._pruning = False
-        self.last_survey = None
+        self.last_survey: Listing | None = None  # the last complete survey's counts
         self._sizes = None  # engine.scratch.entries.SizeCache, made in the worker
         self._survey_lock = threading.Lock()  # a superseded survey thread may still be running
+        self._survey_started = 0.0  # time.monotonic() of the newest survey asked for
+        self._next_survey_at = 0.0  # no survey on its own before this (time.monotonic())
 
     SORTS = ("name", "state", "idle", "size")
 
@@ -192,8 +273,20 @@ class ScratchPane(Pane):
     def on_mount(self) -> None:
         self.set_status("scanning…")
         self.refresh_entries()
-        every = max(MIN_REFRESH_SECONDS, self.settings.ui.refresh_seconds)
-        self.set_interval(every, self.refresh_entries)
+        self.set_interval(self._every, self._on_timer)
+
+    @property
+    def _every(self) -> float:
+        return max(MIN_REFRESH_SECONDS, self.settings.ui.refresh_seconds)
+
+    def _on_timer(self) -> None:
+        """The timer's survey: only when the pane is shown, and no sooner than the last
+        survey's cost allows (see SURVEY_COST_FACTOR)."""
+        if self.shown and time.monotonic() >= self._next_survey_at:
+            self.refresh_entries()
+
+    def on_show(self, event: events.Show) -> None:
+        self._on_timer()  # shown again: catch up if a survey was skipped while hidden
 
     @property
     def table(self) -> FitTable:
@@ -208,55 +301,93 @@ class ScratchPane(Pane):
 
     def refresh_entries(self) -> None:
         if not self._pruning:
-            self._survey()
+            self._survey_started = time.monotonic()
+            self._next_survey_at = self._survey_started + self._every  # none on its own while this one runs
+            self._survey(self.SORTS[self._sort_index], self._sort_reverse, self._rows is None)
 
     @work(thread=True, exclusive=True, group="scratch-survey")
-    def _survey(self) -> None:
-        from engine.scratch.entries import SizeCache, survey_scratch
+    def _survey(self, column: str, reverse: bool, first: bool) -> None:
+        """The thread: stream the survey into rows (one value per entry, never the
+        reports), sorted as the pane sorts; the first survey shows its first rows early.
+        Cancelled (the app quits, a newer survey), its walks stop at once and it posts nothing."""
+        from engine.scratch.entries import SizeCache, stream_survey
 
+        worker = get_current_worker()
+        stop = worker.cancelled_event
         try:
             target, options = self._target_and_options()
             with self._survey_lock:
                 if self._sizes is None:
                     self._sizes = SizeCache()
-                survey = survey_scratch(target, options, with_sizes=True, size_cache=self._sizes)
+                stream = stream_survey(target, options, with_sizes=True, size_cache=self._sizes, stop=stop)
+                values: dict[str, tuple] = {}
+                processes: dict[str, tuple] = {}
+                counts: dict[str, int] = {}
+                total = 0
+                early = time.monotonic() + FIRST_ROWS_SECONDS if first else None
+                for e in stream.entries:
+                    if stop.is_set():
+                        return
+                    values["e:" + e.name] = _entry_value(e)
+                    counts[e.state] = counts.get(e.state, 0) + 1
+                    total += e.size_bytes or 0
+                    if e.processes:
+                        processes[e.name] = e.processes
+                    if early is not None and time.monotonic() >= early and len(values) < stream.count:
+                        early = None  # once: the rows so far, while the walks go on
+                        part = dict(values)
+                        listing = Listing(stream.now, len(part), dict(counts), total, (), stream.process_error,
+                                          complete=False)
+                        self.post_message(self.Surveyed(listing, rows=self._make_rows(part, {}, {}, column,
+                                                                                      reverse)))
+                quarantined = {f"q:{q.file_name}": q for q in stream.quarantine}
+                for key, q in quarantined.items():
+                    values[key] = (RowKind.QUARANTINED, q.file_name)
         except Exception as exc:  # a thread reports any error: the pane says it in its status
             self.post_message(self.Surveyed(error=f"{type(exc).__name__}: {exc}"))
             return
-        self.post_message(self.Surveyed(survey))
+        if stop.is_set():
+            return
+        listing = Listing(stream.now, stream.count, counts, total, stream.quarantine, stream.process_error,
+                          complete=True)
+        self.post_message(self.Surveyed(listing, rows=self._make_rows(values, processes, quarantined, column,
+                                                                      reverse)))
+
+    @staticmethod
+    def _make_rows(values: dict, processes: dict, quarantined: dict, column: str, reverse: bool) -> Rows:
+        base = list(values)  # entries in name order (the survey's), quarantined ones after
+        return Rows(values, base, sorted_keys(values, base, column, reverse), (column, reverse), processes,
+                    quarantined)
 
     def on_scratch_pane_surveyed(self, message: Surveyed) -> None:
         if message.error:
             self.set_status(f"cannot read: {message.error}")
             return
-        survey = message.survey
-        self.last_survey = survey
-        rows = {f"e:{e.name}": (RowKind.ENTRY, e) for e in survey.entries}
-        rows.update({f"q:{q.file_name}": (RowKind.QUARANTINED, q) for q in survey.quarantine})
-        self._items = rows
-        self._apply_rows({key: _row_cells(row) for key, row in rows.items()})
+        survey, rows = message.survey, message.rows
+        if not survey.complete and self._rows is not None:
+            return  # the first rows of a survey, but the table already shows a whole one
+        if survey.complete:
+            self.last_survey = survey
+            took = time.monotonic() - self._survey_started
+            self._next_survey_at = time.monotonic() + max(self._every, SURVEY_COST_FACTOR * took)
+        self._rows = rows
+        table = self.table
+        with self.app.batch_update():
+            table.set_rows(rows.values, _cells, rows.order)
+            if rows.sort != (self.sort_column, self._sort_reverse):
+                self._sort()  # the sort changed while the survey ran
+            table.sync()
         self._show_detail()
-        self.set_class(not rows, "-empty")
-        counts: dict[str, int] = {}
-        for e in survey.entries:
-            counts[e.state] = counts.get(e.state, 0) + 1
-        parts = [f"{len(survey.entries)} entries"]
-        parts += [f"{counts[s]} {s}" for s in (EntryState.IDLE, EntryState.KEPT, EntryState.UNKNOWN) if counts.get(s)]
+        self.set_class(not rows.values, "-empty")
+        parts = [f"{survey.entries} entries" if survey.complete else f"scanning… {survey.entries} entries so far"]
+        parts += [f"{survey.counts[s]} {s}" for s in (EntryState.IDLE, EntryState.KEPT, EntryState.UNKNOWN)
+                  if survey.counts.get(s)]
         if survey.quarantine:
             parts.append(f"{len(survey.quarantine)} quarantined")
-        total = sum(e.size_bytes or 0 for e in survey.entries)
-        parts.append(human_bytes(total))
+        parts.append(human_bytes(survey.total_bytes))
         if survey.process_error:
             parts.append("process check failed")
         self.set_status(" · ".join(parts))
-
-    def _apply_rows(self, new: dict[str, dict[str, SortCell]]) -> None:
-        """The table's keyed diff, by each cell's text and sort key; re-sorted on a change."""
-        seen = {key: tuple((cells[c.key].plain, cells[c.key].sort_key) for c in COLUMNS)
-                for key, cells in new.items()}
-        with self.app.batch_update():
-            if self.table.update_rows(seen, lambda key, _seen: [new[key][c.key] for c in COLUMNS]):
-                self._sort()
 
     # -- the selected row in full ------------------------------------------------------------
 
@@ -267,40 +398,51 @@ class ScratchPane(Pane):
         from engine.text import show_name
 
         detail = self.query_one("#scratch-detail", DetailLine)
-        row = self._items.get(self.table.selected_key or "")
-        if row is None:
-            detail.show("")
+        key = self.table.selected_key or ""
+        rows = self._rows
+        value = rows.values.get(key) if rows is not None else None
+        page = self.table.page_text()
+        where = f" · {page}" if page else ""
+        if value is None:
+            detail.show(page)
             return
-        kind, item = row
-        if kind is RowKind.QUARANTINED:
-            expires = "" if self.last_survey is None else time.strftime(
-                "%Y-%m-%d %H:%M", time.localtime(item.expires_at(self.settings.scratch.quarantine_hours)))
+        if value[0] is RowKind.QUARANTINED:
+            item = rows.quarantined.get(key)
+            if item is None:
+                detail.show(f"quarantine/{show_name(value[1])}{where}")
+                return
+            expires = time.strftime("%Y-%m-%d %H:%M",
+                                    time.localtime(item.expires_at(self.settings.scratch.quarantine_hours)))
             detail.show(f"quarantine/{show_name(item.file_name)} · quarantined {time.strftime('%Y-%m-%d %H:%M', time.localtime(item.quarantined_at))}"
-                          f" · deleted after {expires} unless written to · u restores it to scratch/{show_name(item.name)}")
+                          f" · deleted after {expires} unless written to · u restores it to scratch/{show_name(item.name)}"
+                          f"{where}")
             return
-        text = f"scratch/{show_name(item.name)} · {item.state}"
-        if item.kept_reason:
-            text += f": {show_name(item.kept_reason)}"
-        if item.arrived_seconds is not None:
-            text += f" · {item.age_text}"
-        elif item.idle_seconds is not None:
-            text += f" · idle {human_duration(item.idle_seconds)}"
-        if item.size_bytes is not None:
-            text += f" · {human_bytes(item.size_bytes)}"
-        if item.processes:
+        _kind, name, state, idle, size, reason, _pids, arrived = value
+        text = f"scratch/{show_name(name)} · {state}"
+        if reason:
+            text += f": {show_name(reason)}"
+        if arrived is not None:
+            text += f" · {_age_text(idle, arrived)}"
+        elif idle is not None:
+            text += f" · idle {human_duration(idle)}"
+        if size is not None:
+            text += f" · {human_bytes(size)}"
+        processes = rows.processes.get(name, ())
+        if processes:
             procs = ", ".join(f"{j.proc.pid} {show_name(j.proc.name)} ({j.role.value}"
                               f"{' ' + j.label if j.label and j.role.value == 'registered' else ''})"
-                              for j in item.processes)
+                              for j in processes)
             text += f" · processes inside: {procs}"
-        detail.show(text)
+        detail.show(text + where)
 
     # -- sorting -------------------------------------------------------------------------
 
     def _sort(self) -> None:
+        rows = self._rows
+        if rows is None:
+            return
         table = self.table
-        column, name = table.column_of(self.SORTS[self._sort_index]), table.column_of("name")
-        seen = table.values  # per row, per column: (text, sort key)
-        table.order(lambda key: (seen[key][column][1], seen[key][name][1]), reverse=self._sort_reverse)
+        table.set_order(sorted_keys(rows.values, rows.base, self.sort_column, self._sort_reverse))
         table.sync()
 
     @property
@@ -345,13 +487,15 @@ class ScratchPane(Pane):
     def _plan(self) -> None:
         from engine.scratch.plan import plan_prune
 
+        stop = get_current_worker().cancelled_event  # the app quits: the walks stop, nothing is asked
         try:
             target, options = self._target_and_options()
-            plan = plan_prune(target, options)
+            plan = plan_prune(target, options, stop=stop)
         except Exception as exc:  # a thread reports any error
             self.post_message(self.Planned(error=str(exc)))
             return
-        self.post_message(self.Planned(plan, target, options))
+        if not stop.is_set():
+            self.post_message(self.Planned(plan, target, options))
 
     def on_scratch_pane_planned(self, message: Planned) -> None:
         if message.error is not None:
@@ -413,14 +557,14 @@ class ScratchPane(Pane):
 
     def action_restore(self) -> None:
         table = self.table
-        if table.row_count == 0:
+        if table.row_total == 0:
             self.notify("nothing to restore", timeout=2)
             return
-        row = self._items.get(table.selected_key or "")
-        if row is None or row[0] is not RowKind.QUARANTINED:
+        value = self._rows.values.get(table.selected_key or "") if self._rows is not None else None
+        if value is None or value[0] is not RowKind.QUARANTINED:
             self.notify("select a quarantined row (state 'quarantined') to restore it", timeout=3)
             return
-        self._restore(row[1].file_name)
+        self._restore(value[1])
 
     @work(thread=True, exclusive=True, group="scratch-restore")
     def _restore(self, file_name: str) -> None:

@@ -477,6 +477,20 @@ class ProcessRegistry:
 
         return list_hermes_sessions(self.home.root)
 
+    def change_key(self) -> tuple:
+        """Changes whenever a listing of sessions that are all finished could: a session
+        folder added or removed (the sessions folder's mtime), hermes-agent's
+        processes.json rewritten. Two equal keys with nothing running in between: the
+        listing is the same (a running session may end without changing it)."""
+        def stamp(path: str):
+            try:
+                st = os.stat(path)
+            except OSError:
+                return None
+            return st.st_mtime_ns, st.st_size, st.st_ino
+
+        return stamp(os.fspath(self.root)), stamp(f"{self.home.root}/{HERMES_PROCESSES_FILE}")
+
     def list_with_hermes(self, include_finished: bool = True) -> Listing:
         """Our sessions and hermes-agent's, by start time, with what could not be read,
         from one scan of the folders."""

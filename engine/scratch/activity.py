@@ -37,12 +37,16 @@ import enum
 import os
 import signal
 import stat as st
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 _OPEN_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 GIT_FILE_DEPTH = 4  # levels below the entry where a linked worktree's ".git" file is looked for
+
+
+STOPPED = "the walk was stopped before it ended"  # the error of a walk ended by its caller
 
 
 class TouchState(enum.StrEnum):
@@ -114,6 +118,9 @@ def walk_start_moment() -> float:
     return time.time() - FS_CLOCK_LAG
 
 
+_STOPPED = Activity(TouchState.SCAN_FAILED, error=STOPPED)
+
+
 def _describe(exc: OSError, where: str) -> str:
     """The failing path as a quoted repr (it is outside text: a name may hold a
     newline or ESC) and the error."""
@@ -121,7 +128,8 @@ def _describe(exc: OSError, where: str) -> str:
 
 
 def scan_activity(path: str | os.PathLike[str], cutoff: float, *, count_top: bool = True,
-                  full: bool = False, arrival_cutoff: float | None = None) -> Activity:
+                  full: bool = False, stop: threading.Event | None = None,
+                  arrival_cutoff: float | None = None) -> Activity:
     """Scan ``path`` (a top-level scratch entry); an mtime ``>= cutoff`` is recent,
     and so is the top's ctime ``>= arrival_cutoff`` (its arrival; None: not counted).
 
@@ -131,7 +139,10 @@ def scan_activity(path: str | os.PathLike[str], cutoff: float, *, count_top: boo
 
     ``full=True`` does not stop at the first recent mtime: a touched entry is walked
     to the end too, so its size and newest mtime are known from the same walk (a
-    listing that shows every size pays one walk per entry, not two)."""
+    listing that shows every size pays one walk per entry, not two).
+
+    ``stop`` set (the caller is going away) ends the walk at the next directory as
+    ``scan-failed``, which every caller treats as "keep"."""
     path = os.fspath(path)
     try:
         top = os.lstat(path)
@@ -151,7 +162,7 @@ def scan_activity(path: str | os.PathLike[str], cutoff: float, *, count_top: boo
         state = TouchState.TOUCHED if touched or arrived is not None else TouchState.IDLE
         return Activity(state, newest, top.st_size, arrived_at=arrived, top_id=top_id)
     stop_at = float("inf") if full else cutoff
-    act = _walk(path, stop_at, newest if newest is not None else float("-inf"), 0)
+    act = _walk(path, stop_at, newest if newest is not None else float("-inf"), 0, stop)
     if act.failed:
         return act
     written = touched or (act.newest_mtime is not None and act.newest_mtime >= cutoff)
@@ -164,7 +175,8 @@ def scan_activity(path: str | os.PathLike[str], cutoff: float, *, count_top: boo
     return Activity(act.state, act.newest_mtime, act.size_bytes, git_files=act.git_files, top_id=top_id)
 
 
-def _walk(root_path: str, cutoff: float, newest: float, size: int) -> Activity:
+def _walk(root_path: str, cutoff: float, newest: float, size: int, stop: threading.Event | None = None
+          ) -> Activity:
     """Depth-first over directory fds: each directory is opened relative to its
     parent's fd, listed once, and its children are lstat-ed by name. No path string
     is ever handed to the kernel below the top, so a tree deeper than PATH_MAX is
@@ -206,6 +218,8 @@ def _walk(root_path: str, cutoff: float, newest: float, size: int) -> Activity:
                 os.close(branch.pop()[0])
             if not branch:
                 break
+            if stop is not None and stop.is_set():
+                return _STOPPED
             parent_fd, pending, parent_where = branch[-1]
             name = pending.pop()
             where = parent_where + "/" + name
@@ -229,11 +243,12 @@ PARALLEL_MIN_ENTRIES = 8
 # left after this long is split across forked children: a listing of small entries
 # (done in a few milliseconds) never pays for a fork, a big one pays it once.
 SOLO_SECONDS = 0.05
+# Entries per block of a split scan (one pickled list per block through a child's pipe).
+BLOCK = 64
 
 
-def _scan_chunk(paths: list[str], cutoff: float, count_top: bool = True, full: bool = False,
-                arrival: float | None = None) -> list[Activity]:
-    return [scan_activity(p, cutoff, count_top=count_top, full=full, arrival_cutoff=arrival) for p in paths]
+def _scan_chunk(paths: list[str], cutoff: float, count_top: bool = True, full: bool = False) -> list[Activity]:
+    return [scan_activity(p, cutoff, count_top=count_top, full=full) for p in paths]
 
 
 def _cpus() -> int:
@@ -257,90 +272,114 @@ def _worker_count(requested: int | None, n_paths: int) -> int:
 def scan_many(paths: list[str], cutoff: float, workers: int | None = None, *, count_top: bool = True,
               full: bool = False, arrival_cutoff: float | None = None) -> list[Activity]:
     """``scan_activity`` for every path, in order (``count_top``, ``full`` and
-    ``arrival_cutoff`` as there).
+    ``arrival_cutoff`` as there): :func:`iter_scan`'s results as one list."""
+    return list(iter_scan(paths, cutoff, workers, count_top=count_top, full=full, arrival_cutoff=arrival_cutoff))
+
+
+def iter_scan(paths: list[str], cutoff: float, workers: int | None = None, *, count_top: bool = True,
+              full: bool = False, stop: threading.Event | None = None,
+              arrival_cutoff: float | None = None) -> Iterator[Activity]:
+    """``scan_activity`` for every path, yielded in order as each is known, so a caller
+    can use (and let go of) each result before the last walk has ended.
 
     The walk is bound by per-inode Python work under the GIL, so threads do not help;
     the entries are dealt round-robin to ``workers - 1`` forked children plus this
     process. Without ``workers`` the first SOLO_SECONDS are walked here alone and
     only the entries left after that are split (at least PARALLEL_MIN_ENTRIES of
-    them, and never more children than CPUs). A child only walks and writes its
-    pickled results to a pipe, then ``_exit``s (no atexit handlers, no logging, nothing inherited is touched). If a
-    fork or a child fails, its share is scanned here: a failure costs time, never a
-    wrong answer.
-    """
+    them, and never more children than CPUs). A child only walks and writes each
+    pickled result to its pipe as it has it, then ``_exit``s (no atexit handlers, no
+    logging, nothing inherited is touched); this process reads the children's pipes in
+    the entries' order. If a fork or a child fails, its share is scanned here: a
+    failure costs time, never a wrong answer. ``stop`` set, or the iterator closed
+    early, ends the walks: the children are killed and reaped, and every walk not
+    finished yet is ``scan-failed`` (kept)."""
     paths = [os.fspath(p) for p in paths]
-    if workers is not None:
-        return _scan_split(paths, cutoff, workers, count_top, full, arrival_cutoff)
-    done: list[Activity] = []
-    deadline = time.monotonic() + SOLO_SECONDS
-    while len(done) < len(paths) and (len(paths) - len(done) < 2 or time.monotonic() < deadline):
-        done.append(scan_activity(paths[len(done)], cutoff, count_top=count_top, full=full,
-                                  arrival_cutoff=arrival_cutoff))
-    return done + _scan_split(paths[len(done):], cutoff, None, count_top, full, arrival_cutoff)
+    start = 0
+    if workers is None:
+        deadline = time.monotonic() + SOLO_SECONDS
+        while start < len(paths) and (len(paths) - start < 2 or time.monotonic() < deadline):
+            stopped = stop is not None and stop.is_set()
+            yield _STOPPED if stopped else scan_activity(paths[start], cutoff, count_top=count_top, full=full,
+                                                         stop=stop, arrival_cutoff=arrival_cutoff)
+            start += 1
+    yield from _scan_split(paths[start:], cutoff, workers, count_top, full, stop, arrival_cutoff)
 
 
 def _scan_split(paths: list[str], cutoff: float, workers: int | None, count_top: bool, full: bool,
-                arrival: float | None = None) -> list[Activity]:
-    """The entries dealt round-robin to forked children plus this process."""
+                stop: threading.Event | None, arrival: float | None = None) -> Iterator[Activity]:
+    """The entries dealt round-robin to forked children plus this process, in order."""
     if not paths:
-        return []
+        return
     n = _worker_count(workers, len(paths))
+
+    def here(i: int) -> Activity:
+        if stop is not None and stop.is_set():
+            return _STOPPED
+        return scan_activity(paths[i], cutoff, count_top=count_top, full=full, stop=stop, arrival_cutoff=arrival)
+
     if n <= 1:
-        return _scan_chunk(paths, cutoff, count_top, full, arrival)
+        yield from (here(i) for i in range(len(paths)))
+        return
     import pickle  # here: a listing that forks nothing does not pay for it
-    shares = [list(range(i, len(paths), n)) for i in range(n)]
-    children: list[tuple[int, int, list[int]]] = []  # (pid, read fd, indexes)
-    for share in shares[1:]:
-        try:
-            r, w = os.pipe()
-        except OSError:
-            shares[0].extend(share)
-            continue
-        try:
-            pid = os.fork()
-        except OSError:
-            os.close(r)
-            os.close(w)
-            shares[0].extend(share)
-            continue
-        if pid == 0:  # the child
-            code = 0
+
+    # Dealt in blocks of BLOCK entries, block b to share b % n (0: this process): a child
+    # pickles one block's results at a time, and this process reads them block by block.
+    blocks = [range(b, min(b + BLOCK, len(paths))) for b in range(0, len(paths), BLOCK)]
+    readers: dict[int, object] = {}  # share number -> its child's pipe (absent: walked here)
+    pids: list[int] = []
+    try:
+        for k in range(1, n):
             try:
+                r, w = os.pipe()
+            except OSError:
+                continue
+            try:
+                pid = os.fork()
+            except OSError:
                 os.close(r)
-                data = pickle.dumps(_scan_chunk([paths[i] for i in share], cutoff, count_top, full, arrival))
-                with os.fdopen(w, "wb") as out:
-                    out.write(data)
-            except BaseException:
-                code = 1
-            os._exit(code)
-        os.close(w)
-        children.append((pid, r, share))
-    results: list[Activity | None] = [None] * len(paths)
-    for i in shares[0]:
-        results[i] = scan_activity(paths[i], cutoff, count_top=count_top, full=full, arrival_cutoff=arrival)
-    for pid, r, share in children:
-        chunks = []
-        with os.fdopen(r, "rb") as inp:
-            while True:
-                block = inp.read(1 << 16)
-                if not block:
-                    break
-                chunks.append(block)
-        try:
-            _, status = os.waitpid(pid, 0)
-        except ChildProcessError:
-            status = 1
-        got: list[Activity] | None = None
-        if status == 0:
+                os.close(w)
+                continue
+            if pid == 0:  # the child
+                code = 0
+                try:
+                    os.close(r)
+                    with os.fdopen(w, "wb") as out:
+                        for block in blocks[k::n]:
+                            pickle.dump([here(i) for i in block], out)
+                            out.flush()
+                except BaseException:
+                    code = 1
+                os._exit(code)
+            os.close(w)
+            pids.append(pid)
+            readers[k] = os.fdopen(r, "rb")
+        for b, block in enumerate(blocks):
+            got = None
+            inp = readers.get(b % n)
+            if stop is not None and stop.is_set():
+                inp = None  # the caller is going away: no child is waited for
+            if inp is not None:
+                try:
+                    got = pickle.load(inp)
+                except Exception:  # the child died or wrote garbage: the rest of its share is walked here
+                    got = None
+                if not (isinstance(got, list) and len(got) == len(block)):
+                    inp.close()
+                    del readers[b % n]
+                    got = None
+            yield from (got if got is not None else (here(i) for i in block))
+    finally:
+        for inp in readers.values():
+            inp.close()
+        for pid in pids:
             try:
-                got = pickle.loads(b"".join(chunks))
-            except Exception:
-                got = None
-        if got is None or len(got) != len(share):
-            got = _scan_chunk([paths[i] for i in share], cutoff, count_top, full, arrival)
-        for i, act in zip(share, got, strict=True):
-            results[i] = act
-    return [r for r in results if r is not None]
+                os.kill(pid, signal.SIGKILL)  # ours and not yet reaped: the pid cannot be another's
+            except OSError:
+                pass
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
 
 
 # --------------------------------------------------------------------------------------

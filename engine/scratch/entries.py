@@ -6,13 +6,16 @@ prune plan, so the two can never disagree about why an entry stays.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import os
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from engine.fsutil import tree_size
-from engine.scratch.activity import Activity, TouchState, scan_many, walk_start_moment
+from engine.scratch.activity import Activity, TouchState, iter_scan, walk_start_moment
 from engine.scratch.keep import static_keep_reason
 from engine.scratch.ownership import JudgedProcess, judge_snapshot
 from engine.scratch.procscan import ProcScanError, scan_processes
@@ -65,8 +68,8 @@ class EntryReport:
             "name": self.name,
             "path": self.path,
             "state": self.state,
-            "idle_seconds": self.idle_seconds,
             "arrived_seconds": self.arrived_seconds,
+            "idle_seconds": self.idle_seconds,
             "size_bytes": self.size_bytes,
             "kept_reason": self.kept_reason,
             "pids": self.pids,
@@ -174,6 +177,26 @@ def _activity_reason(act: Activity) -> str | None:
     return None
 
 
+@dataclass
+class SurveyStream:
+    """A survey whose entries come one at a time (:func:`stream_survey`): everything a
+    :class:`Survey` has, but ``entries`` is an iterator, in name order, each report made
+    as its walk ends, so a listing of 100,000 entries holds one at a time. Iterate it
+    once; ``count`` says how many it will give."""
+
+    target: PruneTarget
+    now: float
+    cutoff: float
+    idle_hours: float
+    count: int
+    entries: Iterator[EntryReport]
+    processes: tuple[JudgedProcess, ...]
+    process_error: str | None
+    quarantine: tuple[QuarantinedEntry, ...]
+    walked_at: float = 0.0
+    arrival_cutoff: float | None = None
+
+
 def survey_scratch(
     target: PruneTarget,
     options: PruneOptions,
@@ -181,22 +204,47 @@ def survey_scratch(
     now: float | None = None,
     with_sizes: bool = False,
     size_cache: SizeCache | None = None,
+    stop: threading.Event | None = None,
 ) -> Survey:
+    """Every entry's report at once: :func:`stream_survey` gathered into a Survey."""
+    stream = stream_survey(target, options, now=now, with_sizes=with_sizes, size_cache=size_cache, stop=stop)
+    return Survey(
+        target=stream.target,
+        now=stream.now,
+        cutoff=stream.cutoff,
+        idle_hours=stream.idle_hours,
+        entries=tuple(stream.entries),
+        processes=stream.processes,
+        process_error=stream.process_error,
+        quarantine=stream.quarantine,
+        walked_at=stream.walked_at,
+        arrival_cutoff=stream.arrival_cutoff,
+    )
+
+
+def stream_survey(
+    target: PruneTarget,
+    options: PruneOptions,
+    *,
+    now: float | None = None,
+    with_sizes: bool = False,
+    size_cache: SizeCache | None = None,
+    stop: threading.Event | None = None,
+) -> SurveyStream:
     """Scan every entry (in parallel processes when there are many), the keep rules
     and /proc. ``with_sizes`` also measures entries the activity walk did not finish
     (active ones), for listings; the prune does not need it. Without a ``size_cache``
     the activity walks themselves go to the end; with one (the pane, refreshing every
-    few seconds) they stop early and active sizes come from the cache."""
+    few seconds) they stop early and active sizes come from the cache.
+
+    /proc is read first (each report needs the processes inside its entry), then the
+    entries are walked as the caller iterates. ``stop`` set ends the walks still to
+    come as ``scan-failed`` (unknown, kept): a caller going away stops at once."""
     now = time.time() if now is None else now
     cutoff = now - options.idle_hours * 3600.0
     arrival_cutoff = options.arrival_cutoff(now)
     names = _list_names(target)
     named = list_entry_paths(target, names)
-    walked_at = walk_start_moment()
-    # A listing without a cache wants every size: one full walk per entry gives both
-    # the state and the size (an active entry is not walked twice).
-    activities = scan_many([p for _n, p in named], cutoff, full=with_sizes and size_cache is None,
-                           arrival_cutoff=arrival_cutoff)
     process_error = None
     judged: list[JudgedProcess] = []
     try:
@@ -210,43 +258,63 @@ def survey_scratch(
     for j in judged:
         if j.area == "scratch" and j.entry is not None:
             by_entry.setdefault(j.entry, []).append(j)
-    reports = []
-    for (name, path), act in zip(named, activities, strict=True):
-        procs = tuple(by_entry.get(name, ()))
-        keeper = next((j for j in procs if j.keeps), None)
-        rule = static_keep_reason(path) or (keeper.keep_reason() if keeper else None)
-        if rule is None and act.idle and process_error:
-            rule = f"process check failed ({process_error}), nothing is deleted"
-        if rule is not None:
-            state, reason = EntryState.KEPT, rule
-        elif act.failed:
-            state, reason = EntryState.UNKNOWN, _activity_reason(act)
-        elif act.touched:
-            state, reason = EntryState.ACTIVE, None
-        else:
-            state, reason = EntryState.IDLE, None
-        idle_s = arrived_s = None
-        if act.arrived_at is not None:
-            idle_s = arrived_s = max(0.0, now - act.arrived_at)
-        elif not act.failed and act.newest_mtime is not None:
-            idle_s = max(0.0, now - act.newest_mtime)
-        size = act.size_bytes
-        if size is None and with_sizes:
-            size = size_cache.size(path, now) if size_cache is not None else tree_size(path)
-        reports.append(EntryReport(name, path, act, state, idle_s, size, reason, procs, arrived_s))
-    reports.extend(_leftover_reports(target, names, by_entry, with_sizes))
-    reports.sort(key=lambda r: r.name)
-    if size_cache is not None:
-        size_cache.forget_except({p for _n, p in named})
-    return Survey(
+    walked_at = walk_start_moment()
+
+    def reports() -> Iterator[EntryReport]:
+        # A listing without a cache wants every size: one full walk per entry gives both
+        # the state and the size (an active entry is not walked twice).
+        activities = iter_scan([p for _n, p in named], cutoff, full=with_sizes and size_cache is None, stop=stop,
+                               arrival_cutoff=arrival_cutoff)
+        leftovers = iter(_leftover_reports(target, names, by_entry, with_sizes))
+        left = next(leftovers, None)
+        with contextlib.closing(activities):
+            for (name, path), act in zip(named, activities, strict=True):
+                while left is not None and left.name < name:  # in name order with the others
+                    yield left
+                    left = next(leftovers, None)
+                sized = with_sizes and not (stop is not None and stop.is_set())  # a stopped walk is not redone
+                yield _report(name, path, act, tuple(by_entry.get(name, ())), process_error, now, sized, size_cache)
+        while left is not None:
+            yield left
+            left = next(leftovers, None)
+        if size_cache is not None:
+            size_cache.forget_except({p for _n, p in named})
+
+    return SurveyStream(
         target=target,
         now=now,
         cutoff=cutoff,
         idle_hours=options.idle_hours,
-        entries=tuple(reports),
+        count=len(named) + sum(1 for n in names if n.startswith(TRASH_PREFIX)),
+        entries=reports(),
         processes=tuple(judged),
         process_error=process_error,
         quarantine=tuple(list_quarantine(target.quarantine_dir)),
         walked_at=walked_at,
         arrival_cutoff=arrival_cutoff,
     )
+
+
+def _report(name: str, path: str, act: Activity, procs: tuple[JudgedProcess, ...], process_error: str | None,
+            now: float, with_sizes: bool, size_cache: SizeCache | None) -> EntryReport:
+    keeper = next((j for j in procs if j.keeps), None)
+    rule = static_keep_reason(path) or (keeper.keep_reason() if keeper else None)
+    if rule is None and act.idle and process_error:
+        rule = f"process check failed ({process_error}), nothing is deleted"
+    if rule is not None:
+        state, reason = EntryState.KEPT, rule
+    elif act.failed:
+        state, reason = EntryState.UNKNOWN, _activity_reason(act)
+    elif act.touched:
+        state, reason = EntryState.ACTIVE, None
+    else:
+        state, reason = EntryState.IDLE, None
+    idle_s = arrived_s = None
+    if act.arrived_at is not None:
+        idle_s = arrived_s = max(0.0, now - act.arrived_at)
+    elif not act.failed and act.newest_mtime is not None:
+        idle_s = max(0.0, now - act.newest_mtime)
+    size = act.size_bytes
+    if size is None and with_sizes:
+        size = size_cache.size(path, now) if size_cache is not None else tree_size(path)
+    return EntryReport(name, path, act, state, idle_s, size, reason, procs, arrived_s)

@@ -6,6 +6,7 @@ executing it re-validates every candidate right before it goes (see execute.py).
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 
@@ -127,15 +128,27 @@ def plan_from_survey(survey: Survey, options: PruneOptions) -> PrunePlan:
     )
 
 
-def plan_prune(target: PruneTarget, options: PruneOptions, *, now: float | None = None) -> PrunePlan:
-    """Survey the scratch folder and say what a pass would do. Changes nothing."""
-    return plan_from_survey(survey_scratch(target, options, now=time.time() if now is None else now), options)
+def plan_prune(target: PruneTarget, options: PruneOptions, *, now: float | None = None,
+               stop: threading.Event | None = None) -> PrunePlan:
+    """Survey the scratch folder and say what a pass would do. Changes nothing. ``stop``
+    set ends the walks (the entries not walked stay, unknown): a plan for a caller going away."""
+    return plan_from_survey(survey_scratch(target, options, now=time.time() if now is None else now, stop=stop),
+                            options)
 
 
-def describe_plan(plan: PrunePlan) -> list[str]:
+def describe_plan(plan: PrunePlan, limit: int | None = None) -> list[str]:
     """The plan as plain lines: what goes (and how many bytes), which processes get
     which signal, what expires from quarantine, what stays and why. Shared by the
-    CLI prompt and the approval modal, so both show exactly the same plan."""
+    CLI prompt and the approval modal, so both show exactly the same plan. ``limit``
+    (the modal's) lists at most that many items of each part, then says how many more."""
+
+    def listed(items, line):
+        shown = list(items if limit is None else items[:limit])
+        out = [line(item) for item in shown]
+        if len(items) > len(shown):
+            out.append(f"  … and {len(items) - len(shown):,} more (hermes-tui prune --dry-run lists every one)")
+        return out
+
     verb = f"to quarantine for {plan.quarantine_hours:g}h" if plan.quarantines else "to delete"
     n = len(plan.candidates)
     scratch = plan.scratch_dir.rstrip("/") + "/"
@@ -145,20 +158,18 @@ def describe_plan(plan: PrunePlan) -> list[str]:
 
     lines = [f"Scratch {show_name(plan.scratch_dir)}, idle window {plan.idle_hours:g}h.",
              f"{n} entr{'y' if n == 1 else 'ies'} {verb}, {human_bytes(plan.total_bytes)}:"]
-    for c in plan.candidates:
-        lines.append(f"  - {short(c.path)}  idle {human_duration(c.idle_seconds)}, {human_bytes(c.size_bytes)}")
+    lines += listed(plan.candidates,
+                    lambda c: f"  - {short(c.path)}  idle {human_duration(c.idle_seconds)}, {human_bytes(c.size_bytes)}")
     if plan.signals:
         lines.append("Processes to signal (SIGTERM, then SIGKILL if still running after the grace period):")
-        for s in plan.signals:
-            lines.append(f"  - pid {s.pid} ({show_name(s.name)}) cwd {short(s.cwd)}: {show_name(s.why)}")
+        lines += listed(plan.signals,
+                        lambda s: f"  - pid {s.pid} ({show_name(s.name)}) cwd {short(s.cwd)}: {show_name(s.why)}")
     if plan.expiring:
         lines.append("Quarantined entries whose hours are over (deleted unless written to since):")
-        for e in plan.expiring:
-            lines.append(f"  - {show_name(e.path)}  {human_bytes(e.size_bytes)}")
+        lines += listed(plan.expiring, lambda e: f"  - {show_name(e.path)}  {human_bytes(e.size_bytes)}")
     if plan.kept:
         lines.append("Staying:")
-        for k in plan.kept:
-            lines.append(f"  - {short(k.path)}: {show_name(k.reason)}")
+        lines += listed(plan.kept, lambda k: f"  - {short(k.path)}: {show_name(k.reason)}")
     if plan.process_error:
         lines.append(f"The process check failed ({show_name(plan.process_error)}): nothing is deleted.")
     return lines

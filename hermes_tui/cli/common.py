@@ -13,6 +13,7 @@ import sys
 # Not `from typing import TYPE_CHECKING`: importing typing alone is ~10% of `--help`.
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # imported lazily at run time: --help must not pay for YAML and the engine
+    from collections.abc import Iterable
     from typing import Any
 
     from engine.config import Settings
@@ -67,6 +68,29 @@ def print_json(obj: Any) -> None:
     import json
 
     sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def print_json_streamed(head: dict, key: str, items: Iterable[Any], tail: dict) -> None:
+    """The document ``print_json`` would write for ``{**head, key: [*items], **tail}``,
+    byte for byte, written as ``items`` come: the list is never held."""
+    import json
+
+    dumps = json.JSONEncoder(indent=2, sort_keys=False, default=str).encode  # one encoder for every item
+
+    write = sys.stdout.write
+    write("{\n")
+    for k, v in head.items():
+        write("  " + dumps(k) + ": " + dumps(v).replace("\n", "\n  ") + ",\n")
+    write("  " + dumps(key) + ": [")
+    first = True
+    for item in items:
+        write(("\n" if first else ",\n") + "    " + dumps(item).replace("\n", "\n    "))
+        first = False
+    write("]" if first else "\n  ]")
+    for k, v in tail.items():
+        write(",\n  " + dumps(k) + ": " + dumps(v).replace("\n", "\n  "))
+    write("\n}\n")
     sys.stdout.flush()
 
 

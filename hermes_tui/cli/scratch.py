@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from hermes_tui.cli.common import EXIT_FAILED, EXIT_OK, CliError, Context, add_json_flag, print_json
+from hermes_tui.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    CliError,
+    Context,
+    add_json_flag,
+    print_json,
+    print_json_streamed,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,13 +37,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _survey(ctx: Context):
-    from engine.scratch.entries import SurveyError, survey_scratch
+    """The survey as a stream (entries one at a time) and the options it used."""
+    from engine.scratch.entries import SurveyError, stream_survey
     from engine.scratch.target import PruneOptions, PruneTarget
 
     target = PruneTarget.of(ctx.home)
     options = PruneOptions.from_settings(ctx.home, ctx.settings)
     try:
-        return survey_scratch(target, options, with_sizes=True), options
+        return stream_survey(target, options, with_sizes=True), options
     except SurveyError as exc:
         raise CliError(str(exc), EXIT_FAILED) from None
 
@@ -55,25 +64,25 @@ def run_list(ctx: Context) -> int:
         for q in survey.quarantine
     ]
     if ctx.json:
-        print_json({
+        # Streamed: each entry is written as its walk ends (100,000 entries are never held).
+        print_json_streamed({
             "scratch_dir": str(survey.target.scratch_dir),
             "idle_hours": survey.idle_hours,
             "process_error": survey.process_error,
-            "entries": [e.to_json() for e in survey.entries],
-            "quarantined": quarantine,
-        })
+        }, "entries", (e.to_json() for e in survey.entries), {"quarantined": quarantine})
         return EXIT_OK
     print(f"{survey.target.scratch_dir}  (pruned after {survey.idle_hours:g}h idle)")
-    if not survey.entries:
+    # The columns are as wide as their widest value: only each row's text is held.
+    rows = [("NAME", "STATE", "IDLE", "SIZE", "PIDS", "WHY KEPT")]
+    for e in survey.entries:
+        rows.append((
+            show_name(e.name), e.state, e.age_text if e.idle_seconds is not None else "-",
+            human_bytes(e.size_bytes) if e.size_bytes is not None else "?",
+            ",".join(map(str, e.pids)) or "-", show_name(e.kept_reason or ""),
+        ))
+    if len(rows) == 1:
         print("no entries")
     else:
-        rows = [("NAME", "STATE", "IDLE", "SIZE", "PIDS", "WHY KEPT")]
-        for e in survey.entries:
-            rows.append((
-                show_name(e.name), e.state, e.age_text if e.idle_seconds is not None else "-",
-                human_bytes(e.size_bytes) if e.size_bytes is not None else "?",
-                ",".join(map(str, e.pids)) or "-", show_name(e.kept_reason or ""),
-            ))
         widths = [max(len(r[i]) for r in rows) for i in range(5)]
         for r in rows:
             print("  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=True)) + "  " + r[5])

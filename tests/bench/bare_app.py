@@ -1,7 +1,8 @@
 """The reference for bench_app.py: a bare Textual app with a Header, a Footer and a
 DataTable, and the same kinds of reaction to the same keys as hermes-tui (``n``,
 ``enter`` and ``?`` open a modal screen, ``z`` hides part of the layout). Started
-the same way as hermes-tui (``python bare_app.py`` in a terminal)."""
+the same way as hermes-tui (``python bare_app.py`` in a terminal); ``--clock`` shows the
+header's clock (redrawn every second), the reference for idle CPU."""
 
 from __future__ import annotations
 
@@ -35,8 +36,12 @@ class BareApp(App):
     ]
     CSS = "#side { width: 1fr; } #panes.-zoomed #side { display: none; }"
 
+    def __init__(self, clock: bool = False) -> None:
+        super().__init__()
+        self.clock = clock
+
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield Header(show_clock=self.clock)
         with Horizontal(id="panes"):
             with Vertical(id="main"):
                 yield DataTable(id="table")
@@ -61,4 +66,6 @@ class BareApp(App):
 
 
 if __name__ == "__main__":
-    BareApp().run()
+    import sys
+
+    BareApp(clock="--clock" in sys.argv[1:]).run()  # --clock: the header's clock ticks every second

@@ -1,6 +1,7 @@
 """App benchmark (issue 12): hermes-tui against a bare Textual app, in the same run.
 
-    python tests/bench/bench_app.py [--runs N] [--key-runs N] [--idle-seconds 60] [--only frame|keys|idle]
+    python tests/bench/bench_app.py [--runs N] [--key-runs N] [--idle-seconds 60] [--only frame|keys|idle|homes]
+        [--homes empty,demo,sessions,scratch] [--home-key-runs N]
 
 The reference is tests/bench/bare_app.py: a Header, a Footer and a DataTable, with
 ``n``/``enter``/``?`` opening a modal screen and ``z`` hiding part of the layout.
@@ -26,6 +27,14 @@ The reference is tests/bench/bare_app.py: a Header, a Footer and a DataTable, wi
     after their first frame and a settling pause, for --idle-seconds (60 by default; use
     10 for a quick run); the figure is user+system CPU of the app process as a share of
     one core. Both sides see the same seconds of the same machine.
+(homes) Issue 22: each home built by the bench (tests/bench/homes.py: empty, the demo's,
+    10/100/1,000 running sessions, 1,000/10,000/100,000 scratch entries), hermes-tui on it
+    and the bare app with its clock ticking (``--clock``) on their own terminals at once:
+    idle CPU over the same --idle-seconds once both have settled, RSS, key to frame (the
+    key written to the terminal until the burst of output it caused has been written;
+    each round alternates with the bare app's z), and q to exit (on a scratch home right
+    after r started a survey). Under the table, how each cost grew from the smallest to
+    the largest home of a kind, against the growth of the size.
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ import fcntl
 import os
 import pty
 import signal
+import statistics
 import struct
 import subprocess
 import sys
@@ -46,7 +56,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import REPO, JsonChild, Table, compare, loadavg, row_from, user_env  # noqa: E402
+from harness import REPO, JsonChild, Table, compare, interleave, loadavg, row_from, user_env  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 COLS, ROWS = 160, 48
@@ -69,6 +79,8 @@ class PtyApp:
         os.close(slave)
         self.first_frame = threading.Event()
         self.first_frame_at = 0.0
+        self.output = threading.Condition()
+        self.output_at = 0.0  # when the last chunk of output arrived (perf_counter)
         self._reader = threading.Thread(target=self._drain, daemon=True)
         self._reader.start()
 
@@ -82,6 +94,9 @@ class PtyApp:
                 return
             if not data:
                 return
+            with self.output:
+                self.output_at = time.perf_counter()
+                self.output.notify_all()
             if self.first_frame.is_set():
                 continue
             seen += data
@@ -100,6 +115,54 @@ class PtyApp:
         with open(f"/proc/{self.proc.pid}/stat") as fh:
             fields = fh.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
+
+    def rss_mb(self) -> float:
+        with open(f"/proc/{self.proc.pid}/status") as fh:
+            kb = next(int(line.split()[1]) for line in fh if line.startswith("VmRSS:"))
+        return kb / 1024
+
+    def press(self, key: bytes, timeout: float = 30.0) -> float:
+        """Seconds from writing ``key`` until the frame that answers it has been written
+        (the last chunk of the burst of output it caused: output then quiet for 0.1 s)."""
+        with self.output:
+            start = time.perf_counter()
+            os.write(self.master, key)
+            if not self.output.wait_for(lambda: self.output_at > start, timeout):
+                raise TimeoutError(f"no frame after {key!r} from {self.proc.args}")
+        self.quiet(0.1)
+        answered = self.output_at - start
+        self.quiet(0.3)
+        return answered
+
+    def quiet(self, seconds: float = 0.2, timeout: float = 30.0) -> None:
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline and time.perf_counter() - self.output_at < seconds:
+            time.sleep(seconds / 4)
+
+    def settle(self, share: float = 0.03, window: float = 2.0, timeout: float = 240.0) -> None:
+        """Wait until the app's CPU over ``window`` seconds is under ``share`` of a core."""
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            before = self.cpu_seconds()
+            time.sleep(window)
+            if (self.cpu_seconds() - before) / window < share:
+                return
+
+    def timed_quit(self, before: bytes = b"") -> float:
+        """Seconds from ``q`` (after ``before``, e.g. ``r`` to start a walk) to the exit."""
+        if before:
+            os.write(self.master, before)
+            time.sleep(0.5)
+        start = time.perf_counter()
+        os.write(self.master, b"q")
+        try:
+            self.proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            self.quit()
+            return float("inf")
+        took = time.perf_counter() - start
+        self.quit()
+        return took
 
     def quit(self) -> None:
         """``q``, then (if it does not go) SIGTERM and SIGKILL to the group we started."""
@@ -297,18 +360,141 @@ def bench_idle(table: Table, seconds: float) -> None:
                        note="both apps on their own terminal over the same seconds; CPU of the app process only"))
 
 
+BARE_CLOCK = [*BARE, "--clock"]
+# What each home's keys are: (bytes, name, the key that undoes it, pressed untimed after
+# each round, so every timed press changes something). The bare app's reference key is z
+# (a zoom: part of its layout hidden or shown again), pressed in the same rounds.
+DOWN, UP, CTRL_END, CTRL_HOME = b"\x1b[B", b"\x1b[A", b"\x1b[1;5F", b"\x1b[1;5H"
+HOME_KEYS = {
+    "any": ((b"3", "key 3: to the scratch pane", b"1"), (b"2", "key 2: to the processes pane", b"1"),
+            (b"1", "key 1: to the board", b"3")),
+    "scratch": ((b"3", "key 3: to the scratch pane", b"1"), (b"1", "key 1: to the board", b"3"),
+                (b"s", "key s: sort the scratch table", b""), (DOWN, "key down: next row", UP),
+                (CTRL_END, "key ctrl+end: last row", CTRL_HOME)),
+    "sessions": ((b"2", "key 2: to the processes pane", b"1"), (b"1", "key 1: to the board", b"2"),
+                 (DOWN, "key down: next session", UP)),
+}
+# Pressed (untimed) before a family's keys: the pane they act on.
+HOME_FIRST = {"scratch": b"3", "sessions": b"2"}
+SIZES = {"sessions": (10, 100, 1000), "scratch": (1000, 10000, 100000)}
+
+
+def _homes(which: set[str]):
+    """(family, size, label, builder) for each home asked for."""
+    import homes
+
+    if "empty" in which:
+        yield "empty", 0, "empty home", homes.empty_home
+    if "demo" in which:
+        yield "demo", 0, "demo home", homes.demo_home
+    for n in SIZES["sessions"] if "sessions" in which else ():
+        yield "sessions", n, f"{n:,} running sessions", lambda n=n: homes.sessions_home(n)
+    for n in SIZES["scratch"] if "scratch" in which else ():
+        yield "scratch", n, f"{n:,} scratch entries", lambda n=n: homes.scratch_home(n)
+
+
+def bench_home(table: Table, family: str, label: str, root: Path, seconds: float, key_runs: int) -> dict:
+    """One home against the bare app with a clock, both on their own terminal at once:
+    idle CPU over the same seconds, RSS, key to frame (alternating with the bare app's z),
+    and the quit time (on a scratch home, right after r started a survey's walk)."""
+    env = {**app_env(), "HERMES_AUTO_PRUNE": "0"}
+    before = loadavg()
+    ours, bare = PtyApp([CLI, "--home", str(root)], env), PtyApp(BARE_CLOCK, app_env())
+    figures: dict[str, float] = {}
+    try:
+        for app in (ours, bare):
+            app.wait_first_frame(timeout=300)
+        ours.settle()  # the first survey and samples done: what follows is idling
+        bare.settle()
+        start = {app: app.cpu_seconds() for app in (ours, bare)}
+        t0 = time.perf_counter()
+        time.sleep(seconds)
+        wall = time.perf_counter() - t0
+        share = {app: (app.cpu_seconds() - start[app]) / wall for app in (ours, bare)}
+        figures["idle"] = share[ours]
+        table.add(row_from(f"{label}: idle CPU over {seconds:g} s (share of one core)", [share[ours]],
+                           [share[bare]], before, unit="%",
+                           aim="< 1% demo, < 0.5% empty" if family in ("demo", "empty") else "< 2%"))
+        rss = ours.rss_mb()
+        figures["rss"] = rss
+        table.add(row_from(f"{label}: RSS", [rss], [bare.rss_mb()], before, unit="MB",
+                           aim="< 200 MB" if family == "scratch" else ""))
+        for key, name, undo in HOME_KEYS.get(family, HOME_KEYS["any"]):
+            if family in HOME_FIRST and key not in (b"1", b"2", b"3", b"4"):
+                os.write(ours.master, HOME_FIRST[family])  # untimed: to the pane the key acts on
+                ours.quiet(0.3)
+
+            def timed(k=key, u=undo) -> float:
+                took = ours.press(k)
+                if u:
+                    ours.press(u)
+                return took
+
+            try:
+                a, b = interleave(timed, lambda: bare.press(b"z"), key_runs)
+            except TimeoutError as exc:
+                print(f"  {label}: {name}: {exc}", file=sys.stderr, flush=True)
+                continue
+            figures[name] = statistics.median(a)
+            table.add(row_from(f"{label}: {name} (bare: z)", a, b, before,
+                               aim="< 50 ms" if family in ("demo", "empty") else "< 100 ms"))
+        before = loadavg()
+        quit_ours = ours.timed_quit(b"r" if family == "scratch" else b"")
+        quit_bare = bare.timed_quit()
+        figures["quit"] = quit_ours
+        table.add(row_from(f"{label}: q to exit" + (" (r first: a survey walking)" if family == "scratch" else ""),
+                           [quit_ours], [quit_bare], before, unit="s", aim="< 1 s"))
+    finally:
+        for app in (ours, bare):
+            if app.proc.poll() is None:
+                app.quit()
+    return figures
+
+
+def bench_homes(table: Table, which: set[str], seconds: float, key_runs: int) -> None:
+    growth: dict[str, list[tuple[int, dict]]] = {}
+    for family, size, label, build in _homes(which):
+        print(f"  building: {label}", file=sys.stderr, flush=True)
+        root, clean_up = build()
+        try:
+            figures = bench_home(table, family, label, root, seconds, key_runs)
+        except Exception as exc:  # one home that fails leaves the others' rows
+            print(f"  {label}: not measured: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            continue
+        finally:
+            clean_up()
+        growth.setdefault(family, []).append((size, figures))
+    for family, points in growth.items():
+        if len(points) < 2:
+            continue
+        (small, first), (big, last) = points[0], points[-1]
+        times = big / small
+        for what in first:
+            if not first[what] or first[what] != first[what]:
+                continue
+            grew = last[what] / first[what]
+            verdict = "no faster than linear" if grew <= times else "FASTER than linear"
+            print(f"  growth: {family} {what}: x{grew:.2f} for x{times:g} the size ({verdict})",
+                  file=sys.stderr, flush=True)
+            table.growth.append(f"{family}, {what}: x{grew:.2f} from {small:,} to {big:,} "
+                                f"(x{times:g} the size): {verdict}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7, help="rounds for the first frame")
     ap.add_argument("--key-runs", type=int, default=11, help="rounds per key")
     ap.add_argument("--idle-seconds", type=float, default=60.0)
-    ap.add_argument("--only", choices=("frame", "keys", "idle", "board"), action="append")
+    ap.add_argument("--only", choices=("frame", "keys", "idle", "board", "homes"), action="append")
     ap.add_argument("--board-cards", type=int, action="append",
                     help="board sizes for --only board (default 10000 and 100000)")
     ap.add_argument("--board-no-dispatch", action="store_true",
                     help="the big boards' homes with kanban.dispatch: false (the pane's own share)")
+    ap.add_argument("--homes", default="empty,demo,sessions,scratch",
+                    help="with --only homes: which homes (empty, demo, sessions, scratch), comma-separated")
+    ap.add_argument("--home-key-runs", type=int, default=5, help="rounds per key on each home")
     args = ap.parse_args()
-    parts = set(args.only or ("frame", "keys", "idle", "board"))
+    parts = set(args.only or ("frame", "keys", "idle", "board", "homes"))
     table = Table("App: hermes-tui vs a bare Textual app (Header, Footer, DataTable)", "bare app")
     if "frame" in parts:
         bench_frame(table, args.runs)
@@ -319,7 +505,11 @@ def main() -> int:
     if "board" in parts:
         bench_board(table, tuple(args.board_cards or (10_000, 100_000)), args.idle_seconds, args.key_runs,
                     dispatch=not args.board_no_dispatch)
+    if "homes" in parts:
+        bench_homes(table, set(args.homes.split(",")), args.idle_seconds, args.home_key_runs)
     table.print()
+    for line in table.growth:
+        print(f"  growth: {line}")
     return 0
 
 

@@ -147,7 +147,7 @@ class Row:
         return len(self.ours.values)
 
 
-UNITS = {"s": (1.0, 3), "ms": (1000.0, 1), "us": (1e6, 0), "%": (100.0, 2)}
+UNITS = {"s": (1.0, 3), "ms": (1000.0, 1), "us": (1e6, 0), "%": (100.0, 2), "MB": (1.0, 1)}
 
 
 def interleave(ours: Side, reference: Side | None, runs: int, *, between: Callable[[], None] | None = None,
@@ -196,6 +196,7 @@ class Table:
     title: str
     reference_name: str = "reference"
     rows: list[Row] = field(default_factory=list)
+    growth: list[str] = field(default_factory=list)  # how a cost grew with the size of a home
 
     def add(self, row: Row) -> Row:
         self.rows.append(row)

@@ -1,0 +1,232 @@
+"""A big home stays light (issue 22): long lists page, a pane not shown is not
+re-surveyed, quitting stops a walk, the prune dialog of a huge plan stays short.
+
+Behaviour only: no test here times anything (the figures are tests/bench/bench_app.py's)."""
+
+from __future__ import annotations
+
+import threading
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+
+from engine.config import Settings
+from engine.home import HomeLayout
+from engine.processes import ProcessRegistry
+from engine.scratch import activity
+from hermes_tui.app import HermesApp
+from tests.support import wait_until, wait_until_pilot
+from tests.support.scratch import make_entry, target_of
+from widgets import scratch_pane
+from widgets.fit_table import Col, FitTable
+from widgets.processes_pane import COLUMNS as PROC_COLUMNS
+from widgets.processes_pane import ProcessesPane
+from widgets.scratch_pane import ScratchPane
+
+WIDE = (160, 48)
+NARROW = (80, 24)
+
+
+class TableApp(App):
+    def __init__(self, rows: int, page_rows: int) -> None:
+        super().__init__()
+        self.rows, self.page_rows = rows, page_rows
+
+    def compose(self) -> ComposeResult:
+        yield FitTable((Col("n", "N"), Col("text", "Text", flex=True)), id="t", page_rows=self.page_rows)
+
+    def on_mount(self) -> None:
+        table = self.query_one(FitTable)
+        table.set_rows({f"k{i:03d}": i for i in range(self.rows)},
+                       lambda key, value: (Text(str(value)), Text(f"row {value}")))
+        table.sync()
+        table.focus()
+
+
+async def test_a_long_table_holds_one_page_and_the_cursor_moves_the_page():
+    """Only ``page_rows`` rows are in the DataTable; the arrows, page keys and
+    ctrl+home/end cross the page's ends and the page follows; the cells of a row are
+    built only when its page is shown."""
+    app = TableApp(rows=95, page_rows=20)
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(FitTable)
+        await wait_until_pilot(pilot, lambda: table.row_count == 20)
+        assert table.row_total == 95 and table.selected_key == "k000"
+        assert set(table._built) <= {f"k{i:03d}" for i in range(20)}  # no other row's cells were made
+        for _ in range(20):
+            await pilot.press("down")
+        assert table.selected_key == "k020" and table.selected_index == 20
+        assert table.row_count == 20 and table.page_start > 0  # the page moved, still one page
+        await pilot.press("ctrl+end")
+        assert table.selected_key == "k094" and table.page_text() == "rows 76-95 of 95"
+        await pilot.press("pageup", "pageup", "pageup")
+        assert table.selected_index < 76 and table.selected_key == f"k{table.selected_index:03d}"
+        await pilot.press("ctrl+home")
+        assert table.selected_key == "k000" and table.page_start == 0
+
+
+async def test_a_sort_keeps_the_cursor_on_its_row_even_on_another_page():
+    app = TableApp(rows=95, page_rows=20)
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(FitTable)
+        await wait_until_pilot(pilot, lambda: table.row_count == 20)
+        table.go_to(5)
+        table.set_order(sorted(table.keys, reverse=True))  # k005 is now row 89
+        table.sync()
+        await pilot.pause()
+        assert table.selected_key == "k005" and table.selected_index == 89
+
+
+def _app(home: HomeLayout) -> HermesApp:
+    return HermesApp(home, Settings(), home_label="~/.hermes")
+
+
+async def test_the_scratch_pane_pages_a_folder_longer_than_a_page(home):
+    t = target_of(home)
+    for i in range(230):
+        (t.scratch_dir / f"e{i:03d}").mkdir(parents=True)
+    app = _app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        pane = app.query_one(ScratchPane)
+        await wait_until_pilot(pilot, lambda: pane.last_survey is not None)
+        table = pane.table
+        assert table.row_total == 230 and table.row_count == table.page_rows < 230
+        await pilot.press("3", "ctrl+end")
+        assert table.selected_key == "e:e229"
+        detail = pane.query_one("#scratch-detail").shown_text
+        assert "scratch/e229" in detail and "of 230" in detail  # which rows the page holds
+
+
+async def test_a_pane_not_shown_is_not_resurveyed_until_it_is_shown(home, monkeypatch):
+    """In the narrow layout only the active pane is shown: the scratch pane's timer
+    ticks but does not walk the folder; shown again, it catches up."""
+    monkeypatch.setattr(scratch_pane, "MIN_REFRESH_SECONDS", 0.05)
+    monkeypatch.setattr(scratch_pane, "SURVEY_COST_FACTOR", 0.0)
+    ticks: list[bool] = []
+    real_tick = ScratchPane._on_timer
+
+    def tick(self):
+        ticks.append(self.shown)
+        real_tick(self)
+
+    monkeypatch.setattr(ScratchPane, "_on_timer", tick)
+    t = target_of(home)
+    make_entry(t.scratch_dir, "first")
+    app = HermesApp(home, Settings(), home_label="~/.hermes")
+    async with app.run_test(size=NARROW) as pilot:
+        pane = app.query_one(ScratchPane)
+        await wait_until_pilot(pilot, lambda: pane.last_survey is not None)
+        assert app.active_pane_id == "board" and not pane.shown
+        make_entry(t.scratch_dir, "second")
+        seen = len(ticks)
+        await wait_until_pilot(pilot, lambda: len(ticks) >= seen + 5, what="five timer ticks while hidden")
+        assert not any(ticks[seen:])  # hidden at every tick
+        assert "e:second" not in pane.table.keys  # and no survey ran
+        await pilot.press("3")
+        await wait_until_pilot(pilot, lambda: "e:second" in pane.table.keys, what="the new entry, once shown")
+
+
+async def test_quitting_stops_a_survey_walk_at_once(home, monkeypatch):
+    """``q`` while the survey walks: the walk is told to stop (the app's exit would
+    otherwise wait for the survey thread), the thread ends, and the app has exited."""
+    t = target_of(home)
+    make_entry(t.scratch_dir, "slow")
+    walking, told = threading.Event(), []
+    real_scan = activity.scan_activity
+
+    def scan(path, cutoff, **kw):
+        stop = kw.get("stop")
+        if str(path).endswith("/slow") and not walking.is_set():
+            walking.set()
+            # A walk that would go on until told: the stop event is the only way out
+            # (a bound, only so a red run ends: it is never reached when green).
+            told.append(stop is not None and stop.wait(60))
+        return real_scan(path, cutoff, **kw)
+
+    monkeypatch.setattr(activity, "scan_activity", scan)
+    app = _app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_until_pilot(pilot, walking.is_set, what="the survey walking")
+        survey = next(w for w in app.workers if w.group == "scratch-survey")
+        await pilot.press("q")
+    assert app.return_code == 0 or app.return_code is None
+    wait_until(lambda: told, what="the walk told to stop")
+    assert told == [True]
+    wait_until(lambda: survey.is_finished, what="the survey thread ended")
+
+
+async def test_the_prune_dialog_of_a_huge_plan_lists_a_bounded_number_of_lines(home):
+    from widgets.prune_modal import MAX_LISTED, PruneModal
+
+    t = target_of(home)
+    for i in range(MAX_LISTED + 30):
+        make_entry(t.scratch_dir, f"idle{i:03d}", {"f": "x"}, hours=80)
+    app = _app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        pane = app.query_one(ScratchPane)
+        await wait_until_pilot(pilot, lambda: pane.last_survey is not None)
+        await pilot.press("3", "p")
+        await wait_until_pilot(pilot, lambda: isinstance(app.screen, PruneModal))
+        modal = app.screen
+        assert len(modal.plan.candidates) == MAX_LISTED + 30  # the plan is whole
+        assert f"Quarantine {MAX_LISTED + 30} idle" in modal.dialog_title() or \
+            f"Delete {MAX_LISTED + 30} idle" in modal.dialog_title()
+        lines = modal.body.splitlines()
+        assert sum(1 for line in lines if line.startswith("  - idle")) == MAX_LISTED
+        assert "  … and 30 more (hermes-tui prune --dry-run lists every one)" in lines
+        await pilot.press("escape")
+
+
+async def test_the_processes_pane_reads_no_usage_while_it_is_not_shown(home):
+    """Narrow, on the board: the session's row is kept up to date (its status) but its
+    CPU and memory are not read; shown (2), they are."""
+    reg = ProcessRegistry(home, Settings())
+    s = reg.spawn(["sleep", "60"], owner="test")
+    rss = [c.key for c in PROC_COLUMNS].index("rss")
+    try:
+        app = _app(home)
+        async with app.run_test(size=NARROW) as pilot:
+            pane = app.query_one(ProcessesPane)
+            await wait_until_pilot(pilot, lambda: pane.row(s.id) is not None and pane.refresh_count >= 3,
+                                   what="three samples while hidden")
+            assert not pane.shown and pane.row(s.id)[rss] == ""
+            await pilot.press("2")
+            await wait_until_pilot(pilot, lambda: pane.row(s.id)[rss] != "", what="the memory, once shown")
+    finally:
+        reg.kill(s.id, grace=0.2)
+
+
+async def test_with_nothing_running_the_processes_pane_samples_only_when_a_session_comes(home, monkeypatch):
+    """No session runs: the timer ticks but reads nothing; a session started from
+    elsewhere (its folder appears) is sampled and shown at the next tick."""
+    ticks: list[int] = []
+    samples: list[float] = []
+    real_tick, real_take = ProcessesPane._on_timer, ProcessesPane.take_snapshot
+
+    def tick(self):
+        ticks.append(len(samples))
+        real_tick(self)
+
+    def take(self, *a, **kw):
+        samples.append(1.0)
+        return real_take(self, *a, **kw)
+
+    monkeypatch.setattr(ProcessesPane, "_on_timer", tick)
+    monkeypatch.setattr(ProcessesPane, "take_snapshot", take)
+    reg = ProcessRegistry(home, Settings())
+    done = reg.spawn("true", owner="test")
+    reg.wait(done.id, timeout=30)
+    app = _app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        pane = app.query_one(ProcessesPane)
+        await wait_until_pilot(pilot, lambda: pane.row(done.id) is not None)
+        await wait_until_pilot(pilot, lambda: len(ticks) >= 2)
+        count = len(samples)
+        seen = len(ticks)
+        await wait_until_pilot(pilot, lambda: len(ticks) >= seen + 4, what="four more ticks")
+        assert len(samples) == count  # nothing ran, nothing changed: no sample
+        s = reg.spawn(["sleep", "60"], owner="test")
+        try:
+            await wait_until_pilot(pilot, lambda: pane.row(s.id) is not None, what="the new session's row")
+        finally:
+            reg.kill(s.id, grace=0.2)
