@@ -158,7 +158,13 @@ class AttentionMonitor:
         except Exception:
             return
         sessions = tuple(getattr(processes, "sessions", {}).values())
-        survey = getattr(scratch, "last_survey", None)
+        listing = getattr(scratch, "last_survey", None)  # the pane keeps counts and rows, not reports
+        survey = None
+        if listing is not None:
+            from engine.attention.sources import shown_survey
+
+            survey = shown_survey(listing.now, self.settings.scratch.idle_hours, scratch.idle_entries(),
+                                  tuple(listing.quarantine))
         attention = await asyncio.to_thread(self._compute_in_thread, board, sessions, survey, problems, now)
         sequences, self._outbox[:] = list(self._outbox), []
         self.computations += 1
@@ -305,14 +311,14 @@ class AttentionMixin:
         self.call_after_refresh(attempt, tries)
 
     def _select_card(self, task_id: str) -> None:
-        from textual.widgets import OptionList
+        from widgets.card_list import CardList
 
         board = self.pane("board")
         view = board.cards.get(task_id)
         if view is None:
             self.notify(f"{task_id} is not on the board shown", severity="warning", markup=False)
             return
-        cards = board.query_one(f"#cards-{view.task.status}", OptionList)
+        cards = board.query_one(f"#cards-{view.task.status}", CardList)
         cards.focus()
         cards.highlighted = cards.get_option_index(task_id)
 

@@ -174,6 +174,9 @@ def _aged(path, hours):
 
 
 def test_an_idle_entry_is_due_for_prune_with_its_size_and_a_write_ends_it(home):
+    from tests.support.scratch import NO_ARRIVAL_CONFIG
+
+    home.config_file.write_text(NO_ARRIVAL_CONFIG)  # the entry made here has just arrived (its ctime)
     entry = home.ensure_dir(home.scratch_dir) / "run-42"
     entry.mkdir()
     (entry / "big.bin").write_bytes(b"x" * 300_000)

@@ -359,6 +359,14 @@ class ScratchPane(Pane):
         return Rows(values, base, sorted_keys(values, base, column, reverse), (column, reverse), processes,
                     quarantined)
 
+    def idle_entries(self) -> tuple[tuple[str, float, int | None], ...]:
+        """(name, idle seconds, size) of the entries the last complete survey found idle
+        (what the next pass takes): read from the rows the pane holds, no I/O."""
+        if self.last_survey is None or self._rows is None:
+            return ()
+        return tuple((v[1], v[3], v[4]) for v in self._rows.values.values()
+                     if v[0] is RowKind.ENTRY and v[2] == EntryState.IDLE and v[3] is not None)
+
     def on_scratch_pane_surveyed(self, message: Surveyed) -> None:
         if message.error:
             self.set_status(f"cannot read: {message.error}")

@@ -85,6 +85,41 @@ QUARANTINE_WARN_HOURS = 6.0
 DISK_FULL_FRACTION = 0.95  # used share of the scratch disk that makes it "nearly full"
 
 
+@dataclass(frozen=True)
+class ShownEntry:
+    """An idle entry as a pane holds it (name, idle age, size): what :func:`survey_items`
+    needs of an entry report, without the report (a pane of 100,000 entries keeps none)."""
+
+    name: str
+    idle_seconds: float
+    size_bytes: int | None
+    newest_mtime: float
+
+    @property
+    def state(self):
+        from engine.scratch.entries import EntryState
+
+        return EntryState.IDLE
+
+
+@dataclass(frozen=True)
+class ShownSurvey:
+    """A survey as a pane last took it: its time, the idle window, the idle entries and
+    the quarantine (:func:`shown_survey`)."""
+
+    now: float
+    idle_hours: float
+    entries: tuple[ShownEntry, ...]
+    quarantine: tuple
+
+
+def shown_survey(now: float, idle_hours: float, idle: tuple[tuple[str, float, int | None], ...],
+                 quarantine: tuple) -> ShownSurvey:
+    """A :class:`ShownSurvey` from (name, idle seconds, size) of a pane's idle rows."""
+    return ShownSurvey(now, idle_hours, tuple(ShownEntry(name, idle_s, size, now - idle_s)
+                                              for name, idle_s, size in idle), quarantine)
+
+
 def survey_items(survey, quarantine_hours: float) -> list[Item]:
     """Idle entries the next pass takes (with their size), and quarantined entries
     deleted within QUARANTINE_WARN_HOURS."""
@@ -94,7 +129,7 @@ def survey_items(survey, quarantine_hours: float) -> list[Item]:
     for e in survey.entries:
         if e.state is not EntryState.IDLE:
             continue
-        newest = e.activity.newest_mtime
+        newest = e.newest_mtime if isinstance(e, ShownEntry) else e.activity.newest_mtime
         occurrence = int(newest) if newest is not None else 0
         due = newest + survey.idle_hours * 3600.0 if newest is not None else None
         items.append(Item(
