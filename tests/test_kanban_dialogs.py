@@ -103,6 +103,9 @@ async def test_a_dialog_whose_card_did_not_change_acts_on_the_run_it_named(home,
     async with app.run_test(size=WIDE) as pilot:
         await _ask(pilot, app, task_id, worker.pid, key)
         await pilot.press("y")
+        # The change's own line ("... (running -> ready)"): its worker may not even have
+        # started when "y" returns, so waiting for the worker group alone proved nothing.
+        await wait_for(pilot, lambda: any(task_id in n and "->" in n for n in notes), timeout=60)
         await wait_workers(app, ["board-change"])
         assert not any("changed" in n for n in notes)
     board = await open_board(home)
