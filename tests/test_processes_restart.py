@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,77 @@ def test_the_plain_wrapper_is_kept_without_a_policy(reg):
     reg.wait(s.id, timeout=30)
     assert not (Path(s.dir) / "attempts").exists()
     assert os.path.exists(s.dir / "env.json")
+
+
+# -- `proc restart` stopped between its steps: the next restart finishes it, never repeats it --
+
+_RECORD = '"$HERMES_HOME/processes/$HERMES_PROCESS_ID/{name}"'
+
+
+def _pid_in(record: str, field: str) -> str:
+    """Shell: the number after ``"field": `` in one of the session's own JSON records."""
+    return f"$(sed -n 's/.*\"{field}\": \\([0-9]*\\).*/\\1/p' {_RECORD.format(name=record)})"
+
+
+def _restarts_of(reg, session_id: str) -> list:
+    return [s for s in reg.list() if s.restarted_from == session_id]
+
+
+def test_a_restart_killed_after_it_stopped_the_old_session_is_finished_by_the_next(home, reg, tmp_path):
+    # The old command, on the TERM of `proc restart`, KILLs that very restart (the killer's
+    # pid is in the kill record, written before the TERM): the restart dies between its
+    # stop and its start. One-shot: only while `armed` exists.
+    armed, running = tmp_path / "armed", tmp_path / "running"
+    script = (f"on_term() {{ if rm {armed} 2>/dev/null; then kill -KILL {_pid_in('killed.json', 'by_pid')}; fi; "
+              f"exit 0; }}; trap on_term TERM; touch {running}; while :; do sleep 0.05; done")
+    old = reg.spawn(["sh", "-c", script])
+    wait_until(running.exists, timeout=30, what="the old session to run")
+    armed.touch()
+    cut = _cli(home, "proc", "restart", old.id, "--grace", "30")
+    assert cut.returncode == -9 and not armed.exists(), cut.stderr
+    assert not reg.get(old.id).running and _restarts_of(reg, old.id) == []  # stopped, nothing started
+    running.unlink()
+
+    again = _cli(home, "proc", "restart", old.id)
+    assert again.returncode == 0, again.stderr
+    [new] = _restarts_of(reg, old.id)
+    assert again.stdout.strip() == new.id
+    wait_until(running.exists, timeout=30, what="the restart's command to run")
+    third = _cli(home, "proc", "restart", old.id)
+    assert third.returncode == 1 and _restarts_of(reg, old.id) == [new]
+    assert f"already restarted as {new.id} (running)" in third.stderr and "Traceback" not in third.stderr
+    assert reg.kill(new.id, grace=30).ok
+
+
+def test_a_restart_killed_after_it_started_the_new_session_is_not_repeated(home, reg, tmp_path):
+    # The new command, as it starts, KILLs the `proc restart` that spawned it (its session's
+    # spawner_pid): the restart dies after its start, before it said anything.
+    armed, started = tmp_path / "armed", tmp_path / "started"
+    script = (f"if rm {armed} 2>/dev/null; then kill -KILL {_pid_in('meta.json', 'spawner_pid')}; fi; "
+              f"echo $HERMES_PROCESS_ID >>{started}; while :; do sleep 0.05; done")
+    old = reg.spawn(["sh", "-c", script])
+    wait_until(started.exists, timeout=30, what="the old session to run")
+    armed.touch()
+    cut = _cli(home, "proc", "restart", old.id, "--grace", "30")
+    assert cut.returncode == -9 and not armed.exists(), cut.stderr
+    [new] = _restarts_of(reg, old.id)
+    assert new.running and not reg.get(old.id).running
+
+    again = _cli(home, "proc", "restart", old.id)
+    assert again.returncode == 1, again.stdout
+    assert f"{old.id} was already restarted as {new.id} (running)" in again.stderr
+    assert _restarts_of(reg, old.id) == [new] and [s.id for s in reg.list(include_finished=False)] == [new.id]
+    assert reg.kill(new.id, grace=30).ok
+
+
+def test_a_restart_session_cut_short_at_its_gate_says_it_never_ran(reg, tmp_path):
+    # The restarting wrapper, like the plain one, leaves proof that its command never ran
+    # when its gate is never opened; `proc restart` then does not count it as a successor.
+    from engine.processes.restart import RESTART_SCRIPT
+
+    folder = tmp_path / "s"
+    folder.mkdir()
+    ran = tmp_path / "ran"
+    wrapper = subprocess.run(["/bin/sh", "-c", RESTART_SCRIPT, str(folder / "exit"), "always", "1", "0", "0",
+                              str(folder), "touch", str(ran)], input="", text=True, timeout=60)
+    assert wrapper.returncode == 125 and (folder / "not_started").exists() and not ran.exists()

@@ -7,6 +7,8 @@ spawned a session also holds its ``Popen`` so it can wait without polling and re
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import threading
@@ -55,6 +57,19 @@ HERMES_PROCESSES_FILE = "processes.json"
 
 class SpawnFailed(Exception):
     """The command could not be started (bad cwd, empty command, no /bin/sh)."""
+
+
+@contextlib.contextmanager
+def _restart_lock(session_dir: Path):
+    """Held through one restart of a session (look for a successor, stop, start): two
+    restarts of one session at once cannot both start it again. The kernel drops it
+    with its holder, so a restart killed half-way leaves nothing to clear."""
+    fd = os.open(session_dir / sess.RESTART_LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 class Restarted:
@@ -814,18 +829,33 @@ class ProcessRegistry:
         if s.owner.startswith("kanban:"):
             raise SpawnFailed(f"{s.id} is the worker of card {s.owner.split(':', 1)[1]}: the board's retry rules "
                               "start its workers (reclaim the card instead)")
-        environ = read_env_record(s.dir)
-        stopped = None
-        if s.running:
-            stopped = self.kill(s.id, grace)
-            if not stopped.ok:
-                raise SpawnFailed(f"{s.id} was not stopped ({stopped.detail or stopped.outcome}): "
-                                  "nothing was restarted")
-        policy = RestartPolicy(s.restart, s.max_restarts) if s.restart != "no" else None
-        new = self.spawn(list(s.argv) if s.argv else s.command, cwd=s.cwd, owner=s.owner, notify=s.notify,
-                         watch=s.watch, background=True, name=s.name, max_output_bytes=s.max_output_bytes,
-                         restart=policy, restarted_from=s.id, base_env=environ)
+        with _restart_lock(s.dir):
+            s = self.get(s.id)  # as it is now, under the lock: another restart may have just run
+            successor = self._successor(s.id)
+            if successor is not None:
+                state = "running" if successor.running else successor.exit_text()
+                raise SpawnFailed(f"{s.id} was already restarted as {successor.id} ({state}): "
+                                  f"restart {successor.id} instead; nothing was started")
+            environ = read_env_record(s.dir)
+            stopped = None
+            if s.running:
+                stopped = self.kill(s.id, grace)
+                if not stopped.ok:
+                    raise SpawnFailed(f"{s.id} was not stopped ({stopped.detail or stopped.outcome}): "
+                                      "nothing was restarted")
+            policy = RestartPolicy(s.restart, s.max_restarts) if s.restart != "no" else None
+            new = self.spawn(list(s.argv) if s.argv else s.command, cwd=s.cwd, owner=s.owner, notify=s.notify,
+                             watch=s.watch, background=True, name=s.name, max_output_bytes=s.max_output_bytes,
+                             restart=policy, restarted_from=s.id, base_env=environ)
         return Restarted(old=s, new=new, stopped=stopped, env_recorded=environ is not None)
+
+    def _successor(self, session_id: str) -> ProcessSession | None:
+        """The session a restart of ``session_id`` started, unless that one never ran (its
+        wrapper ended at its gate: the restart was cut short before its command started)."""
+        for other in self.list():
+            if other.restarted_from == session_id and not (other.dir / sess.NOT_STARTED_FILE).exists():
+                return other
+        return None
 
     def _kill_hermes(self, s: ProcessSession, grace: float | None) -> KillReport:
         """TERM (grace, KILL) a process hermes-agent started, only when processes.json,

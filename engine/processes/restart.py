@@ -30,8 +30,8 @@ RESTART_SCRIPT = (
     "s=; trap 's=129' HUP; trap 's=130' INT; trap 's=143' TERM\n"
     "p=$1; m=$2; d=$3; x=$4; f=$5; shift 5\n"
     'IFS= read -r go\n'
-    '[ -z "$s" ] || { printf \'%s\\n\' "$s" >"$0"; exit "$s"; }\n'
-    '[ "$go" = go ] || exit 125\n'
+    '[ -z "$s" ] || { : >"$f/not_started"; printf \'%s\\n\' "$s" >"$0"; exit "$s"; }\n'
+    '[ "$go" = go ] || { : >"$f/not_started"; exit 125; }\n'
     'exec </dev/null\n'
     'n=0\n'
     'while :; do\n'

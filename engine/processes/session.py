@@ -72,6 +72,7 @@ EXIT_FILE = "exit"
 KILLED_FILE = "killed.json"
 NOTIFIED_FILE = "notified"
 WATCH_STATE_FILE = "watch.json"
+RESTART_LOCK_FILE = ".restart.lock"  # held through `proc restart` of this session
 NOT_STARTED_FILE = "not_started"  # the wrapper's own literal (engine.processes.supervisor)
 
 SETTLE_SECONDS = 10.0  # a finished session younger than this may still get its kill record
