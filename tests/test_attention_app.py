@@ -236,3 +236,31 @@ def test_the_view_snapshot_at_80x24(snap_compare):
 
 def test_the_view_snapshot_at_160x48(snap_compare):
     assert snap_compare(ViewApp(), terminal_size=(160, 48))
+
+
+async def test_the_app_keys_an_idle_entry_as_the_cli_does_to_the_second(home):
+    # An item's key carries the entry's newest mtime in whole seconds: a dismissal made in
+    # the CLI must hold in the app. The app builds its items from the scratch pane's rows
+    # (no second walk), the CLI from its own survey: mtimes on and just under a second's
+    # edge must give the same keys both ways.
+    from tests.support.scratch import NO_ARRIVAL_CONFIG
+
+    home.config_file.write_text(NO_ARRIVAL_CONFIG + "notify:\n  bell: false\n  desktop: false\n"
+                                "  terminal: \"off\"\n")
+    scratch = home.ensure_dir(home.scratch_dir)
+    base = (int(time.time()) - 3 * 86400) * 10**9
+    for n, ns in enumerate((0, 1, 999_999_999, 500_000_000, 999_999)):
+        entry = scratch / f"run-{n}"
+        entry.mkdir()
+        (entry / "f").write_text("x")
+        for path in (entry / "f", entry):
+            os.utime(path, ns=(base + n * 10**9 + ns, base + n * 10**9 + ns))
+    expected = sorted(i["key"] for i in json.loads(cli(home, "attention", "--json"))["items"]
+                      if i["kind"] == "prune_due")
+    assert len(expected) == 5
+    app = app_of(home)
+    async with app.run_test(size=(160, 48)) as pilot:
+        def keys():
+            return sorted(i.key for i in app.attention.attention.items if i.kind is Kind.PRUNE_DUE)
+        await wait_until_pilot(pilot, lambda: len(keys()) == 5, what="five prune_due items in the app")
+        assert keys() == expected

@@ -63,14 +63,14 @@ class SortCell(Text):
 
 
 # A row's value, cheap to hold for 100,000 rows and to compare (the table's keyed diff):
-#   (RowKind.ENTRY, name, state, idle_seconds, size_bytes, kept_reason, pids, arrived_seconds)
+#   (RowKind.ENTRY, name, state, idle_seconds, size_bytes, kept_reason, pids, arrived_seconds, newest_mtime)
 #   (RowKind.QUARANTINED, file_name)
 # Its cells are built only when its page is shown (FitTable.set_rows).
 
 
 def _entry_value(e) -> tuple:
     return (RowKind.ENTRY, e.name, e.state, e.idle_seconds, e.size_bytes, e.kept_reason,
-            ",".join(str(p) for p in e.pids), e.arrived_seconds)
+            ",".join(str(p) for p in e.pids), e.arrived_seconds, e.activity.newest_mtime)
 
 
 def _age_text(idle: float | None, arrived: float | None) -> str:
@@ -93,7 +93,7 @@ def _row_cells(value) -> dict[str, SortCell]:
             "pids": SortCell("-", ""),
             "why": SortCell("u restores it", "", "dim"),
         }
-    _kind, name, state, idle, size, reason, pids, arrived = value
+    _kind, name, state, idle, size, reason, pids, arrived, _newest = value
     return {
         "name": SortCell(show_name(name), (0, name)),
         "state": SortCell(state, state, STATE_STYLES.get(state, "")),
@@ -359,13 +359,14 @@ class ScratchPane(Pane):
         return Rows(values, base, sorted_keys(values, base, column, reverse), (column, reverse), processes,
                     quarantined)
 
-    def idle_entries(self) -> tuple[tuple[str, float, int | None], ...]:
-        """(name, idle seconds, size) of the entries the last complete survey found idle
-        (what the next pass takes): read from the rows the pane holds, no I/O."""
+    def idle_entries(self) -> tuple[tuple[str, float, int | None, float], ...]:
+        """(name, idle seconds, size, newest mtime) of the entries the last complete survey
+        found idle (what the next pass takes): read from the rows the pane holds, no I/O."""
         if self.last_survey is None or self._rows is None:
             return ()
-        return tuple((v[1], v[3], v[4]) for v in self._rows.values.values()
-                     if v[0] is RowKind.ENTRY and v[2] == EntryState.IDLE and v[3] is not None)
+        return tuple((v[1], v[3], v[4], v[8]) for v in self._rows.values.values()
+                     if v[0] is RowKind.ENTRY and v[2] == EntryState.IDLE and v[3] is not None
+                     and v[8] is not None)
 
     def on_scratch_pane_surveyed(self, message: Surveyed) -> None:
         if message.error:
@@ -425,7 +426,7 @@ class ScratchPane(Pane):
                           f" · deleted after {expires} unless written to · u restores it to scratch/{show_name(item.name)}"
                           f"{where}")
             return
-        _kind, name, state, idle, size, reason, _pids, arrived = value
+        _kind, name, state, idle, size, reason, _pids, arrived, _newest = value
         text = f"scratch/{show_name(name)} · {state}"
         if reason:
             text += f": {show_name(reason)}"

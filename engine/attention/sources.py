@@ -113,11 +113,13 @@ class ShownSurvey:
     quarantine: tuple
 
 
-def shown_survey(now: float, idle_hours: float, idle: tuple[tuple[str, float, int | None], ...],
+def shown_survey(now: float, idle_hours: float, idle: tuple[tuple[str, float, int | None, float], ...],
                  quarantine: tuple) -> ShownSurvey:
-    """A :class:`ShownSurvey` from (name, idle seconds, size) of a pane's idle rows."""
-    return ShownSurvey(now, idle_hours, tuple(ShownEntry(name, idle_s, size, now - idle_s)
-                                              for name, idle_s, size in idle), quarantine)
+    """A :class:`ShownSurvey` from (name, idle seconds, size, newest mtime) of a pane's idle
+    rows. The mtime is the survey's own, not ``now - idle``: an item's key carries it, and
+    the CLI's key for the same entry must be the same to the second."""
+    return ShownSurvey(now, idle_hours, tuple(ShownEntry(name, idle_s, size, newest)
+                                              for name, idle_s, size, newest in idle), quarantine)
 
 
 def survey_items(survey, quarantine_hours: float) -> list[Item]:
