@@ -62,7 +62,12 @@ async def wait_until_async(predicate: Callable[[], T | Awaitable[T]], timeout: f
 
     async def value_now() -> T:
         value = predicate()
-        return await value if inspect.isawaitable(value) else value
+        if not inspect.isawaitable(value):
+            return value
+        try:  # a query that never answers (a lock never released) fails the wait, it does not hang it
+            return await asyncio.wait_for(value, max(10.0, deadline - time.monotonic()))
+        except TimeoutError:
+            raise _timed_out(what, timeout) from None
 
     while not (value := await value_now()):
         if time.monotonic() >= deadline:
