@@ -349,14 +349,15 @@ class PgBoard(Board):
     async def renew_lease(self, host_id: str, boot: str, now: float, lease_seconds: float) -> list[str]:
         """Renew this host's lease (one row per host: its id, boot and expiry); return
         the other hosts whose lease has run out."""
-        async with self.transaction() as conn:
-            await conn.execute(
-                "INSERT INTO hosts (host_id, boot_id, lease_expires, renewed_at) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (host_id) DO UPDATE SET boot_id = excluded.boot_id, "
-                "lease_expires = excluded.lease_expires, renewed_at = excluded.renewed_at",
-                (host_id, boot, now + lease_seconds, now))
-        rows = await self.fetch("SELECT host_id FROM hosts WHERE lease_expires < ? AND host_id <> ? ORDER BY host_id",
-                                (now, host_id))
+        # One statement, one round trip, atomic on its own: the renewal in a data-changing
+        # WITH, and the other hosts as they were (the outer SELECT does not see the
+        # renewal, and leaves this host out anyway).
+        rows = await self.fetch(
+            "WITH renewed AS (INSERT INTO hosts (host_id, boot_id, lease_expires, renewed_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (host_id) DO UPDATE SET boot_id = excluded.boot_id, "
+            "lease_expires = excluded.lease_expires, renewed_at = excluded.renewed_at RETURNING host_id) "
+            "SELECT host_id FROM hosts WHERE lease_expires < ? AND host_id <> ? ORDER BY host_id",
+            (host_id, boot, now + lease_seconds, now, now, host_id))
         return [r[0] for r in rows]
 
     has_host_leases = True
