@@ -266,7 +266,9 @@ class ScratchPane(Pane):
         yield FitTable(COLUMNS, id="scratch-table", zebra_stripes=True)
         yield DetailLine(id="scratch-detail")
         yield Static(id="scratch-progress-label", markup=False)
-        yield ProgressBar(id="scratch-progress", show_eta=False)
+        # A total from the start: a bar without one is indeterminate, and animates on a
+        # 15-a-second timer for as long as it exists, hidden or not.
+        yield ProgressBar(id="scratch-progress", total=1, show_eta=False)
         yield EmptyState("No scratch entries yet. Commands spawned here get <home>/cache/scratch as TMPDIR; "
                          "an entry idle for scratch.idle_hours can be pruned with p.")
 
