@@ -1,18 +1,24 @@
 """An idle app does no work where nothing changed (issue 22), through the real app
 (Pilot) on real homes: the panes' timers tick, but a log that was not appended to is
 not read again, a board that does not exist yet is not looked for again until the
-place it would appear in changes, and no hidden widget animates."""
+place it would appear in changes, no hidden widget animates, and only what is shown
+is read."""
 
 from __future__ import annotations
 
+from engine.config import Settings
 from engine.kanban import transitions as tr
 from engine.kanban.models import NewTask
 from engine.kanban.service import BoardService
+from engine.processes import ProcessRegistry
 from engine.scratch.audit import AuditLog
+from hermes_tui.app import HermesApp
 from tests.support import wait_until_pilot as wait_for
 from tests.support.kanban import open_board
 from tests.test_kanban_pane import make_app
 from widgets.board_pane import BoardPane
+from widgets.fit_table import DetailLine
+from widgets.processes_pane import ProcessesPane
 from widgets.prune_log_pane import PruneLogPane
 
 FAST = "ui:\n  refresh_seconds: 0.2\nkanban:\n  dispatch: false\n"
@@ -75,3 +81,31 @@ async def test_the_hidden_prune_progress_bar_does_not_animate(home):
         assert not bar.display or not bar.has_class("-running")
         assert bar.percentage is not None
         assert bar.query_one("Bar").auto_refresh is None
+
+
+async def test_the_processes_pane_reads_the_output_size_of_the_selected_session_only(home):
+    """Every sample stat-ed the output file of every running session (1,000 stats a
+    second on a home of 1,000), though only the selected one's size is ever shown."""
+    reg = ProcessRegistry(home, Settings())
+    spawned = [reg.spawn(["sh", "-c", f"echo {'x' * (10 + n)}; sleep 60"], owner="test") for n in range(3)]
+    try:
+        app = HermesApp(home, Settings(), home_label="~/.hermes")
+        async with app.run_test(size=WIDE) as pilot:
+            pane = app.query_one(ProcessesPane)
+            await pilot.press("2")
+            await wait_for(pilot, lambda: all(pane.row(s.id) is not None for s in spawned) and pane.selected)
+            first = pane.selected.id
+            detail = pane.query_one("#proc-detail", DetailLine)
+            await wait_for(pilot, lambda: "stored" in detail.shown_text, what="the selected one's size")
+            count = pane.refresh_count
+            await wait_for(pilot, lambda: pane.refresh_count >= count + 2, what="two more samples")
+            assert set(pane._stored) == {first}
+            await pilot.press("down")
+            await wait_for(pilot, lambda: pane.selected.id != first)
+            second = pane.selected.id
+            await wait_for(pilot, lambda: second in pane._stored and "stored" in detail.shown_text,
+                           what="the newly selected one's size")
+            assert len(pane._stored) == 2
+    finally:
+        for s in spawned:
+            reg.kill(s.id, grace=0.2)
