@@ -282,7 +282,13 @@ class HermesApp(AttentionMixin, App[int]):
     def _set_active(self, pane_id: str) -> None:
         self._active_pane = pane_id
         for p in self.query(Pane):
-            p.set_class(p.id == pane_id, "-active")
+            active = p.id == pane_id
+            if p.has_class("-active") != active:  # the two panes that change, restyled alone
+                # The class styles the pane itself (its border; narrow, its display), never
+                # what is inside it: restyling the pane's every widget was most of a switch.
+                p.set_class(active, "-active", update=False)
+                self.stylesheet.apply(p)
+                p.refresh(layout=True)
         if self.zoomed:
             self._apply_zoom()
         tabs = self.query_one("#pane-tabs", Tabs)

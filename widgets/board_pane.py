@@ -31,6 +31,7 @@ columns and stop at the ends.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -205,6 +206,8 @@ class BoardPane(Pane):
         self.profiles: tuple[str, ...] = tuple(sorted(settings.kanban.profiles))  # assignable names
         self.reads = 0  # times the cards were read (tests and the bench read these counters)
         self.skipped_hidden = 0  # refreshes skipped because the pane was not shown
+        self._missing_key: tuple | None = None  # where a missing board would appear, as last looked at
+        self.skipped_missing = 0  # timer ticks that did not look again for a board still missing
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -388,9 +391,29 @@ class BoardPane(Pane):
         server is away, every tick (each one retries); any other board is asked its
         data version. Ages and worker markers are brought up to date in every case."""
         self._timer_ticks += 1
+        if self.service is None and self._missing_key is not None and self._missing_key == self._board_missing_key():
+            self.skipped_missing += 1  # no board yet, and none of the places it would appear in changed
+            return
         if self.listening and self.unreachable is None and self._timer_ticks % LISTENING_REFRESH_EVERY == 0:
             self._must_read = True
         self._request_refresh()
+
+    def _board_missing_key(self) -> tuple | None:
+        """Stats of where a missing board file would appear (the file, its folder, the
+        home, whose ``kanban.db`` would be hermes's board): equal, it is still missing.
+        None for a server board, or one whose place is not known yet."""
+        where = self.db_path
+        if not isinstance(where, Path):
+            return None
+
+        def stamp(path: Path) -> tuple | None:
+            try:
+                st = os.stat(path)
+            except OSError:
+                return None
+            return st.st_ino, st.st_mtime_ns
+
+        return self.board_override, where, stamp(where), stamp(where.parent), stamp(self.home.root)
 
     def _board_changed(self) -> None:
         if self.is_attached:
@@ -437,8 +460,11 @@ class BoardPane(Pane):
             self.skipped_hidden += 1
             return
         self.skipped_hidden = 0
+        missing_key = self._board_missing_key() if self.service is None else None  # before looking
         if await self._ensure_board(create=False) is None:  # someone may have created it since
+            self._missing_key = missing_key if self.unreachable is None and not self.error else None
             return
+        self._missing_key = None
         from engine.kanban.pg.errors import BoardUnreachable
         from engine.kanban.store import StoreError
 

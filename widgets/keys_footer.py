@@ -8,7 +8,9 @@ rebuild per burst, and skips it when the keys it would show are the ones it show
 rebuild reads the bindings in effect when it runs, so the keys shown are exactly those
 Textual's Footer would end with. The rebuild runs as the next message rather than after
 the next refresh, so the first frame already shows the focused pane's keys (instead of
-an empty Footer, then one more layout for the keys).
+an empty Footer, then one more layout for the keys). A rebuild changes the keys mounted
+in place where it can (a pane switch changes a few words), instead of mounting and
+styling every key again.
 
 It also shows only whole keys: Textual's Footer lays its keys side by side and the
 terminal cuts the last one mid-word (``? He`` at 80 columns). This one measures each key
@@ -19,6 +21,7 @@ the end of the row, never the ones named in KEEP (help lists every key, quit end
 from __future__ import annotations
 
 from textual.app import ComposeResult
+from textual.compose import compose
 from textual.screen import Screen
 from textual.widgets import Footer
 
@@ -55,6 +58,31 @@ def fitting(keys: list[FooterKey], width: int, compact: bool) -> list[FooterKey]
     return kept
 
 
+def _kind(key: FooterKey) -> frozenset[str]:
+    """A key's classes but the ones a patch sets (a key of another kind is mounted anew)."""
+    return frozenset(key.classes - {"-disabled", "-compact"})
+
+
+def _split(keys: list[FooterKey]) -> tuple[list[FooterKey] | None, list[FooterKey]]:
+    """The plain keys, then the others (the palette key), or None when one of the others
+    is not at the end."""
+    plain = [k for k in keys if not _kind(k)]
+    tail = keys[len(plain):]
+    return (plain, tail) if all(_kind(k) for k in tail) else (None, tail)
+
+
+def _copy_key(old: FooterKey, new: FooterKey) -> None:
+    """Make a mounted key show what ``new`` (not mounted) would; nothing when it does."""
+    if (old.key, old.key_display, old.description, old.action, old._disabled, old.tooltip) == \
+            (new.key, new.key_display, new.description, new.action, new._disabled, new.tooltip):
+        return
+    old.key, old.key_display, old.description, old.action = new.key, new.key_display, new.description, new.action
+    old._disabled = new._disabled
+    old.tooltip = new.tooltip
+    old.set_class(new._disabled, "-disabled")
+    old.refresh(layout=True)
+
+
 class KeysFooter(Footer):
     _rebuild_queued = False
     _shown: tuple | None = None  # what the keys were built from
@@ -88,7 +116,29 @@ class KeysFooter(Footer):
         shown = self._what_compose_reads()
         if shown != self._shown:
             self._shown = shown
-            await self.recompose()
+            if not await self._patch(compose(self)):
+                await self.recompose()
+
+    async def _patch(self, fresh: list) -> bool:
+        """Show ``fresh`` (the keys a rebuild would mount) by changing the keys mounted
+        now in place, adding or removing only the difference: a pane switch changes a few
+        keys' words, where mounting and styling every key again was most of its cost.
+        False (nothing done) when the keys differ in kind (a group, the palette key)."""
+        mounted = list(self.children)
+        if not all(type(w) is FooterKey for w in (*mounted, *fresh)):
+            return False
+        old_plain, old_tail = _split(mounted)
+        new_plain, new_tail = _split(fresh)
+        if old_plain is None or new_plain is None or [_kind(w) for w in old_tail] != [_kind(w) for w in new_tail]:
+            return False
+        for old, new in (*zip(old_plain, new_plain, strict=False), *zip(old_tail, new_tail, strict=True)):
+            _copy_key(old, new)
+        if len(old_plain) > len(new_plain):
+            await self.remove_children(old_plain[len(new_plain):])
+        elif len(new_plain) > len(old_plain):
+            extra = new_plain[len(old_plain):]
+            await (self.mount_all(extra, before=old_tail[0]) if old_tail else self.mount_all(extra))
+        return True
 
     def _what_compose_reads(self) -> tuple:
         """Everything Footer.compose builds the keys from (bindings, their state, display)."""

@@ -109,6 +109,16 @@ def row_cells(s: ProcessSession, usage: Usage | None, now: float, command: str) 
     )
 
 
+def _stored_size(s: ProcessSession) -> int | None:
+    """The session's output on disk, in bytes (a stat; thread side), None when unreadable."""
+    from engine.processes.output_bound import stored_bytes
+
+    try:
+        return stored_bytes(os.stat(s.output_path))
+    except OSError:
+        return None
+
+
 def shown_command(s: ProcessSession, redact: bool) -> str:
     """The command on one line, masked, its control characters shown as escapes (in full:
     the table cuts it to its column, the detail line shows all of it)."""
@@ -164,6 +174,16 @@ class ProcessesPane(Pane):
             super().__init__()
             self.snapshot = snapshot
             self.error = error
+
+    class SizeRead(Message):
+        """Posted by the thread that read a selected session's output size on disk."""
+
+        bubble = False
+
+        def __init__(self, session_id: str, size: int) -> None:
+            super().__init__()
+            self.session_id = session_id
+            self.size = size
 
     class ForegroundEnded(Message):
         """Posted by the thread that reads a finished foreground run back: ``session`` as
@@ -296,12 +316,17 @@ class ProcessesPane(Pane):
         self._refreshing = True
         self._refresh_started = now
         self._asked_key = self.registry.change_key()
-        self._sample(self._usage_wanted() if self.table.row_total else None)
+        self._sample(self._usage_wanted() if self.table.row_total else None, self._size_wanted())
+
+    def _size_wanted(self) -> str | None:
+        """The session whose output size on disk is worth reading: the selected one (its
+        detail line is the only place the size shows), none while the pane is not shown."""
+        return self.table.selected_key if self.shown and self._rows else None
 
     @work(thread=True, exclusive=True, group="processes-sample")
-    def _sample(self, usage_of: frozenset[str] | None = None) -> None:
+    def _sample(self, usage_of: frozenset[str] | None = None, size_of: str | None = None) -> None:
         try:
-            snap = self.take_snapshot(usage_of)
+            snap = self.take_snapshot(usage_of, size_of)
         except Exception as exc:  # any error of the thread is reported: an unreadable processes dir, ...
             self.post_message(self.Sampled(error=str(exc)))
             return
@@ -313,9 +338,10 @@ class ProcessesPane(Pane):
         else:
             self.apply_snapshot(message.snapshot)
 
-    def take_snapshot(self, usage_of: frozenset[str] | None = None) -> Snapshot:
+    def take_snapshot(self, usage_of: frozenset[str] | None = None, size_of: str | None = None) -> Snapshot:
         """Everything one refresh needs (thread side): sessions, usage, cells, events.
-        ``usage_of``: the sessions whose usage is read (None: every running one)."""
+        ``usage_of``: the sessions whose usage is read (None: every running one);
+        ``size_of``: the session whose output size is read (the others keep theirs)."""
         started = time.monotonic()
         sessions = list(self.registry.list_with_hermes(include_finished=True).sessions)  # hermes-agent's too
         running = [s for s in sessions if s.running]
@@ -338,26 +364,30 @@ class ProcessesPane(Pane):
             rows[s.id] = row_cells(s, usage.get(s.id), now, command)
             styles[s.id] = status_style(s)
         return Snapshot(tuple(sessions), rows, styles, tuple(events), now, time.monotonic() - started,
-                        self._stored_sizes(sessions))
+                        self._stored_sizes(sessions, size_of))
 
-    def _stored_sizes(self, sessions: list[ProcessSession]) -> dict[str, int]:
-        """Each session's output on disk (thread side): a stat per running session; a
-        finished one's is taken once and kept."""
-        from engine.processes.output_bound import stored_bytes
-
-        out: dict[str, int] = {}
+    def _stored_sizes(self, sessions: list[ProcessSession], size_of: str | None) -> dict[str, int]:
+        """Output sizes on disk (thread side): one stat, of the shown session (a running
+        one's grows, a finished one's is taken once); the others keep the size last read."""
         known = self._stored
-        for s in sessions:
-            if not s.output_available:
-                continue
-            if s.finished and s.id in known:
-                out[s.id] = known[s.id]
-                continue
-            try:
-                out[s.id] = stored_bytes(os.stat(s.output_path))
-            except OSError:
-                continue
+        out = {s.id: known[s.id] for s in sessions if s.id in known and s.output_available}
+        shown = next((s for s in sessions if s.id == size_of), None)
+        if shown is not None and shown.output_available and (shown.running or shown.id not in known):
+            size = _stored_size(shown)
+            if size is not None:
+                out[shown.id] = size
         return out
+
+    @work(thread=True, group="processes-size")
+    def _read_size(self, session: ProcessSession) -> None:
+        """A row selected whose output size was never read: read it now (thread side)."""
+        size = _stored_size(session)
+        if size is not None:
+            self.post_message(self.SizeRead(session.id, size))
+
+    def on_processes_pane_size_read(self, message: SizeRead) -> None:
+        self._stored = {**self._stored, message.session_id: message.size}
+        self._show_detail()
 
     def _sample_failed(self, why: str) -> None:
         self._refreshing = False
@@ -376,7 +406,8 @@ class ProcessesPane(Pane):
 
     def _apply_snapshot(self, snap: Snapshot) -> None:
         self.refresh_count += 1
-        self._stored = snap.stored
+        listed = {x.id for x in snap.sessions}  # a size read while the sample ran is kept
+        self._stored = {k: v for k, v in {**self._stored, **snap.stored}.items() if k in listed}
         self._next_sample_at = time.monotonic() + SAMPLE_COST_FACTOR * snap.took
         self.sessions = {s.id: s for s in snap.sessions}
         fg = self.foreground.id if self.foreground is not None else None
@@ -447,6 +478,9 @@ class ProcessesPane(Pane):
     @on(DataTable.RowHighlighted, "#proc-table")
     def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._show_detail()
+        chosen = self.selected
+        if chosen is not None and chosen.output_available and chosen.id not in self._stored:
+            self._read_size(chosen)
         # A row added to an empty table is highlighted without the user asking: that must
         # not take the view away from a foreground run the user is watching (nor from one
         # that just ended: its row is about to be selected).

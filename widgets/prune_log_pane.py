@@ -8,6 +8,7 @@ A real Hermes home's log reads the same: the record shapes are shared.
 
 from __future__ import annotations
 
+import os
 import threading
 
 from rich.text import Text
@@ -88,6 +89,9 @@ class PruneLogPane(Pane):
         self._action = ""
         self._text = ""
         self._next_key = 0
+        self._read_key: tuple | None = None  # the log's stat when it was last read
+        self.reads = 0  # times the log was read (tests read these counters)
+        self.skipped_reads = 0  # timer ticks that found the log as last read
         self._shown_records: dict[str, object] = {}  # row key -> the record it shows
 
     def compose(self) -> ComposeResult:
@@ -106,13 +110,37 @@ class PruneLogPane(Pane):
 
     def on_mount(self) -> None:
         self._read(initial=True)
-        self.set_interval(max(0.5, self.settings.ui.refresh_seconds), self._read)
+        self.set_interval(max(0.5, self.settings.ui.refresh_seconds), self._on_timer)
+
+    def _log_key(self) -> tuple | None:
+        """The log file's identity, size and change time (one stat): equal to the last
+        read's, nothing was appended, rotated or cut since."""
+        try:
+            st = os.stat(self.home.prune_log)
+        except OSError:
+            return None
+        return st.st_ino, st.st_size, st.st_mtime_ns
+
+    def _on_timer(self) -> None:
+        """Read the log's new records only when the pane is shown and the file changed
+        since the last read (a stat here; the read itself in a thread)."""
+        if not self.shown:
+            return
+        if self._tail is not None and self._log_key() == self._read_key:
+            self.skipped_reads += 1
+            return
+        self._read()
+
+    def on_show(self) -> None:
+        self._on_timer()  # shown again: catch up with what was appended meanwhile
 
     @work(thread=True, exclusive=True, group="prune-log-read")
     def _read(self, initial: bool = False) -> None:
         from engine.scratch.audit import LogTail
 
         with self._tail_lock:
+            self._read_key = self._log_key()  # before the read: a change after it is read next time
+            self.reads += 1
             if self._tail is None:
                 self._tail = LogTail(self.home.prune_log, limit=MAX_ROWS)
                 records = self._tail.start()

@@ -158,6 +158,7 @@ class Rows:
 # (and never more often than MIN_REFRESH_SECONDS): the automatic surveys of a folder of
 # 100,000 entries cost at most about 1% of a core.
 SURVEY_COST_FACTOR = 100.0
+SORT_IN_THREAD = 5000  # rows above which the table is sorted in a thread
 # While the first survey walks, its first rows are shown after this long.
 FIRST_ROWS_SECONDS = 0.5
 
@@ -201,6 +202,17 @@ class ScratchPane(Pane):
 
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, ScratchPane.Surveyed) and message.error is None
+
+    class Sorted(Message):
+        """Posted by the sorting thread: ``rows`` in ``order``, as ``sort`` (column, reverse) says."""
+
+        bubble = False
+
+        def __init__(self, rows: Rows, sort: tuple, order: list[str]) -> None:
+            super().__init__()
+            self.rows = rows
+            self.sort = sort
+            self.order = order
 
     class PruneProgress(Message):
         """Posted by the prune thread after each entry: ``done`` of ``total`` entries,
@@ -266,7 +278,9 @@ class ScratchPane(Pane):
         yield FitTable(COLUMNS, id="scratch-table", zebra_stripes=True)
         yield DetailLine(id="scratch-detail")
         yield Static(id="scratch-progress-label", markup=False)
-        yield ProgressBar(id="scratch-progress", show_eta=False)
+        # A total from the start: a bar without one is indeterminate, and animates on a
+        # 15-a-second timer for as long as it exists, hidden or not.
+        yield ProgressBar(id="scratch-progress", total=1, show_eta=False)
         yield EmptyState("No scratch entries yet. Commands spawned here get <home>/cache/scratch as TMPDIR; "
                          "an entry idle for scratch.idle_hours can be pruned with p.")
 
@@ -447,12 +461,31 @@ class ScratchPane(Pane):
     # -- sorting -------------------------------------------------------------------------
 
     def _sort(self) -> None:
+        """Order the table by the current sort: a long one in a thread (100,000 keys
+        take a tenth of a second or more to sort, which the UI must not wait for)."""
         rows = self._rows
         if rows is None:
             return
+        if len(rows.base) > SORT_IN_THREAD:
+            self._sort_in_thread(rows, self.sort_column, self._sort_reverse)
+            return
+        self._show_order(sorted_keys(rows.values, rows.base, self.sort_column, self._sort_reverse))
+
+    def _show_order(self, order: list[str]) -> None:
         table = self.table
-        table.set_order(sorted_keys(rows.values, rows.base, self.sort_column, self._sort_reverse))
+        table.set_order(order)
         table.sync()
+
+    @work(thread=True, exclusive=True, group="scratch-sort")
+    def _sort_in_thread(self, rows: Rows, column: str, reverse: bool) -> None:
+        order = sorted_keys(rows.values, rows.base, column, reverse)
+        if not get_current_worker().is_cancelled:
+            self.post_message(self.Sorted(rows, (column, reverse), order))
+
+    def on_scratch_pane_sorted(self, message: Sorted) -> None:
+        """A thread's order lands only if the rows and the sort are still the ones it sorted."""
+        if message.rows is self._rows and message.sort == (self.sort_column, self._sort_reverse):
+            self._show_order(message.order)
 
     @property
     def sort_column(self) -> str:

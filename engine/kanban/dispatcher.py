@@ -122,11 +122,19 @@ LAUNCHING_SQL = ("SELECT r.id, r.task_id, r.process_id, r.claim_lock, t.claim_ex
 PROMOTABLE_SQL = (f"SELECT t.id FROM tasks t WHERE t.status = '{TODO}' AND NOT EXISTS ("
                   "SELECT 1 FROM task_links l JOIN tasks p ON p.id = l.parent_id "
                   "WHERE l.child_id = t.id AND p.status NOT IN ('done', 'archived'))")
-# Ready, unclaimed cards in dispatch order, with the outcome and end of their last closed run.
-READY_SQL = ("SELECT t.id, t.assignee, t.title, t.body, r.outcome, r.ended_at FROM tasks t "
+# Ready, unclaimed cards in dispatch order, with the outcome and end of their last closed run
+# (their titles and bodies are read for the cards chosen only: a board may hold 100,000).
+READY_SQL = ("SELECT t.id, t.assignee, r.outcome, r.ended_at FROM tasks t "
              "LEFT JOIN task_runs r ON r.id = (SELECT max(id) FROM task_runs WHERE task_id = t.id "
              "AND ended_at IS NOT NULL) "
              f"WHERE t.status = '{READY}' AND t.claim_lock IS NULL ORDER BY t.priority DESC, t.created_at, t.id")
+
+CLASSIFY_IN_THREAD = 1000  # ready cards above which a tick sorts them out in a thread
+
+
+async def _done(value):
+    return value
+
 
 # Skip reasons (the keys of the "held back" line).
 SKIPPED_UNASSIGNED = "skipped_unassigned"
@@ -729,8 +737,6 @@ class Dispatcher:
         """Claim and start ready cards. ``ready``: read already, at a look that found no
         card running (so none counts against a cap)."""
         now = self.board.now()
-        allowed = allowed_profiles(self.settings)
-        default = self.k.default_assignee if self.k.default_assignee in allowed else None
         running: list = []
         if ready is None:
             # kanban.max_in_progress counts this host's running cards; a profile's own cap
@@ -741,38 +747,16 @@ class Dispatcher:
                 f"FROM tasks WHERE status = '{RUNNING}' GROUP BY assignee", params), (READY_SQL, ())])
         per_profile = {r[0]: int(r[1]) for r in running}
         budget = self.k.max_in_progress - sum(int(r[2] or 0) for r in running)
-        chosen: list[tuple[str, str, str, str, bool]] = []  # id, profile, title, body, newly assigned
-        nonspawnable: list[tuple[str, str]] = []
-        for task_id, assignee, title, body, last_outcome, last_ended in ready:
-            newly = False
-            if not assignee:
-                if default is None:
-                    tally.skipped.append(Skip(task_id, SKIPPED_UNASSIGNED))
-                    continue
-                assignee, newly = default, True
-            if assignee not in allowed:
-                tally.skipped.append(Skip(task_id, SKIPPED_NONSPAWNABLE, profile=assignee))
-                nonspawnable.append((task_id, assignee))
-                continue
-            if (last_outcome == RunOutcome.RATE_LIMITED and last_ended is not None
-                    and now - last_ended < self.k.rate_limit_cooldown_seconds):
-                tally.skipped.append(Skip(task_id, RATE_LIMIT_COOLDOWN, profile=assignee))
-                continue
-            if budget <= 0:
-                tally.skipped.append(Skip(task_id, AT_CAPACITY, running=self.k.max_in_progress - budget,
-                                          limit=self.k.max_in_progress, profile=assignee))
-                continue
-            cap = self.k.profiles[assignee].max_in_progress
-            if cap is not None and per_profile.get(assignee, 0) >= cap:
-                tally.skipped.append(Skip(task_id, PER_PROFILE_CAPPED, running=per_profile.get(assignee, 0),
-                                          limit=cap, profile=assignee))
-                continue
-            budget -= 1
-            per_profile[assignee] = per_profile.get(assignee, 0) + 1
-            chosen.append((task_id, assignee, title, body, newly))
+        # A big board in a thread: it holds back 100,000 cards a tick, each with its reason
+        # (0.4 s of CPU that the app's event loop, which ticks, must not spend).
+        classify = (asyncio.to_thread(self._classify, ready, now, per_profile, budget)
+                    if len(ready) > CLASSIFY_IN_THREAD else _done(self._classify(ready, now, per_profile, budget)))
+        skipped, picked, nonspawnable = await classify
+        tally.skipped.extend(skipped)
         await self._note_nonspawnable(nonspawnable, now)
-        if not chosen:
+        if not picked:
             return
+        chosen = await self._with_texts(picked)
         with launch_guard.launch_batch() as name_tokens:
             # Claim, launch and record are one unit: a cancelled tick waits for the
             # record (else its workers would run unrecorded until the recovery found them).
@@ -793,6 +777,53 @@ class Dispatcher:
         if claimed:
             launched = await self._launch_all(claimed)
             await self._record_launches(list(zip(claimed, launched, strict=True)), tally)
+
+    def _classify(self, ready: list, now: float, per_profile: dict[str, int], budget: int):
+        """Each ready card, in dispatch order: held back (a Skip with its reason) or picked
+        (id, profile, newly assigned), within the caps; and those whose assignee may not
+        be spawned here (for their event)."""
+        allowed = allowed_profiles(self.settings)
+        default = self.k.default_assignee if self.k.default_assignee in allowed else None
+        skipped: list[Skip] = []
+        picked: list[tuple[str, str, bool]] = []
+        nonspawnable: list[tuple[str, str]] = []
+        for task_id, assignee, last_outcome, last_ended in ready:
+            newly = False
+            if not assignee:
+                if default is None:
+                    skipped.append(Skip(task_id, SKIPPED_UNASSIGNED))
+                    continue
+                assignee, newly = default, True
+            if assignee not in allowed:
+                skipped.append(Skip(task_id, SKIPPED_NONSPAWNABLE, profile=assignee))
+                nonspawnable.append((task_id, assignee))
+                continue
+            if (last_outcome == RunOutcome.RATE_LIMITED and last_ended is not None
+                    and now - last_ended < self.k.rate_limit_cooldown_seconds):
+                skipped.append(Skip(task_id, RATE_LIMIT_COOLDOWN, profile=assignee))
+                continue
+            if budget <= 0:
+                skipped.append(Skip(task_id, AT_CAPACITY, running=self.k.max_in_progress - budget,
+                                    limit=self.k.max_in_progress, profile=assignee))
+                continue
+            cap = self.k.profiles[assignee].max_in_progress
+            if cap is not None and per_profile.get(assignee, 0) >= cap:
+                skipped.append(Skip(task_id, PER_PROFILE_CAPPED, running=per_profile.get(assignee, 0),
+                                    limit=cap, profile=assignee))
+                continue
+            budget -= 1
+            per_profile[assignee] = per_profile.get(assignee, 0) + 1
+            picked.append((task_id, assignee, newly))
+        return skipped, picked, nonspawnable
+
+    async def _with_texts(self, picked: list[tuple[str, str, bool]]) -> list[tuple[str, str, str, str, bool]]:
+        """The picked cards with their titles and bodies (the worker's environment), in
+        the picked order; a card gone meanwhile is left out (its claim would fail)."""
+        ids = [task_id for task_id, _profile, _newly in picked]
+        rows = await self.board.fetch(f"SELECT id, title, body FROM tasks WHERE id IN ({','.join('?' * len(ids))})",
+                                      ids)
+        texts = {task_id: (title, body) for task_id, title, body in rows}
+        return [(task_id, profile, *texts[task_id], newly) for task_id, profile, newly in picked if task_id in texts]
 
     async def _note_nonspawnable(self, cards: list[tuple[str, str]], now: float) -> None:
         """One ``skipped_nonspawnable`` event per card and assignee, not one per tick."""

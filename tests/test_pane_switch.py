@@ -1,0 +1,71 @@
+"""Switching panes does only what the switch changes (issue 22), through the real app
+(Pilot): the two panes whose active mark changes are restyled alone (not every widget
+inside them), the narrow layout still shows the active pane, and the keys footer
+changes its keys in place to exactly the keys a full rebuild would show."""
+
+from __future__ import annotations
+
+from textual.compose import compose
+from textual.widgets._footer import FooterKey
+
+from engine.config import load_config
+from hermes_tui.app import HermesApp
+from tests.support import wait_until_pilot as wait_for
+from widgets.keys_footer import KeysFooter
+from widgets.pane import Pane
+
+
+def rebuilt(footer: KeysFooter) -> list:
+    """The keys a full rebuild of the footer would mount now (composed as the footer)."""
+    with footer._context():
+        return compose(footer)
+
+
+def keys_of(widgets) -> list[tuple]:
+    return [(k.key, k.key_display, k.description, k.action, k._disabled, tuple(sorted(k.classes)))
+            for k in widgets if isinstance(k, FooterKey)]
+
+
+async def test_a_switch_restyles_the_two_panes_alone_and_narrow_shows_the_active_one(home):
+    """The -active class was set through the stylesheet's update of each pane's whole
+    subtree: every widget of both panes restyled, most of a switch's time."""
+    app = HermesApp(home, load_config(home.config_file))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        restyled = []
+        update_styles = app.update_styles
+        app.update_styles = lambda node=None, *a, **k: (restyled.append(node), update_styles(node, *a, **k))[1]
+        await pilot.press("2")
+        await wait_for(pilot, lambda: app.active_pane.id == "processes", what="the processes pane active")
+        await pilot.pause()
+        assert not [n for n in restyled if isinstance(n, Pane)]
+        panes = {p.id: p for p in app.query(Pane)}
+        assert panes["processes"].has_class("-active") and not panes["board"].has_class("-active")
+        assert panes["processes"].styles.border_top != panes["board"].styles.border_top  # the accent border moved
+        await pilot.resize_terminal(80, 24)
+        await wait_for(pilot, lambda: app.narrow, what="the narrow layout")
+        for key, pane_id in (("3", "scratch"), ("1", "board"), ("2", "processes")):
+            await pilot.press(key)
+            await wait_for(pilot, lambda pane_id=pane_id: [p.id for p in app.query(Pane) if p.display
+                                                           and p.region.area > 0] == [pane_id],
+                           what=f"only {pane_id} shown")
+
+
+async def test_the_footer_changes_its_keys_in_place_to_what_a_rebuild_shows(home):
+    """Each switch removed every key of the footer and mounted and styled them all again."""
+    app = HermesApp(home, load_config(home.config_file))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        footer = app.query_one(KeysFooter)
+        await wait_for(pilot, lambda: keys_of(footer.children), what="the footer's keys")
+        before = {id(k) for k in footer.children}
+        for key in ("2", "3", "4", "1"):
+            described = {b.description for _n, b, _e, _t in app.screen.active_bindings.values()}
+            await pilot.press(key)
+            await wait_for(pilot, lambda described=described: {
+                b.description for _n, b, _e, _t in app.screen.active_bindings.values()} != described,
+                what=f"the bindings of pane {key}")
+            await wait_for(pilot, lambda: keys_of(footer.children) == keys_of(rebuilt(footer)),
+                           what=f"the footer of pane {key} as a rebuild shows it")
+        kept = {id(k) for k in footer.children} & before
+        assert len(kept) >= len(before) // 2  # the same key widgets, their words changed
