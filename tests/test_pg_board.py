@@ -15,6 +15,7 @@ from conftest import run_cli
 from engine.config import ConfigError, Settings, parse_config
 from engine.kanban import board_location
 from engine.kanban import transitions as tr
+from engine.kanban.backend import StoreError
 from engine.kanban.dispatcher import Dispatcher
 from engine.kanban.models import NewTask
 from engine.kanban.pg import schema
@@ -22,7 +23,6 @@ from engine.kanban.pg.board import PgBoard
 from engine.kanban.pg.dialect import to_postgres
 from engine.kanban.pg.errors import BoardUnreachable
 from engine.kanban.pg.url import DatabaseUrl
-from engine.kanban.store import StoreError
 from engine.kanban.workers import NullSpawner
 from tests.support import wait_until_async
 from tests.support.kanban import FakeClock, kanban_settings, open_board

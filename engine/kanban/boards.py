@@ -167,8 +167,8 @@ async def list_boards(home: HomeLayout, settings: Settings) -> list[BoardInfo]:
     import asyncio
     from dataclasses import replace
 
+    from engine.kanban.backend import StoreError
     from engine.kanban.service import BoardService
-    from engine.kanban.store import StoreError
 
     refs = await asyncio.to_thread(_refs, home, settings)
     try:

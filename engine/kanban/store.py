@@ -27,6 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from engine.kanban.backend import MIN_ID_PREFIX, BadId, StoreError, UnknownTask
 from engine.kanban.models import Event, Run, Task, TaskDetails, load_payload
 from engine.kanban.sqlite_conn import SqliteConnection, fetch_each
 
@@ -46,21 +47,6 @@ class Conn(Protocol):
     async def execute_fetchall(self, sql: str, params: Iterable[Any] = ...) -> list: ...
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None: ...
-
-
-class StoreError(Exception):
-    """The board cannot be used (corrupt, foreign, newer schema, unreadable): one line."""
-
-
-class UnknownTask(StoreError):
-    """No card with that id (or the prefix names none or several)."""
-
-
-class BadId(UnknownTask):
-    """The id given is not usable as an id (too short a prefix): a usage error."""
-
-
-MIN_ID_PREFIX = 4  # characters after "t_": "t_" alone, or "t_a", must never pick a card
 
 
 # --------------------------------------------------------------------------------------

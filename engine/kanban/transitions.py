@@ -16,6 +16,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from engine.kanban.backend import StoreError, TransitionResult
 from engine.kanban.models import (
     ARCHIVED,
     BLOCKED,
@@ -30,7 +31,7 @@ from engine.kanban.models import (
     Task,
     dump_payload,
 )
-from engine.kanban.store import Board, Conn, StoreError, add_event
+from engine.kanban.store import Board, Conn, add_event
 from engine.kanban.workers import StopReport, is_host_local, stop_worker
 
 # The moves a person may make, from -> allowed targets (the dispatcher owns
@@ -57,22 +58,6 @@ class TransitionRefused(StoreError):
 
 def new_task_id() -> str:
     return "t_" + secrets.token_hex(4)
-
-
-@dataclass(frozen=True)
-class TransitionResult:
-    task_id: str
-    from_status: str
-    to_status: str
-    stop: StopReport | None = None
-
-    def to_json(self) -> dict:
-        return {
-            "id": self.task_id,
-            "from_status": self.from_status,
-            "status": self.to_status,
-            "worker": self.stop.to_json() if self.stop else None,
-        }
 
 
 class CardChanged(TransitionRefused):

@@ -38,11 +38,12 @@ from typing import Any, TypeVar
 
 import asyncpg
 
+from engine.kanban.backend import StoreError
 from engine.kanban.pg import schema
 from engine.kanban.pg.dialect import rowcount_of, to_postgres
 from engine.kanban.pg.errors import BoardConflict, BoardUnreachable, NoBoardYet, UnusableUrl
 from engine.kanban.pg.url import DatabaseUrl
-from engine.kanban.store import Board, StoreError
+from engine.kanban.store import Board
 
 Clock = Callable[[], float]
 T = TypeVar("T")
