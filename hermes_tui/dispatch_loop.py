@@ -90,7 +90,7 @@ class DispatchLoop:
     async def tick(self) -> DispatchResult | None:
         """One tick on the shared board service; None when there is no board yet or the
         tick failed (said in a notification: a failed tick must not take the app down)."""
-        from engine.hermes.board import DispatchRefused
+        from engine.kanban.backends.hermes.board import DispatchRefused
         from engine.kanban.service import BoardService
 
         if self.refused:
@@ -100,7 +100,7 @@ class DispatchLoop:
                 return None
         except ValueError:  # a malformed board URL: the pane says so
             return None
-        from engine.kanban.pg.errors import BoardUnreachable, NoBoardYet
+        from engine.kanban.backends.postgres.errors import BoardUnreachable, NoBoardYet
 
         try:
             async with await BoardService.open(self.home, self.settings, create=False) as service:

@@ -6,8 +6,8 @@ import inspect
 
 import pytest
 
-from engine.hermes.board import HermesBoardService
 from engine.kanban.backend import BoardBackend, HermesExtras
+from engine.kanban.backends.hermes.board import HermesBoardService
 from engine.kanban.service import BoardService
 
 

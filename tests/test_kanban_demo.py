@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from engine import identity
 from engine.config import load_config
+from engine.kanban.backends.sqlite.store import Board
 from engine.kanban.dispatcher import dispatch_once
 from engine.kanban.registry_spawner import RegistrySpawner
-from engine.kanban.store import Board
 from hermes_tui import demo_kanban
 
 

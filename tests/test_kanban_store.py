@@ -10,8 +10,8 @@ import pytest
 
 from engine.kanban import transitions as tr
 from engine.kanban.backend import StoreError, UnknownTask
+from engine.kanban.backends.sqlite.store import APPLICATION_ID, SCHEMA_VERSION, Board
 from engine.kanban.models import NewTask
-from engine.kanban.store import APPLICATION_ID, SCHEMA_VERSION, Board
 from tests.support.kanban import FakeClock, open_board
 
 

@@ -323,7 +323,7 @@ class BoardPane(Pane):
         if not exists and not create:
             self._show_info()
             return None
-        from engine.kanban.pg.errors import BoardUnreachable, NoBoardYet
+        from engine.kanban.backends.postgres.errors import BoardUnreachable, NoBoardYet
 
         try:
             # A pinned clock (tests) is the board's too; this machine's is not a server board's.
@@ -440,7 +440,7 @@ class BoardPane(Pane):
         if await self._ensure_board(create=False) is None:  # someone may have created it since
             return
         from engine.kanban.backend import StoreError
-        from engine.kanban.pg.errors import BoardUnreachable
+        from engine.kanban.backends.postgres.errors import BoardUnreachable
 
         statuses = self._shown_statuses(self.show_archived)
         must_read, self._must_read = self._must_read, False

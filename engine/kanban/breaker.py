@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.kanban.backends.sqlite.store import Conn, add_event
 from engine.kanban.models import BLOCKED, RunOutcome, Task
-from engine.kanban.store import Conn, add_event
 
 PROTOCOL_VIOLATION_BUDGET = 3
 ERROR_MAX_CHARS = 1000

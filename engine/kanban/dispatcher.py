@@ -58,6 +58,7 @@ from engine.config import ProfileSettings, Settings
 from engine.home import HomeLayout
 from engine.identity import RUNS, Liveness, liveness
 from engine.kanban import breaker, launch_guard
+from engine.kanban.backends.sqlite.store import TASK_COLUMNS, Board, add_event, add_events, task_from_row
 from engine.kanban.models import (
     BLOCKED,
     DONE,
@@ -70,7 +71,6 @@ from engine.kanban.models import (
     SpawnedCard,
     Task,
 )
-from engine.kanban.store import TASK_COLUMNS, Board, add_event, add_events, task_from_row
 from engine.kanban.transitions import CLEAR_WORKER, close_run
 from engine.kanban.workers import (
     RUN_HEADER_PREFIX,

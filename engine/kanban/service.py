@@ -8,14 +8,14 @@ Why it exists:
   exist). :meth:`BoardService.open` hands out the service already open for the same
   board on the same event loop (reference counted), so the app's pane and the app's
   dispatch loop share one connection, and every statement on it is serialised by
-  :class:`engine.kanban.store.Board`.
+  :class:`engine.kanban.backends.sqlite.store.Board`.
 - **The "open the board" ceremony exists once**: which file (:func:`engine.kanban.board_path`),
   creating hermes-tui's folder when the board lives in it, moving an older board out of
   hermes's ``kanban.db`` name, and whether to create a missing board.
 - **It speaks in models.** Callers get :class:`Task`, :class:`TaskDetails`,
   :class:`BoardView`, :class:`DispatchResult`, never rows or SQL, so another store can
   stand behind the same methods: :meth:`BoardService.open` hands out
-  :class:`engine.hermes.board.HermesBoardService` when the file is hermes-agent's board
+  :class:`engine.kanban.backends.hermes.board.HermesBoardService` when the file is hermes-agent's board
   (read-only, changed through hermes's CLI, never dispatched). Both are a
   :class:`engine.kanban.backend.BoardBackend`; callers ask its ``capabilities``.
 """
@@ -35,9 +35,9 @@ from engine.home import HomeLayout
 from engine.kanban import board_location
 from engine.kanban import transitions as tr
 from engine.kanban.backend import BoardView, Capabilities, TransitionResult
+from engine.kanban.backends.postgres.url import DatabaseUrl
+from engine.kanban.backends.sqlite.store import Board
 from engine.kanban.models import DispatchResult, Event, NewTask, Run, Task, TaskDetails
-from engine.kanban.pg.url import DatabaseUrl
-from engine.kanban.store import Board
 
 Clock = Callable[[], float]
 
@@ -83,7 +83,7 @@ class BoardService:
             shared._refs += 1
             return shared
         if isinstance(path, DatabaseUrl):
-            from engine.kanban.pg.board import PgBoard
+            from engine.kanban.backends.postgres.board import PgBoard
 
             board = await PgBoard.open(path, clock=clock, create=create)  # None: the server's clock
         else:
@@ -93,7 +93,7 @@ class BoardService:
 
             routed = await asyncio.to_thread(route_board, home, path, create, chosen)
             if routed is None:  # hermes-agent's own board: read-only, changed through its CLI
-                from engine.hermes.board import HermesBoardService
+                from engine.kanban.backends.hermes.board import HermesBoardService
 
                 return await HermesBoardService.open(path, home=home, settings=settings, clock=clock or time.time)
             path, create = routed

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from engine.kanban.backend import StoreError, TransitionResult
+from engine.kanban.backends.sqlite.store import Board, Conn, add_event
 from engine.kanban.models import (
     ARCHIVED,
     BLOCKED,
@@ -31,7 +32,6 @@ from engine.kanban.models import (
     Task,
     dump_payload,
 )
-from engine.kanban.store import Board, Conn, add_event
 from engine.kanban.workers import StopReport, is_host_local, stop_worker
 
 # The moves a person may make, from -> allowed targets (the dispatcher owns

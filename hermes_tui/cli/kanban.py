@@ -151,7 +151,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _statuses() -> tuple[str, ...]:
     """Every status a board may hold: hermes-tui's, and hermes-agent's (triage, scheduled)."""
-    from engine.hermes.board_file import HERMES_STATUSES
+    from engine.kanban.backends.hermes.board_file import HERMES_STATUSES
     from engine.kanban.statuses import STATUSES
 
     return STATUSES + tuple(s for s in HERMES_STATUSES if s not in STATUSES)
@@ -214,8 +214,8 @@ async def _with_service(ctx: Context, body, spawner) -> Any:
     import sqlite3
 
     from engine.kanban.backend import BadId, StoreError
-    from engine.kanban.pg.errors import BoardUnreachable, UnusableUrl
-    from engine.kanban.pg.url import BadDatabaseUrl
+    from engine.kanban.backends.postgres.errors import BoardUnreachable, UnusableUrl
+    from engine.kanban.backends.postgres.url import BadDatabaseUrl
     from engine.kanban.service import BoardService
     from engine.kanban.workers import BadHostId, hostname
 

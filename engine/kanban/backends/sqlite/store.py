@@ -1,5 +1,5 @@
 """The board file: an SQLite database on one connection with a thread of its own
-(:mod:`engine.kanban.sqlite_conn`).
+(:mod:`engine.kanban.backends.sqlite.connection`).
 
 Why these choices:
 - WAL + ``synchronous=FULL``: readers (the pane, ``list``) never wait for a writer, and a
@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from engine.kanban.backend import MIN_ID_PREFIX, BadId, StoreError, UnknownTask
+from engine.kanban.backends.sqlite.connection import SqliteConnection, fetch_each
 from engine.kanban.models import Event, Run, Task, TaskDetails, load_payload
-from engine.kanban.sqlite_conn import SqliteConnection, fetch_each
 
 APPLICATION_ID = 0x484B4E42  # "HKNB": hermes kanban board
 BUSY_TIMEOUT_SECONDS = 30.0
@@ -40,7 +40,7 @@ T = TypeVar("T")
 
 class Conn(Protocol):
     """The statements a transaction runs: the SQLite connection's (on its thread) or a
-    PostgreSQL board's (``engine.kanban.pg.board.PgConnection``)."""
+    PostgreSQL board's (``engine.kanban.backends.postgres.board.PgConnection``)."""
 
     async def execute(self, sql: str, params: Iterable[Any] = ...) -> Any: ...
 
@@ -434,7 +434,7 @@ class Board:
 
         The whole of it is one call on the connection's thread, where the body's
         statements answer at once: so the body may await only ``conn``'s statements and
-        coroutines that await nothing else (see :mod:`engine.kanban.sqlite_conn`). A
+        coroutines that await nothing else (see :mod:`engine.kanban.backends.sqlite.connection`). A
         PostgreSQL board runs the same body statement by statement."""
         async with self._tx_lock.held():
             return await self.conn.transact(body)

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import Settings
-from engine.hermes.board_file import HERMES_STATUSES, connect_read_only, table_columns
 from engine.home import HomeLayout
 from engine.kanban.backend import (
     MIN_ID_PREFIX,
@@ -45,6 +44,7 @@ from engine.kanban.backend import (
     TransitionResult,
     UnknownTask,
 )
+from engine.kanban.backends.hermes.board_file import HERMES_STATUSES, connect_read_only, table_columns
 from engine.kanban.models import Comment, Event, NewTask, Run, Task, TaskDetails, load_payload
 
 CLI_TIMEOUT_SECONDS = 60.0
