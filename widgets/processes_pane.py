@@ -389,7 +389,7 @@ class ProcessesPane(Pane):
         with self.app.batch_update():
             changes = table.update_rows(wanted, lambda key, cells: self._cells(cells, snap.styles[key]))
             reorder = bool(changes.added) or any(
-                (old[STATUS_COLUMN] == "running") != (wanted[key][STATUS_COLUMN] == "running")
+                (old[STATUS_COLUMN] == SessionStatus.RUNNING) != (wanted[key][STATUS_COLUMN] == SessionStatus.RUNNING)
                 for key, old in changes.changed.items())
             if reorder and len(self._rows) > 1:
                 self._sort(snap)
