@@ -143,27 +143,27 @@ class ProcessesPane(Pane):
     ProcessesPane.-has-rows > .empty-state { display: none; }
     """
 
+    @dataclass
     class ForegroundChanged(Message):
-        """Posted by the pane when what runs in the foreground changes: ``command`` is the
-        run that started, or None once it moved to the background or ended (``detail``
-        then says how the last one ended). The app shows it in the command bar."""
+        """Posted by the pane when what runs in the foreground changes. The app shows it
+        in the command bar."""
 
-        def __init__(self, command: str | None, detail: str = "") -> None:
-            super().__init__()
-            self.command = command
-            self.detail = detail
+        command: str | None
+        """The run that started, or None once it moved to the background or ended."""
+        detail: str = ""
+        """With None: how the last one ended."""
 
+    @dataclass
     class Sampled(Message):
-        """Posted by the sampling thread to the pane itself: one refresh's ``snapshot``,
-        or ``error``, why the sessions could not be read (the last table stays). Not
-        replaceable: a snapshot carries notifications that must all be shown."""
+        """Posted by the sampling thread to the pane itself. Not replaceable: a snapshot
+        carries notifications that must all be shown."""
 
         bubble = False
 
-        def __init__(self, snapshot: Snapshot | None = None, error: str = "") -> None:
-            super().__init__()
-            self.snapshot = snapshot
-            self.error = error
+        snapshot: Snapshot | None = None
+        """One refresh's sessions and rows (None with ``error``)."""
+        error: str = ""
+        """Why the sessions could not be read (the last table stays)."""
 
     class ForegroundEnded(Message):
         """Posted by the thread that reads a finished foreground run back: ``session`` as
