@@ -439,6 +439,8 @@ class BoardPane(Pane):
         self.skipped_hidden = 0
         if await self._ensure_board(create=False) is None:  # someone may have created it since
             return
+        import sqlite3
+
         from engine.kanban.backend import StoreError
         from engine.kanban.backends.postgres.errors import BoardUnreachable
 
@@ -458,7 +460,7 @@ class BoardPane(Pane):
         except StoreError as exc:
             self._fail(f"The board cannot be read: {exc}")
             return
-        except Exception as exc:  # sqlite errors from a file changed under us
+        except (sqlite3.Error, OSError) as exc:  # a file changed under us
             self._must_read = True
             self.notify(f"board refresh failed: {exc}", severity="error", timeout=5, markup=False)
             return

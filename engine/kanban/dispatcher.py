@@ -982,7 +982,3 @@ class Dispatcher:
             if await self._requeue_failed(task, now, outcome=RunOutcome.SPAWN_FAILED, event=EventKind.SPAWN_FAILED,
                                           error=error, payload={"profile": c.profile.name}, tally=tally):
                 tally.spawn_failed.append(c.task_id)
-
-
-async def dispatch_once(board: Board, *, home: HomeLayout, settings: Settings, spawner: Spawner) -> DispatchResult:
-    return await Dispatcher(board, home=home, settings=settings, spawner=spawner).tick()

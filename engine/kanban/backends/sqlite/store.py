@@ -376,24 +376,19 @@ class _OwnedLock:
     def __init__(self) -> None:
         self._lock = asyncio.Lock()
         self._owner: asyncio.Task | None = None
-        self._depth = 0
 
     @asynccontextmanager
     async def held(self) -> AsyncIterator[None]:
         me = asyncio.current_task()
-        if self._owner is me and me is not None:
-            self._depth += 1
-            try:
-                yield
-            finally:
-                self._depth -= 1
+        if self._owner is me and me is not None:  # taken again inside its own hold
+            yield
             return
         async with self._lock:
-            self._owner, self._depth = me, 1
+            self._owner = me
             try:
                 yield
             finally:
-                self._owner, self._depth = None, 0
+                self._owner = None
 
 
 class Board:
@@ -588,9 +583,6 @@ class Board:
         rows = await self.fetch(f"SELECT {RUN_COLUMNS} FROM task_runs WHERE task_id = ? ORDER BY id", (task_id,))
         return [run_from_row(r) for r in rows]
 
-    async def get_run(self, run_id: int) -> Run | None:
-        rows = await self.fetch(f"SELECT {RUN_COLUMNS} FROM task_runs WHERE id = ?", (run_id,))
-        return run_from_row(rows[0]) if rows else None
 
     async def events(self, task_id: str | None = None, after_id: int = 0, limit: int | None = None) -> list[Event]:
         """Events in order; ``limit`` keeps the newest ``limit`` of them."""
