@@ -1,7 +1,8 @@
 """The kanban board: cards worked by spawned worker processes.
 
+- :mod:`engine.kanban.backend`     the seam: what a board backend must do, its capabilities
 - :mod:`engine.kanban.service`     the one way in (CLI, app, demo): one shared connection per process
-- :mod:`engine.kanban.backends.sqlite.store`       the SQLite board (schema, migrations, reads)
+- :mod:`engine.kanban.backends`    the stores, one folder each: sqlite, postgres, hermes
 - :mod:`engine.kanban.transitions` every change a person or a worker makes
 - :mod:`engine.kanban.dispatcher`  the dispatch tick
 - :mod:`engine.kanban.workers`     spawning, stopping and judging workers
@@ -9,7 +10,6 @@
 - :mod:`engine.kanban.describe`    a card's details in words (``kanban show``, the details dialog)
 - :mod:`engine.kanban.wording`     why a tick held cards back, and what a change did, in words
 - :mod:`engine.kanban.relocate`    moving an older hermes-tui board out of hermes's ``kanban.db`` name
-- :mod:`engine.kanban.backends.postgres`          the PostgreSQL board (several machines, one board)
 """
 
 from __future__ import annotations
