@@ -1,2 +1,3 @@
-"""The hermes-tui engine: home, config, process identity, and (later) processes,
-kanban and scratch. Pure Python; never imports textual, widgets or hermes_tui."""
+"""The hermes-tui engine: home, config, process identity, processes, the kanban board,
+scratch and the attention list. Pure Python; never imports textual, rich, widgets or
+hermes_tui."""

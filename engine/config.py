@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     import yaml
 
-    from engine.kanban.pg.url import DatabaseUrl
+    from engine.kanban.backends.postgres.url import DatabaseUrl
 
 
 class ConfigError(Exception):
@@ -88,7 +88,7 @@ class ProfileSettings:
 @dataclass(frozen=True)
 class KanbanSettings:
     db: Path | None = None
-    # A PostgreSQL board (engine.kanban.pg.url.DatabaseUrl), or a path (an SQLite board
+    # A PostgreSQL board (engine.kanban.backends.postgres.url.DatabaseUrl), or a path (an SQLite board
     # file, as ``db``); None keeps ``db``.
     database: DatabaseUrl | Path | None = None
     dispatch: bool = True
@@ -271,7 +271,7 @@ def optional_path(value: Any) -> Path | None:
 def database_url(value: Any) -> DatabaseUrl | Path | None:
     """``postgresql://user@host:port/dbname`` (its password is never echoed back), or a
     path, which keeps an SQLite board."""
-    from engine.kanban.pg.url import BadDatabaseUrl, DatabaseUrl, looks_like_url
+    from engine.kanban.backends.postgres.url import BadDatabaseUrl, DatabaseUrl, looks_like_url
 
     if value is None or value == "":
         return None

@@ -164,7 +164,7 @@ def run_doctor(home: HomeLayout, environ: dict[str, str] | None = None) -> tuple
 def _shared_board(home: HomeLayout, settings: Settings | None, env) -> dict | None:
     """The PostgreSQL board's check, when this home uses one (a file board: None)."""
     from engine.kanban import board_location
-    from engine.kanban.pg.url import BadDatabaseUrl, DatabaseUrl
+    from engine.kanban.backends.postgres.url import BadDatabaseUrl, DatabaseUrl
 
     if settings is None:
         return None
@@ -175,7 +175,7 @@ def _shared_board(home: HomeLayout, settings: Settings | None, env) -> dict | No
                 "bad_url": True, "host_id": None, "lease_expires_in": None}  # the fields of every other answer
     if not isinstance(where, DatabaseUrl):
         return None
-    from engine.kanban.pg.check import check_shared_board
+    from engine.kanban.backends.postgres.check import check_shared_board
     from engine.kanban.workers import hostname
 
     return check_shared_board(where, hostname()).to_json()

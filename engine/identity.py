@@ -152,14 +152,6 @@ def is_verifiable(fp: str | None) -> bool:
     return bool(sep and bid and ticks.isdigit())
 
 
-def is_same_process(pid: int, fp: str | None) -> bool:
-    """True only when ``pid`` exists now and is exactly the process ``fp`` was taken of."""
-    if not is_verifiable(fp):
-        return False
-    current = fingerprint(pid)
-    return current != UNVERIFIED and current == fp
-
-
 def is_alive(pid: int, fp: str | None) -> bool:
     """Same process and not a zombie (a zombie has exited; it only waits to be reaped)."""
     if not is_verifiable(fp):

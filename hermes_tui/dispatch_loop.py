@@ -90,7 +90,7 @@ class DispatchLoop:
     async def tick(self) -> DispatchResult | None:
         """One tick on the shared board service; None when there is no board yet or the
         tick failed (said in a notification: a failed tick must not take the app down)."""
-        from engine.hermes.board import DispatchRefused
+        from engine.kanban.backends.hermes.board import DispatchRefused
         from engine.kanban.service import BoardService
 
         if self.refused:
@@ -100,7 +100,7 @@ class DispatchLoop:
                 return None
         except ValueError:  # a malformed board URL: the pane says so
             return None
-        from engine.kanban.pg.errors import BoardUnreachable, NoBoardYet
+        from engine.kanban.backends.postgres.errors import BoardUnreachable, NoBoardYet
 
         try:
             async with await BoardService.open(self.home, self.settings, create=False) as service:
@@ -136,19 +136,15 @@ class DispatchLoop:
 
     def _watch_exit(self, process_id: str | None) -> None:
         """Wake the loop when this worker (a child of this process) exits."""
-        registry = getattr(self.spawner, "registry", None)
-        popen = registry.popen_of(process_id) if registry is not None and process_id else None
-        if popen is None or process_id in self._watched:
+        if not process_id or process_id in self._watched:
             return
         self._watched.add(process_id)
 
         def wait() -> None:
-            try:
-                popen.wait()
-            except Exception:
-                pass
+            exited = self.spawner.wait_exit(process_id)
             self._watched.discard(process_id)
-            self.app.post_message(self.WorkerExited(process_id))  # refused once the app is closing
+            if exited:
+                self.app.post_message(self.WorkerExited(process_id))  # refused once the app is closing
 
         threading.Thread(target=wait, name=f"board-exit-{process_id}", daemon=True).start()
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from engine.config import ScratchSettings, Settings
-from engine.scratch.audit import parse_record, read_records
+from engine.scratch.audit import LogTail, parse_record
 from hermes_tui.app import HermesApp
 from tests.support import wait_until_pilot
 from tests.support.cli import run_on_pty
@@ -45,7 +45,7 @@ def test_every_field_of_a_forged_record_is_escaped():
 
 async def test_a_forged_prune_log_line_is_shown_escaped_in_the_pane_and_its_detail_line(home):
     _forge_prune_log(home)
-    assert len(read_records(home.prune_log)) == 2
+    assert len(LogTail(home.prune_log).start()) == 2
     app = HermesApp(home, Settings(scratch=ScratchSettings(auto_prune=False)), home_label="~/.hermes")
     async with app.run_test(size=(160, 48)) as pilot:
         pane = app.query_one(PruneLogPane)

@@ -111,7 +111,7 @@ def test_newer_columns_tables_and_statuses_are_tolerated(hermes):
 
 
 async def test_the_board_view_keeps_only_the_newest_finished_cards(hermes):
-    from engine.hermes.board import HermesBoardService
+    from engine.kanban.backends.hermes.board import HermesBoardService
 
     con = sqlite3.connect(hermes.shared_kanban_db)
     con.executemany("INSERT INTO tasks (id, title, status, created_at, completed_at) VALUES (?, ?, 'done', 1, ?)",
@@ -146,8 +146,8 @@ def test_a_board_hermes_holds_open_is_read_through_its_wal(hermes):
 
 
 def test_the_light_board_check_knows_our_application_id():
-    from engine.hermes import board_file
-    from engine.kanban import store
+    from engine.kanban.backends.hermes import board_file
+    from engine.kanban.backends.sqlite import store
 
     assert board_file.OUR_APPLICATION_ID == store.APPLICATION_ID
 

@@ -23,7 +23,6 @@ from engine.identity import (
     SignalOutcome,
     fingerprint,
     is_alive,
-    is_same_process,
     lineage,
     parse_stat,
     read_stat,
@@ -84,7 +83,7 @@ def test_comm_with_paren_space_and_non_utf8_byte(tmp_path, children):
     assert stat.pgrp == proc.pid  # its own session, so its own group
     fp = fingerprint(proc.pid)
     assert fp != UNVERIFIED and fp.split("|")[1] == str(stat.start_ticks)
-    assert is_same_process(proc.pid, fp)
+    assert fingerprint(proc.pid) == fp
     assert "\\xff" in stat.name  # displayable without losing the byte
 
 
@@ -114,7 +113,7 @@ def test_fingerprint_from_another_boot_is_never_signalled(children, signals_sent
     real = fingerprint(proc.pid)
     _boot, _, ticks = real.partition("|")
     other_boot = f"00000000-0000-4000-8000-000000000000|{ticks}"  # same pid, same ticks, other boot
-    assert not is_same_process(proc.pid, other_boot)
+    assert fingerprint(proc.pid) != other_boot
     result = send_signal(proc.pid, other_boot, signal.SIGKILL)
     assert result.outcome is SignalOutcome.PID_RECYCLED
     report = terminate(proc.pid, other_boot, grace=0.1)
@@ -151,7 +150,7 @@ def test_pid_recycled_between_open_and_check_is_not_signalled(children, monkeypa
     assert send_signal(proc.pid, fp, signal.SIGKILL).outcome is SignalOutcome.PID_RECYCLED
     monkeypatch.undo()
     assert signals_sent == [] and running(proc)
-    assert is_same_process(proc.pid, fp)
+    assert fingerprint(proc.pid) == fp
 
 
 def test_dead_pid_is_reported_gone(children):
@@ -169,7 +168,7 @@ def test_zombie_is_not_alive(children):
     proc = children(["true"])
     fp = fingerprint(proc.pid)
     assert wait_until(lambda: (s := read_stat(proc.pid)) is not None and s.is_zombie)
-    assert is_same_process(proc.pid, fp)  # still the same (unreaped) process...
+    assert fingerprint(proc.pid) == fp  # still the same (unreaped) process...
     assert not is_alive(proc.pid, fp)  # ...but it has exited
     assert send_signal(proc.pid, fp, signal.SIGKILL).outcome is SignalOutcome.GONE
 

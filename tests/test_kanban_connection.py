@@ -1,4 +1,4 @@
-"""The board's connection thread (engine/kanban/sqlite_conn.py) and Board.atomic: a
+"""The board's connection thread (engine/kanban/backends/sqlite/connection.py) and Board.atomic: a
 transaction is one call on the thread, all or nothing, and the round trips of a tick
 do not grow with the cards it claims. A real board file, a real thread."""
 
@@ -12,9 +12,9 @@ import pytest
 
 from engine.home import HomeLayout
 from engine.kanban import transitions as tr
+from engine.kanban.backends.sqlite.connection import SqliteConnection
 from engine.kanban.dispatcher import LAUNCH_THREADS, LAUNCHES_PER_THREAD
 from engine.kanban.models import NewTask
-from engine.kanban.sqlite_conn import SqliteConnection
 from engine.kanban.workers import NullSpawner
 from tests.support.kanban import dispatcher, kanban_settings, open_board
 

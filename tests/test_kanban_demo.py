@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from engine import identity
 from engine.config import load_config
-from engine.kanban.dispatcher import dispatch_once
+from engine.kanban.backends.sqlite.store import Board
+from engine.kanban.dispatcher import Dispatcher
 from engine.kanban.registry_spawner import RegistrySpawner
-from engine.kanban.store import Board
 from hermes_tui import demo_kanban
 
 
@@ -30,7 +30,7 @@ async def test_demo_board_is_lived_in_and_its_cleanup_stops_workers(home):
         assert kinds[-2:] == ["crashed", "gave_up"]
         assert tasks["Triage incoming bug reports"].status == "ready"
         assert tasks["Refactor the auth module"].status == "ready"
-        result = await dispatch_once(board, home=home, settings=settings, spawner=RegistrySpawner(home, settings))
+        result = await Dispatcher(board, home=home, settings=settings, spawner=RegistrySpawner(home, settings)).tick()
         assert [s.task_id for s in result.spawned] == [tasks["Refactor the auth module"].id]
         assert result.held_back == ""
         assert [(s.task_id, s.reason) for s in result.skipped] == [

@@ -12,8 +12,8 @@ from textual.app import App
 from engine.config import load_config
 from engine.home import HomeLayout
 from engine.kanban import transitions as tr
+from engine.kanban.backends.sqlite.store import Board
 from engine.kanban.models import NewTask
-from engine.kanban.store import Board
 from engine.kanban.wording import held_back_words, skip_reason
 from engine.kanban.workers import NullSpawner, claim_lock_here
 from hermes_tui.app import HermesApp

@@ -23,7 +23,7 @@ from tests.test_hermes_home import FIXTURE
 MAKE_OLD_BOARD = """
 import asyncio, os, sys
 from engine.kanban.models import NewTask
-from engine.kanban.store import Board
+from engine.kanban.backends.sqlite.store import Board
 from engine.kanban import transitions as tr
 
 async def main():

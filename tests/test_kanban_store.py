@@ -9,8 +9,9 @@ import sqlite3
 import pytest
 
 from engine.kanban import transitions as tr
+from engine.kanban.backend import StoreError, UnknownTask
+from engine.kanban.backends.sqlite.store import APPLICATION_ID, SCHEMA_VERSION, Board
 from engine.kanban.models import NewTask
-from engine.kanban.store import APPLICATION_ID, SCHEMA_VERSION, Board, StoreError, UnknownTask
 from tests.support.kanban import FakeClock, open_board
 
 
@@ -174,7 +175,7 @@ async def test_worker_calls_only_act_on_their_own_current_run(home, board_backen
     # The run is closed now: the same worker cannot act again.
     with pytest.raises(tr.TransitionRefused, match="not the current run"):
         await tr.complete(board, task_id, "again", call=tr.WorkerCall(task_id, run_id))
-    run = await board.get_run(run_id)
+    [run] = [r for r in await board.runs_of(task_id) if r.id == run_id]
     assert (run.outcome, run.summary, run.claim_lock) == ("review", "please look", "elsewhere:1")
 
 

@@ -22,7 +22,7 @@ TICKER = textwrap.dedent("""
     from engine.home import HomeLayout
     from engine.kanban.dispatcher import Dispatcher
     from engine.kanban.models import NewTask
-    from engine.kanban.store import Board
+    from engine.kanban.backends.sqlite.store import Board
     from engine.kanban.transitions import create_task
     from engine.kanban.workers import LaunchedWorker, NullSpawner
 

@@ -85,14 +85,14 @@ def test_a_special_config_yaml_is_exit_2_in_one_line(home, kind):
 
 
 def test_a_fifo_prune_log_stops_the_pass_in_one_line_and_the_listing_reads_on(home):
-    from engine.scratch.audit import read_records
+    from engine.scratch.audit import LogTail
     from tests.support.scratch import make_entry
 
     home.config_file.write_text("scratch:\n  arrival_hours: 0\n")
     make_entry(home.scratch_dir, "idle")
     home.ensure_dir(home.logs_dir)
     _special(home.prune_log, "fifo")
-    assert read_records(home.prune_log) == []
+    assert LogTail(home.prune_log).start() == []
     err = _one_line(run_cli("--home", str(home.root), "prune", "--yes", timeout=60), 1)
     assert "it is a FIFO" in err
     assert (home.scratch_dir / "idle").exists()

@@ -15,14 +15,14 @@ from conftest import run_cli
 from engine.config import ConfigError, Settings, parse_config
 from engine.kanban import board_location
 from engine.kanban import transitions as tr
+from engine.kanban.backend import StoreError
+from engine.kanban.backends.postgres import schema
+from engine.kanban.backends.postgres.board import PgBoard
+from engine.kanban.backends.postgres.dialect import to_postgres
+from engine.kanban.backends.postgres.errors import BoardUnreachable
+from engine.kanban.backends.postgres.url import DatabaseUrl
 from engine.kanban.dispatcher import Dispatcher
 from engine.kanban.models import NewTask
-from engine.kanban.pg import schema
-from engine.kanban.pg.board import PgBoard
-from engine.kanban.pg.dialect import to_postgres
-from engine.kanban.pg.errors import BoardUnreachable
-from engine.kanban.pg.url import DatabaseUrl
-from engine.kanban.store import StoreError
 from engine.kanban.workers import NullSpawner
 from tests.support import wait_until_async
 from tests.support.kanban import FakeClock, kanban_settings, open_board
@@ -199,7 +199,7 @@ async def test_a_second_dispatcher_of_the_same_host_is_skipped_another_host_is_n
         await tr.create_task(board, NewTask("waiting", assignee="a"))
         holder = subprocess.Popen([sys.executable, "-c", (
             "import asyncio, sys\n"
-            "from engine.kanban.pg.board import PgBoard\nfrom engine.kanban.pg.url import DatabaseUrl\n"
+            "from engine.kanban.backends.postgres.board import PgBoard\nfrom engine.kanban.backends.postgres.url import DatabaseUrl\n"
             "async def main():\n"
             f"    board = await PgBoard.open(DatabaseUrl.parse({pg_url!r}), host_key={board.host_key!r})\n"
             "    async with board.dispatch_guard() as held:\n"
@@ -342,7 +342,7 @@ async def test_a_board_of_an_older_schema_is_migrated_once_and_keeps_its_cards(p
 
 
 async def test_many_rows_at_once_go_in_chunks_below_the_parameter_limit_and_keep_or_ignore(home, pg_url):
-    from engine.kanban.pg.board import MAX_PARAMETERS
+    from engine.kanban.backends.postgres.board import MAX_PARAMETERS
 
     board = await open_board(home, url=pg_url)
     try:

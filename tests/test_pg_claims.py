@@ -16,9 +16,9 @@ from conftest import run_cli
 from engine import identity
 from engine.home import HomeLayout
 from engine.kanban import transitions as tr
+from engine.kanban.backends.postgres.board import PgBoard
+from engine.kanban.backends.postgres.url import DatabaseUrl
 from engine.kanban.models import NewTask
-from engine.kanban.pg.board import PgBoard
-from engine.kanban.pg.url import DatabaseUrl
 from engine.kanban.registry_spawner import RegistrySpawner
 from engine.kanban.workers import HOST_ID_VARIABLE, NullSpawner, is_host_local
 from tests.support import wait_until_async

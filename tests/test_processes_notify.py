@@ -169,8 +169,8 @@ def test_completion_is_shown_once_across_two_centers_and_a_restart(reg, home, se
     s = reg.spawn("echo 'token sk-abcdefghijklmnopqrstuvwx12'; exit 2", notify=True)
     reg.wait(s.id, timeout=10)
     # No app was open when it completed: the next start shows it once.
-    first = NotificationCenter(ProcessRegistry(home, settings)).pending_completions()
-    second = NotificationCenter(ProcessRegistry(home, settings)).pending_completions()
+    first = NotificationCenter(ProcessRegistry(home, settings)).poll(watch=False)
+    second = NotificationCenter(ProcessRegistry(home, settings)).poll(watch=False)
     assert [e.kind for e in first] == [EventKind.COMPLETION]
     assert second == []
     ev = first[0]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from engine.config import load_config
-from engine.scratch.audit import read_records
+from engine.scratch.audit import LogTail
 from engine.scratch.entries import survey_scratch
 from engine.scratch.target import PruneOptions, PruneTarget
 from hermes_tui import demo_scratch
@@ -26,7 +26,7 @@ def test_demo_home_has_every_kind_of_entry_and_a_real_pass_in_the_log(home):
         assert reasons["lane-long-compile"].startswith("live process pid=")
         assert " of hermes-tui session proc_" in reasons["lane-long-compile"]
         assert [q.name for q in survey.quarantine] == ["finished-run"]
-        actions = [r.action for r in read_records(home.prune_log)]
+        actions = [r.action for r in LogTail(home.prune_log).start()]
         assert "TERM" in actions and "quarantined" in actions and "kept" in actions
     finally:
         demo_scratch.cleanup(home)

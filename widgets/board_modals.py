@@ -18,10 +18,10 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Label, Static
 
+from engine.kanban.backend import StoreError
 from engine.kanban.describe import Part, describe_task
 from engine.kanban.models import NewTask, TaskDetails
 from engine.kanban.service import BoardService
-from engine.kanban.store import StoreError
 from engine.kanban.workers import read_tail
 from engine.processes.redact import escape_controls
 from widgets.dialog import Dialog

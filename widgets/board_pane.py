@@ -313,8 +313,8 @@ class BoardPane(Pane):
     async def _open_locked(self, create: bool) -> BoardService | None:
         if self.service is not None or self.error:
             return self.service
+        from engine.kanban.backend import StoreError
         from engine.kanban.service import BoardService
-        from engine.kanban.store import StoreError
 
         try:
             self.db_path = await asyncio.to_thread(BoardService.path_for, self.home, self.settings,
@@ -326,7 +326,7 @@ class BoardPane(Pane):
         if not exists and not create:
             self._show_info()
             return None
-        from engine.kanban.pg.errors import BoardUnreachable, NoBoardYet
+        from engine.kanban.backends.postgres.errors import BoardUnreachable, NoBoardYet
 
         try:
             # A pinned clock (tests) is the board's too; this machine's is not a server board's.
@@ -346,8 +346,8 @@ class BoardPane(Pane):
             return None
         self.service = service
         self.db_path = service.path
-        if service.read_only:  # said once, when the board opens; its keys are shown unavailable
-            self.notify(service.read_only_reason, severity="warning", timeout=8, markup=False)
+        if service.capabilities.read_only:  # said once, when the board opens; its keys are shown unavailable
+            self.notify(service.capabilities.read_only_reason, severity="warning", timeout=8, markup=False)
         self.profiles = await service.profiles()
         self.refresh_bindings()
         await self._listen()
@@ -376,7 +376,7 @@ class BoardPane(Pane):
     async def _listen(self) -> None:
         """Refresh as soon as any host changes the board (a server board); a file board
         is read on the refresh timer."""
-        from engine.kanban.store import StoreError
+        from engine.kanban.backend import StoreError
 
         if self.service is None:
             return
@@ -465,8 +465,10 @@ class BoardPane(Pane):
             self._missing_key = missing_key if self.unreachable is None and not self.error else None
             return
         self._missing_key = None
-        from engine.kanban.pg.errors import BoardUnreachable
-        from engine.kanban.store import StoreError
+        import sqlite3
+
+        from engine.kanban.backend import StoreError
+        from engine.kanban.backends.postgres.errors import BoardUnreachable
 
         statuses = self._shown_statuses(self.show_archived)
         must_read, self._must_read = self._must_read, False
@@ -484,7 +486,7 @@ class BoardPane(Pane):
         except StoreError as exc:
             self._fail(f"The board cannot be read: {exc}")
             return
-        except Exception as exc:  # sqlite errors from a file changed under us
+        except (sqlite3.Error, OSError) as exc:  # a file changed under us
             self._must_read = True
             self.notify(f"board refresh failed: {exc}", severity="error", timeout=5, markup=False)
             return
@@ -494,7 +496,7 @@ class BoardPane(Pane):
         if not self.listening:
             await self._listen()
         reasons = None
-        if hasattr(self.service, "reasons"):  # hermes-agent's board: hermes's own reasons, its gateway
+        if self.service.capabilities.reports_reasons:  # hermes-agent's board: hermes's own reasons, its gateway
             try:
                 found = await self.service.reasons(view.tasks)
                 self.gateway = await self.service.gateway()
@@ -600,7 +602,7 @@ class BoardPane(Pane):
             self._set_info(f"No board yet ({self._shown_db_path()}): press n to create the first card.")
             self.set_status("no board yet")
             return
-        if not self.service.dispatchable:
+        if not self.service.capabilities.dispatchable:
             self._show_foreign_info()
             return
         state = f"dispatcher every {k.dispatch_interval_seconds:g}s" if k.dispatch else "dispatcher off"
@@ -661,7 +663,7 @@ class BoardPane(Pane):
 
     def _show_foreign_info(self) -> None:
         """hermes-agent's board: whose it is, how it changes, who dispatches it."""
-        how = "read-only (`hermes` is not on PATH)" if self.service.read_only else \
+        how = "read-only (`hermes` is not on PATH)" if self.service.capabilities.read_only else \
             f"changes go through {self.service.command}"
         from engine.kanban.boards import board_slug
 
@@ -671,23 +673,23 @@ class BoardPane(Pane):
             info = f"{self.gateway.words} · hermes-agent's board {name} ({self._shown_db_path()}) · {how}"
         self._set_info(info)
         total = sum(self.counts.get(s, len(self._columns[s])) for s in self._shown_statuses(False))
-        self.set_status(f"hermes board: {count_of(total, 'card')}" + (", read-only" if self.service.read_only else ""))
+        self.set_status(f"hermes board: {count_of(total, 'card')}" + (", read-only" if self.service.capabilities.read_only else ""))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """None (the Footer shows the key dimmed, the key does nothing) for a change to a
         board that is read-only here, and for dispatching a board that is not ours to
         dispatch; the info line says why, and the board's opening said it once."""
         if self.service is not None:
-            if action in CHANGES and self.service.read_only:
+            if action in CHANGES and self.service.capabilities.read_only:
                 return None
-            if action == "dispatch_now" and not self.service.dispatchable:
+            if action == "dispatch_now" and not self.service.capabilities.dispatchable:
                 return None
         return True
 
     def _refused_here(self) -> bool:
         """True (and said in one line) when the open board takes no change from here."""
-        if self.service is not None and self.service.read_only:
-            self.notify(self.service.read_only_reason, severity="warning", timeout=5, markup=False)
+        if self.service is not None and self.service.capabilities.read_only:
+            self.notify(self.service.capabilities.read_only_reason, severity="warning", timeout=5, markup=False)
             return True
         return False
 
@@ -735,7 +737,7 @@ class BoardPane(Pane):
         if self.error:
             self.notify(self.error, severity="error", markup=False)
             return
-        if self.service is not None and not self.service.dispatchable:
+        if self.service is not None and not self.service.capabilities.dispatchable:
             self.notify(f"{self._shown_db_path()} is hermes-agent's board: hermes's gateway dispatches it, "
                         "hermes-tui never does", severity="warning", timeout=5, markup=False)
             return
@@ -839,7 +841,7 @@ class BoardPane(Pane):
             self._run_change(self._create_card(new))
 
     async def _create_card(self, new: NewTask) -> str:
-        from engine.kanban.store import StoreError
+        from engine.kanban.backend import StoreError
 
         if await self._ensure_board(create=True) is None:
             raise StoreError(self.error or "the board cannot be opened")
@@ -871,7 +873,7 @@ class BoardPane(Pane):
 
     @work(group="board-output")
     async def _find_process(self, task_id: str) -> None:
-        if self.service.kind == "hermes":  # hermes's worker writes its own log: follow that file
+        if self.service.capabilities.worker_log_files:  # hermes's worker writes its own log: follow that file
             path = self.service.log_path(task_id)
             if not await asyncio.to_thread(path.is_file):
                 self.notify(f"{task_id} has no worker log yet ({self._shown_log(path)})", severity="warning",
@@ -959,7 +961,7 @@ class BoardPane(Pane):
         from engine.kanban.transitions import Expected
 
         shown = Expected.of(task)  # approval acts on this run and pid only
-        if self.service is not None and self.service.kind == "hermes":  # hermes's verb, hermes's rules
+        if self.service is not None and not self.service.capabilities.signals_workers:  # hermes's verb, hermes's rules
             body = (f"{task.id} \"{task.title}\" ({_run_named(task)}): hermes releases its worker's claim "
                     "(`hermes kanban reclaim`); hermes-tui signals nothing.")
         self._confirm(f"Reclaim {task.id}?", body, "Reclaim", "reclaim",
@@ -1023,7 +1025,7 @@ class BoardPane(Pane):
 
     @work(group="board-change")
     async def _run_change(self, coro) -> None:
-        from engine.kanban.store import StoreError
+        from engine.kanban.backend import StoreError
 
         try:
             message = await coro

@@ -153,27 +153,27 @@ class ProcessesPane(Pane):
     ProcessesPane.-has-rows > .empty-state { display: none; }
     """
 
+    @dataclass
     class ForegroundChanged(Message):
-        """Posted by the pane when what runs in the foreground changes: ``command`` is the
-        run that started, or None once it moved to the background or ended (``detail``
-        then says how the last one ended). The app shows it in the command bar."""
+        """Posted by the pane when what runs in the foreground changes. The app shows it
+        in the command bar."""
 
-        def __init__(self, command: str | None, detail: str = "") -> None:
-            super().__init__()
-            self.command = command
-            self.detail = detail
+        command: str | None
+        """The run that started, or None once it moved to the background or ended."""
+        detail: str = ""
+        """With None: how the last one ended."""
 
+    @dataclass
     class Sampled(Message):
-        """Posted by the sampling thread to the pane itself: one refresh's ``snapshot``,
-        or ``error``, why the sessions could not be read (the last table stays). Not
-        replaceable: a snapshot carries notifications that must all be shown."""
+        """Posted by the sampling thread to the pane itself. Not replaceable: a snapshot
+        carries notifications that must all be shown."""
 
         bubble = False
 
-        def __init__(self, snapshot: Snapshot | None = None, error: str = "") -> None:
-            super().__init__()
-            self.snapshot = snapshot
-            self.error = error
+        snapshot: Snapshot | None = None
+        """One refresh's sessions and rows (None with ``error``)."""
+        error: str = ""
+        """Why the sessions could not be read (the last table stays)."""
 
     class SizeRead(Message):
         """Posted by the thread that read a selected session's output size on disk."""
@@ -420,7 +420,7 @@ class ProcessesPane(Pane):
         with self.app.batch_update():
             changes = table.update_rows(wanted, lambda key, cells: self._cells(cells, snap.styles[key]))
             reorder = bool(changes.added) or any(
-                (old[STATUS_COLUMN] == "running") != (wanted[key][STATUS_COLUMN] == "running")
+                (old[STATUS_COLUMN] == SessionStatus.RUNNING) != (wanted[key][STATUS_COLUMN] == SessionStatus.RUNNING)
                 for key, old in changes.changed.items())
             if reorder and len(self._rows) > 1:
                 self._sort(snap)

@@ -13,6 +13,7 @@ import enum
 import threading
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import events, work
@@ -28,6 +29,11 @@ from engine.scratch.entries import EntryState
 from engine.text import human_bytes, human_duration
 from widgets.fit_table import Col, DetailLine, FitTable
 from widgets.pane import EmptyState, Pane
+
+if TYPE_CHECKING:
+    from engine.scratch.execute import PruneResult
+    from engine.scratch.plan import PrunePlan
+    from engine.scratch.target import PruneOptions, PruneTarget
 
 STATE_STYLES = {
     EntryState.ACTIVE: "green",
@@ -185,78 +191,92 @@ class ScratchPane(Pane):
     ScratchPane.-empty .empty-state { display: block; }
     """
 
+    @dataclass
     class Surveyed(Message):
-        """Posted by the survey thread to the pane itself: the ``survey`` (a
-        :class:`Listing`) of the scratch folder and its quarantine with its ``rows``
-        (:class:`Rows`), or ``error``, why it could not be taken. A survey still waiting
-        is moot once a newer one has been taken (each is the whole folder, or the first
-        part of it)."""
+        """Posted by the survey thread to the pane itself, with a survey or an error. A
+        survey still waiting is moot once a newer one has been taken (each is the whole
+        folder, or the first part of it)."""
 
         bubble = False
 
-        def __init__(self, survey=None, error: str | None = None, rows=None) -> None:
-            super().__init__()
-            self.survey = survey
-            self.error = error
-            self.rows = rows
+        survey: Listing | None = None
+        """The counts of the scratch folder and its quarantine (None with ``error``)."""
+        error: str | None = None
+        """Why the survey could not be taken."""
+        rows: Rows | None = None
+        """The table's rows of the survey."""
 
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, ScratchPane.Surveyed) and message.error is None
 
+    @dataclass
     class Sorted(Message):
-        """Posted by the sorting thread: ``rows`` in ``order``, as ``sort`` (column, reverse) says."""
+        """Posted by the sorting thread."""
 
         bubble = False
 
-        def __init__(self, rows: Rows, sort: tuple, order: list[str]) -> None:
-            super().__init__()
-            self.rows = rows
-            self.sort = sort
-            self.order = order
+        rows: Rows
+        """The rows that were sorted (the order lands only if the pane still holds them)."""
+        sort: tuple
+        """(column, reverse) the order follows."""
+        order: list[str]
+        """The rows' keys in that order."""
 
+    @dataclass
     class PruneProgress(Message):
-        """Posted by the prune thread after each entry: ``done`` of ``total`` entries,
-        ``freed`` bytes so far, the ``path`` just handled. Only the newest one waiting is shown."""
+        """Posted by the prune thread after each entry. Only the newest one waiting is shown."""
 
         bubble = False
 
-        def __init__(self, done: int, total: int, freed: int, path: str) -> None:
-            super().__init__()
-            self.done, self.total, self.freed, self.path = done, total, freed, path
+        done: int
+        """Entries handled so far."""
+        total: int
+        """Entries the pass handles in all."""
+        freed: int
+        """Bytes freed so far."""
+        path: str
+        """The entry just handled."""
 
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, ScratchPane.PruneProgress)
 
+    @dataclass
     class PruneFinished(Message):
-        """Posted by the prune thread when the pass has ended: its ``result``, or ``error``."""
+        """Posted by the prune thread when the pass has ended."""
 
         bubble = False
 
-        def __init__(self, result=None, error: str | None = None) -> None:
-            super().__init__()
-            self.result = result
-            self.error = error
+        result: PruneResult | None = None
+        """What the pass did (None with ``error``)."""
+        error: str | None = None
+        """Why the pass could not run to its end."""
 
+    @dataclass
     class Planned(Message):
-        """Posted by the planning thread: the ``plan`` of a prune with the ``target`` and
-        ``options`` it was made for (the pane asks the user to approve it), or ``error``."""
+        """Posted by the planning thread: a prune's plan, which the pane asks the user to
+        approve, or why it could not be made."""
 
         bubble = False
 
-        def __init__(self, plan=None, target=None, options=None, error: str | None = None) -> None:
-            super().__init__()
-            self.plan, self.target, self.options = plan, target, options
-            self.error = error
+        plan: PrunePlan | None = None
+        """What the pass would do (None with ``error``)."""
+        target: PruneTarget | None = None
+        """The scratch folder the plan was made for."""
+        options: PruneOptions | None = None
+        """The settings the plan was made with."""
+        error: str | None = None
+        """Why no plan could be made."""
 
+    @dataclass
     class Restored(Message):
-        """Posted by the restore thread: the ``name`` an entry got back in scratch, or ``error``."""
+        """Posted by the restore thread."""
 
         bubble = False
 
-        def __init__(self, name: str = "", error: str | None = None) -> None:
-            super().__init__()
-            self.name = name
-            self.error = error
+        name: str = ""
+        """The name the entry got back in scratch."""
+        error: str | None = None
+        """Why it could not be restored."""
 
     def __init__(self, *, home: HomeLayout, settings: Settings, **kwargs) -> None:
         super().__init__(**kwargs)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from engine.attention.model import Item, Kind
 from engine.attention.words import outside, plural
+from engine.kanban.models import EventKind
 from engine.kanban.statuses import BLOCKED, REVIEW, RUNNING
 from engine.text import human_duration
 
@@ -20,8 +21,8 @@ HOST_LOST_WINDOW_SECONDS = 3600.0
 # A claim counts as stale only once a dispatcher has had time to take it back.
 STALE_CLAIM_GRACE_SECONDS = 60.0
 
-BLOCK_EVENTS = ("blocked", "gave_up")
-REVIEW_EVENTS = ("review_requested",)
+BLOCK_EVENTS = (EventKind.BLOCKED, EventKind.GAVE_UP)
+REVIEW_EVENTS = (EventKind.REVIEW_REQUESTED,)
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ async def read_board(service, now: float, dispatch_interval: float = 10.0) -> Bo
     tasks = await service.list_tasks([BLOCKED, REVIEW, RUNNING])
     latest = await service.latest_events(BLOCK_EVENTS + REVIEW_EVENTS, [BLOCKED, REVIEW]) if any(
         t.status != RUNNING for t in tasks) else {}
-    hosts = await service.events_since(("host_lost",), now - HOST_LOST_WINDOW_SECONDS)
+    hosts = await service.events_since((EventKind.HOST_LOST,), now - HOST_LOST_WINDOW_SECONDS)
     return BoardFacts(tuple(tasks), latest, tuple(hosts), dispatch_interval)
 
 
@@ -67,7 +68,7 @@ def _blocked(task, event) -> Item:
     occurrence = event.id if event is not None else int(task.completed_at or task.created_at)
     since = event.created_at if event is not None else None
     payload = event.payload if event is not None else {}
-    if event is not None and event.kind == "gave_up":
+    if event is not None and event.kind == EventKind.GAVE_UP:
         failures, limit = payload.get("failures"), payload.get("effective_limit")
         counted = f"after {failures} of {limit} failed attempts" if failures and limit else "after its failures"
         last = outside(task.last_failure_error or payload.get("error"))

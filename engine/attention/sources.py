@@ -11,6 +11,7 @@ from pathlib import Path
 
 from engine.attention.model import Item, Kind
 from engine.attention.words import outside, plural
+from engine.kanban.models import HoldReason
 from engine.text import human_bytes, human_duration, show_name
 
 # -- process sessions ---------------------------------------------------------------------
@@ -228,11 +229,11 @@ FAILING_TICKS = 2  # this many failed ticks in a row are an item
 
 # What answers a card held back, by the tick's reason code (engine.kanban.dispatcher).
 _HELD_BACK_ACTIONS = {
-    "at_capacity": "wait for a running card to finish, or raise kanban.max_in_progress",
-    "per_profile_capped": "wait for the profile's running card to finish, or raise its max_in_progress",
-    "skipped_unassigned": "assign it (e on the board), or set kanban.default_assignee",
-    "skipped_nonspawnable": "assign it to a profile of this home (kanban.profiles), or run it where that one is",
-    "rate_limit_cooldown": "nothing: it is tried again once the cooldown is over",
+    HoldReason.AT_CAPACITY: "wait for a running card to finish, or raise kanban.max_in_progress",
+    HoldReason.PER_PROFILE_CAPPED: "wait for the profile's running card to finish, or raise its max_in_progress",
+    HoldReason.SKIPPED_UNASSIGNED: "assign it (e on the board), or set kanban.default_assignee",
+    HoldReason.SKIPPED_NONSPAWNABLE: "assign it to a profile of this home (kanban.profiles), or run it where that one is",
+    HoldReason.RATE_LIMIT_COOLDOWN: "nothing: it is tried again once the cooldown is over",
 }
 
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.config import Settings
-from engine.hermes.board_file import OUR_APPLICATION_ID as OUR_BOARD_APPLICATION_ID
 from engine.hermes.config_keys import HERMES_SECTIONS
+from engine.kanban.backends.hermes.board_file import OUR_APPLICATION_ID as OUR_BOARD_APPLICATION_ID
 
 # Files and folders hermes-agent writes in its home and hermes-tui never does.
 HERMES_FILES = (

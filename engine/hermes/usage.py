@@ -24,8 +24,8 @@ import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
-from engine.hermes.board_file import connect_read_only, table_columns
 from engine.hermes.processes import hermes_homes
+from engine.kanban.backends.hermes.board_file import connect_read_only, table_columns
 from engine.kanban.usage import RunUsage
 
 SESSION_KEY = "worker_session_id"

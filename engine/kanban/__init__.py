@@ -1,7 +1,8 @@
 """The kanban board: cards worked by spawned worker processes.
 
+- :mod:`engine.kanban.backend`     the seam: what a board backend must do, its capabilities
 - :mod:`engine.kanban.service`     the one way in (CLI, app, demo): one shared connection per process
-- :mod:`engine.kanban.store`       the SQLite board (schema, migrations, reads)
+- :mod:`engine.kanban.backends`    the stores, one folder each: sqlite, postgres, hermes
 - :mod:`engine.kanban.transitions` every change a person or a worker makes
 - :mod:`engine.kanban.dispatcher`  the dispatch tick
 - :mod:`engine.kanban.workers`     spawning, stopping and judging workers
@@ -9,7 +10,6 @@
 - :mod:`engine.kanban.describe`    a card's details in words (``kanban show``, the details dialog)
 - :mod:`engine.kanban.wording`     why a tick held cards back, and what a change did, in words
 - :mod:`engine.kanban.relocate`    moving an older hermes-tui board out of hermes's ``kanban.db`` name
-- :mod:`engine.kanban.pg`          the PostgreSQL board (several machines, one board)
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from engine.config import Settings
 from engine.home import HomeLayout
-from engine.kanban.pg.url import DatabaseUrl, looks_like_url
+from engine.kanban.backends.postgres.url import DatabaseUrl, looks_like_url
 
 DATABASE_URL_VARIABLE = "HERMES_KANBAN_DATABASE_URL"
 
@@ -39,7 +39,7 @@ def board_path(home: HomeLayout, settings: Settings, override: str | os.PathLike
     chosen = chosen_board_path(home, settings, override, environ)
     if chosen is not None:
         return chosen
-    from engine.hermes.board_file import BoardKind, board_kind
+    from engine.kanban.backends.hermes.board_file import BoardKind, board_kind
 
     shared = board_kind(home.shared_kanban_db)
     if shared is BoardKind.HERMES:
@@ -52,8 +52,8 @@ def board_path(home: HomeLayout, settings: Settings, override: str | os.PathLike
 def _hermes_current_db(home: HomeLayout) -> Path:
     """hermes-agent's current board (its own setting, ``kanban/current``), when its
     database is hermes's; else its ``default`` board at ``<home>/kanban.db``."""
-    from engine.hermes.board_file import BoardKind, board_kind
     from engine.hermes.boards import DEFAULT_BOARD, board_db, current_board
+    from engine.kanban.backends.hermes.board_file import BoardKind, board_kind
 
     slug = current_board(home.root)
     if slug != DEFAULT_BOARD and board_kind(board_db(home.root, slug)) is BoardKind.HERMES:
@@ -89,7 +89,7 @@ def board_location(home: HomeLayout, settings: Settings, override: str | os.Path
     """Which board, file or server: ``--db`` (a path or a ``postgresql://`` URL) >
     ``$HERMES_KANBAN_DB`` (a worker's own board, either kind) > ``$HERMES_KANBAN_DATABASE_URL``
     > config ``kanban.database`` > the SQLite file of :func:`board_path`.
-    A malformed URL raises :class:`engine.kanban.pg.url.BadDatabaseUrl` (no password in it)."""
+    A malformed URL raises :class:`engine.kanban.backends.postgres.url.BadDatabaseUrl` (no password in it)."""
     env = os.environ if environ is None else environ
     for given in (override, env.get("HERMES_KANBAN_DB")):
         if given:

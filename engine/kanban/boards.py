@@ -124,7 +124,7 @@ def board_slug(home: HomeLayout, path: object) -> str | None:
 def home_has_hermes_board(home: HomeLayout) -> bool:
     """Whether hermes-agent keeps its boards here (its ``<home>/kanban.db``, asked of
     SQLite read-only and immutable: call off the UI thread)."""
-    from engine.hermes.board_file import BoardKind, board_kind
+    from engine.kanban.backends.hermes.board_file import BoardKind, board_kind
 
     return board_kind(home.shared_kanban_db) is BoardKind.HERMES
 
@@ -167,8 +167,8 @@ async def list_boards(home: HomeLayout, settings: Settings) -> list[BoardInfo]:
     import asyncio
     from dataclasses import replace
 
+    from engine.kanban.backend import StoreError
     from engine.kanban.service import BoardService
-    from engine.kanban.store import StoreError
 
     refs = await asyncio.to_thread(_refs, home, settings)
     try:

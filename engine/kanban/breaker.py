@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.kanban.models import BLOCKED, RunOutcome, Task
-from engine.kanban.store import Conn, add_event
+from engine.kanban.backends.sqlite.store import Conn, add_event
+from engine.kanban.models import BLOCKED, EventKind, RunOutcome, Task
 
 PROTOCOL_VIOLATION_BUDGET = 3
 ERROR_MAX_CHARS = 1000
@@ -77,7 +77,7 @@ async def record_failure(
         (verdict.failures, error, status, task.id),
     )
     if verdict.gave_up:
-        await add_event(conn, task.id, "gave_up", {
+        await add_event(conn, task.id, EventKind.GAVE_UP, {
             "failures": verdict.failures,
             "effective_limit": verdict.effective_limit,
             "limit_source": verdict.limit_source,
@@ -103,7 +103,7 @@ async def record_protocol_violation(
         (error, BLOCKED if gave_up else retry_status, task.id),
     )
     if gave_up:
-        await add_event(conn, task.id, "gave_up", {
+        await add_event(conn, task.id, EventKind.GAVE_UP, {
             "failures": streak,
             "effective_limit": budget,
             "limit_source": source,

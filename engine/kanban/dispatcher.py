@@ -58,6 +58,7 @@ from engine.config import ProfileSettings, Settings
 from engine.home import HomeLayout
 from engine.identity import RUNS, Liveness, liveness
 from engine.kanban import breaker, launch_guard
+from engine.kanban.backends.sqlite.store import TASK_COLUMNS, Board, add_event, add_events, task_from_row
 from engine.kanban.models import (
     BLOCKED,
     DONE,
@@ -65,12 +66,13 @@ from engine.kanban.models import (
     RUNNING,
     TODO,
     DispatchResult,
+    EventKind,
+    HoldReason,
     RunOutcome,
     Skip,
     SpawnedCard,
     Task,
 )
-from engine.kanban.store import TASK_COLUMNS, Board, add_event, add_events, task_from_row
 from engine.kanban.transitions import CLEAR_WORKER, close_run
 from engine.kanban.workers import (
     RUN_HEADER_PREFIX,
@@ -134,14 +136,6 @@ CLASSIFY_IN_THREAD = 1000  # ready cards above which a tick sorts them out in a 
 
 async def _done(value):
     return value
-
-
-# Skip reasons (the keys of the "held back" line).
-SKIPPED_UNASSIGNED = "skipped_unassigned"
-SKIPPED_NONSPAWNABLE = "skipped_nonspawnable"
-AT_CAPACITY = "at_capacity"
-PER_PROFILE_CAPPED = "per_profile_capped"
-RATE_LIMIT_COOLDOWN = "rate_limit_cooldown"
 
 
 def lock_path_for(db: Path) -> Path:
@@ -319,7 +313,7 @@ class Dispatcher:
                 error = f"host_lost: {host} stopped renewing its lease"
                 payload = {"host": host, "claim_lock": task.claim_lock, "worker_pid": task.worker_pid,
                            "signalled": False, "retry_status": READY}
-                if await self._requeue_failed(task, now, outcome=RunOutcome.HOST_LOST, event="host_lost",
+                if await self._requeue_failed(task, now, outcome=RunOutcome.HOST_LOST, event=EventKind.HOST_LOST,
                                               error=error, payload=payload, tally=tally):
                     tally.reclaimed.append(task.id)
 
@@ -356,7 +350,7 @@ class Dispatcher:
                         continue
                     await conn.execute("UPDATE tasks SET worker_pid = ?, worker_started_at = ? WHERE id = ? "
                                        "AND current_run_id = ?", (w.pid, fp, task_id, run_id))
-                    await add_event(conn, task_id, "launch_adopted", {
+                    await add_event(conn, task_id, EventKind.LAUNCH_ADOPTED, {
                         "pid": w.pid, "worker_started_at": fp, "process_id": w.process_id,
                         "launch_token": token, "reason": look.reason}, now, run_id)
                 elif look.state is LaunchState.NOT_STARTED:
@@ -366,7 +360,7 @@ class Dispatcher:
                     if cur.rowcount != 1:
                         continue
                     await close_run(conn, run_id, RunOutcome.NOT_STARTED, now, summary=look.reason)
-                    await add_event(conn, task_id, "launch_released", {
+                    await add_event(conn, task_id, EventKind.LAUNCH_RELEASED, {
                         "launch_token": token, "reason": look.reason, "retry_status": READY}, now, run_id)
                 else:
                     cur = await conn.execute(
@@ -375,10 +369,10 @@ class Dispatcher:
                     if cur.rowcount != 1:
                         continue
                     said = await conn.execute_fetchall(
-                        "SELECT 1 FROM task_events WHERE task_id = ? AND run_id = ? AND kind = 'launch_held' "
-                        "LIMIT 1", (task_id, run_id))
+                        "SELECT 1 FROM task_events WHERE task_id = ? AND run_id = ? AND kind = ? "
+                        "LIMIT 1", (task_id, run_id, EventKind.LAUNCH_HELD))
                     if not said:
-                        await add_event(conn, task_id, "launch_held", {"launch_token": token,
+                        await add_event(conn, task_id, EventKind.LAUNCH_HELD, {"launch_token": token,
                                                                        "reason": look.reason}, now, run_id)
                 done.append((task_id, look.state, look.reason))
             return done
@@ -419,7 +413,7 @@ class Dispatcher:
                     "UPDATE task_runs SET worker_pid = NULL, worker_started_at = NULL "
                     "WHERE id = ? AND worker_pid IS ? AND worker_started_at IS ?", (run_id, pid, fp))
                 if cur.rowcount == 1 and stop is not None and stop.attempted:
-                    await add_event(conn, task_id, "terminal_worker_reaped",
+                    await add_event(conn, task_id, EventKind.TERMINAL_WORKER_REAPED,
                                     {"pid": pid, "worker_started_at": fp, **stop.to_json()}, now, run_id)
             if stop is not None and stop.attempted:
                 tally.reaped.append(task_id)
@@ -443,7 +437,7 @@ class Dispatcher:
             await self._copy_output((run_id,))
             async with self.board.transaction() as conn:
                 if stop is not None and stop.attempted:
-                    await add_event(conn, task_id, "worker_group_ended",
+                    await add_event(conn, task_id, EventKind.WORKER_GROUP_ENDED,
                                     {"worker_pid": pid, **stop.to_json()}, self.board.now(), run_id)
                 if stop is None or stop.stopped:
                     await conn.execute(
@@ -516,7 +510,7 @@ class Dispatcher:
                 "now": now, "host_local": local, "heartbeat_stale": not beat_fresh, "retry_status": READY,
                 **({"termination": stop.to_json()} if stop else {}),
             }
-            if await self._requeue_failed(task, now, outcome=RunOutcome.RECLAIMED, event="reclaimed", error=error,
+            if await self._requeue_failed(task, now, outcome=RunOutcome.RECLAIMED, event=EventKind.RECLAIMED, error=error,
                                           payload=payload, tally=tally):
                 tally.reclaimed.append(task.id)
 
@@ -547,7 +541,7 @@ class Dispatcher:
                 "AND current_run_id IS ?", (new_expiry, task.id, RUNNING, task.claim_lock, task.current_run_id))
             if cur.rowcount != 1:
                 return
-            await add_event(conn, task.id, "claim_extended", {
+            await add_event(conn, task.id, EventKind.CLAIM_EXTENDED, {
                 "reason": "pid_alive", "worker_pid": task.worker_pid, "claim_lock": task.claim_lock,
                 "claim_expires_was": task.claim_expires, "claim_expires_now": new_expiry,
                 "last_heartbeat_at": task.last_heartbeat_at}, now, task.current_run_id)
@@ -560,7 +554,7 @@ class Dispatcher:
                 "AND current_run_id IS ?",
                 (now + RECLAIM_DEFER_SECONDS, task.id, RUNNING, task.claim_lock, task.current_run_id))
             if cur.rowcount == 1:
-                await add_event(conn, task.id, "reclaim_deferred", {"reason": reason, "worker_pid": task.worker_pid},
+                await add_event(conn, task.id, EventKind.RECLAIM_DEFERRED, {"reason": reason, "worker_pid": task.worker_pid},
                                 now, task.current_run_id)
         tally.deferred.append(task.id)
 
@@ -577,7 +571,7 @@ class Dispatcher:
         await close_run(conn, task.current_run_id, outcome, now, error=error, summary=summary)
         return True
 
-    async def _requeue_failed(self, task: Task, now: float, *, outcome: RunOutcome, event: str, error: str,
+    async def _requeue_failed(self, task: Task, now: float, *, outcome: RunOutcome, event: EventKind, error: str,
                               payload: dict, tally: _Tally) -> bool:
         """Requeue, record the event, count the failure (blocking at the limit): one transaction."""
         async with self.board.transaction() as conn:
@@ -623,7 +617,7 @@ class Dispatcher:
                     extra_sets=", completed_at = ?, result = ?, consecutive_failures = 0, last_failure_error = NULL",
                     extra_params=(now, verdict.error))
                 if ok:
-                    await add_event(conn, task.id, "completed", {"by": "exit", **exit_info}, now, run_id)
+                    await add_event(conn, task.id, EventKind.COMPLETED, {"by": "exit", **exit_info}, now, run_id)
             if ok:
                 tally.completed_on_exit.append(task.id)
             return
@@ -632,7 +626,7 @@ class Dispatcher:
                 ok = await self._requeue(conn, task, now, outcome=RunOutcome.NOT_STARTED, error=None,
                                          summary=verdict.error)
                 if ok:
-                    await add_event(conn, task.id, "launch_released", {"reason": verdict.error, **exit_info},
+                    await add_event(conn, task.id, EventKind.LAUNCH_RELEASED, {"reason": verdict.error, **exit_info},
                                     now, run_id)
             if ok:
                 tally.launch_released.append(task.id)
@@ -642,7 +636,7 @@ class Dispatcher:
                 ok = await self._requeue(conn, task, now, outcome=RunOutcome.RATE_LIMITED, error=verdict.error,
                                          extra_sets=", last_failure_error = ?", extra_params=(verdict.error,))
                 if ok:
-                    await add_event(conn, task.id, "rate_limited", {
+                    await add_event(conn, task.id, EventKind.RATE_LIMITED, {
                         "error": verdict.error, "cooldown_seconds": self.k.rate_limit_cooldown_seconds,
                         **exit_info}, now, run_id)
             if ok:
@@ -654,7 +648,7 @@ class Dispatcher:
                                          to_status=BLOCKED, extra_sets=", last_failure_error = ?",
                                          extra_params=(verdict.error,))
                 if ok:
-                    await add_event(conn, task.id, "worker_killed", {"error": verdict.error, **exit_info}, now, run_id)
+                    await add_event(conn, task.id, EventKind.WORKER_KILLED, {"error": verdict.error, **exit_info}, now, run_id)
             if ok:
                 tally.warnings.append(f"{task.id}: {verdict.error}")
             return
@@ -665,7 +659,7 @@ class Dispatcher:
             async with self.board.transaction() as conn:
                 ok = await self._requeue(conn, task, now, outcome=RunOutcome.PROTOCOL_VIOLATION, error=error)
                 if ok:
-                    await add_event(conn, task.id, "protocol_violation", payload, now, run_id)
+                    await add_event(conn, task.id, EventKind.PROTOCOL_VIOLATION, payload, now, run_id)
                     pv = await breaker.record_protocol_violation(conn, task, error=error, now=now, run_id=run_id,
                                                                  retry_status=READY)
             if ok:
@@ -673,7 +667,7 @@ class Dispatcher:
                 if pv.gave_up:
                     tally.auto_blocked.append(task.id)
             return
-        if await self._requeue_failed(task, now, outcome=RunOutcome.CRASHED, event="crashed", error=error,
+        if await self._requeue_failed(task, now, outcome=RunOutcome.CRASHED, event=EventKind.CRASHED, error=error,
                                       payload=payload, tally=tally):
             tally.crashed.append(task.id)
 
@@ -705,7 +699,7 @@ class Dispatcher:
             payload = {"pid": task.worker_pid, "elapsed_seconds": round(elapsed, 3), "limit_seconds": limit,
                        "sigkill": bool(stop and any(s == "SIGKILL" for _p, s in stop.signals)),
                        "retry_status": READY, **({"termination": stop.to_json()} if stop else {})}
-            if await self._requeue_failed(task, now, outcome=RunOutcome.TIMED_OUT, event="timed_out", error=error,
+            if await self._requeue_failed(task, now, outcome=RunOutcome.TIMED_OUT, event=EventKind.TIMED_OUT, error=error,
                                           payload=payload, tally=tally):
                 tally.timed_out.append(task.id)
 
@@ -725,7 +719,7 @@ class Dispatcher:
                 cur = await conn.execute("UPDATE tasks SET status = ? WHERE id = ? AND status = ?",
                                          (READY, task_id, TODO))
                 if cur.rowcount == 1:
-                    await add_event(conn, task_id, "promoted", {"reason": "parents_done"}, now)
+                    await add_event(conn, task_id, EventKind.PROMOTED, {"reason": "parents_done"}, now)
                     tally.promoted.append(task_id)
 
         await self.board.atomic(promote)
@@ -791,24 +785,24 @@ class Dispatcher:
             newly = False
             if not assignee:
                 if default is None:
-                    skipped.append(Skip(task_id, SKIPPED_UNASSIGNED))
+                    skipped.append(Skip(task_id, HoldReason.SKIPPED_UNASSIGNED))
                     continue
                 assignee, newly = default, True
             if assignee not in allowed:
-                skipped.append(Skip(task_id, SKIPPED_NONSPAWNABLE, profile=assignee))
+                skipped.append(Skip(task_id, HoldReason.SKIPPED_NONSPAWNABLE, profile=assignee))
                 nonspawnable.append((task_id, assignee))
                 continue
             if (last_outcome == RunOutcome.RATE_LIMITED and last_ended is not None
                     and now - last_ended < self.k.rate_limit_cooldown_seconds):
-                skipped.append(Skip(task_id, RATE_LIMIT_COOLDOWN, profile=assignee))
+                skipped.append(Skip(task_id, HoldReason.RATE_LIMIT_COOLDOWN, profile=assignee))
                 continue
             if budget <= 0:
-                skipped.append(Skip(task_id, AT_CAPACITY, running=self.k.max_in_progress - budget,
+                skipped.append(Skip(task_id, HoldReason.AT_CAPACITY, running=self.k.max_in_progress - budget,
                                     limit=self.k.max_in_progress, profile=assignee))
                 continue
             cap = self.k.profiles[assignee].max_in_progress
             if cap is not None and per_profile.get(assignee, 0) >= cap:
-                skipped.append(Skip(task_id, PER_PROFILE_CAPPED, running=per_profile.get(assignee, 0),
+                skipped.append(Skip(task_id, HoldReason.PER_PROFILE_CAPPED, running=per_profile.get(assignee, 0),
                                     limit=cap, profile=assignee))
                 continue
             budget -= 1
@@ -836,8 +830,8 @@ class Dispatcher:
                 "SELECT task_id, kind, payload FROM task_events WHERE id IN (SELECT max(id) FROM task_events "
                 f"WHERE task_id IN ({','.join('?' * len(chunk))}) GROUP BY task_id)", chunk)
             last.update({task_id: (kind, payload) for task_id, kind, payload in rows})
-        fresh = [(task_id, None, "skipped_nonspawnable", {"assignee": assignee}) for task_id, assignee in cards
-                 if not (last.get(task_id, ("", ""))[0] == "skipped_nonspawnable"
+        fresh = [(task_id, None, EventKind.SKIPPED_NONSPAWNABLE, {"assignee": assignee}) for task_id, assignee in cards
+                 if not (last.get(task_id, ("", ""))[0] == EventKind.SKIPPED_NONSPAWNABLE
                          and f'"{assignee}"' in last[task_id][1])]
         if fresh:
             async def note(conn) -> None:
@@ -864,7 +858,7 @@ class Dispatcher:
             if profile in room:
                 if room[profile] <= 0:
                     del wanted[task_id]
-                    tally.skipped.append(Skip(task_id, PER_PROFILE_CAPPED))
+                    tally.skipped.append(Skip(task_id, HoldReason.PER_PROFILE_CAPPED))
                 else:
                     room[profile] -= 1
 
@@ -906,10 +900,10 @@ class Dispatcher:
             for task_id in won:
                 profile, _title, _body, newly = wanted[task_id]
                 if newly:
-                    events.append((task_id, None, "assigned",
+                    events.append((task_id, None, EventKind.ASSIGNED,
                                    {"assignee": profile, "source": "kanban.default_assignee"}))
                     tally.auto_assigned.append(task_id)
-                events.append((task_id, run_of[task_id], "claimed", {"claim_lock": lock, "profile": profile,
+                events.append((task_id, run_of[task_id], EventKind.CLAIMED, {"claim_lock": lock, "profile": profile,
                                                                       "launch_token": tokens[task_id]}))
             await add_events(conn, events, now)
             return won, run_of
@@ -965,7 +959,7 @@ class Dispatcher:
                                   f"is still running ({stop.refused or 'it survived SIGKILL'}); will retry")
         if stop.attempted:
             async with self.board.transaction() as conn:
-                await add_event(conn, task_id, "terminal_worker_reaped", {
+                await add_event(conn, task_id, EventKind.TERMINAL_WORKER_REAPED, {
                     "pid": pid, "worker_started_at": fp, "reason": f"its run ended ({outcome}) while it launched",
                     **stop.to_json()}, self.board.now(), run_id)
             tally.reaped.append(task_id)
@@ -997,7 +991,7 @@ class Dispatcher:
                 await conn.executemany(
                     "UPDATE tasks SET worker_pid = ?, worker_started_at = ? WHERE id = ? AND current_run_id = ?",
                     [(w.pid, fp, c.task_id, c.run_id) for c, w, fp in ok])
-                await add_events(conn, [(c.task_id, c.run_id, "spawned", {
+                await add_events(conn, [(c.task_id, c.run_id, EventKind.SPAWNED, {
                     "pid": w.pid, "worker_started_at": fp, "process_id": w.process_id, "profile": c.profile.name})
                     for c, w, fp in ok], now)
                 ids = [c.run_id for c, _w, _fp in ok]
@@ -1014,10 +1008,6 @@ class Dispatcher:
             task = await self.board.get_task(c.task_id)
             if task.current_run_id != c.run_id:
                 continue
-            if await self._requeue_failed(task, now, outcome=RunOutcome.SPAWN_FAILED, event="spawn_failed",
+            if await self._requeue_failed(task, now, outcome=RunOutcome.SPAWN_FAILED, event=EventKind.SPAWN_FAILED,
                                           error=error, payload={"profile": c.profile.name}, tally=tally):
                 tally.spawn_failed.append(c.task_id)
-
-
-async def dispatch_once(board: Board, *, home: HomeLayout, settings: Settings, spawner: Spawner) -> DispatchResult:
-    return await Dispatcher(board, home=home, settings=settings, spawner=spawner).tick()

@@ -44,6 +44,55 @@ class RunOutcome(enum.StrEnum):
     NOT_STARTED = "not_started"
 
 
+class EventKind(enum.StrEnum):
+    """What a card's event records (``task_events.kind``; the values are the stored ones).
+    hermes-agent's board has kinds of its own: :attr:`Event.kind` stays a string."""
+
+    CREATED = "created"
+    ASSIGNED = "assigned"
+    PROMOTED = "promoted"  # todo -> ready, its parents done
+    CLAIMED = "claimed"
+    SPAWNED = "spawned"
+    SPAWN_FAILED = "spawn_failed"
+    SKIPPED_NONSPAWNABLE = "skipped_nonspawnable"  # a ready card for a profile this machine cannot spawn
+    LAUNCH_ADOPTED = "launch_adopted"
+    LAUNCH_RELEASED = "launch_released"
+    LAUNCH_HELD = "launch_held"
+    CLAIM_EXTENDED = "claim_extended"
+    RECLAIM_DEFERRED = "reclaim_deferred"
+    RECLAIMED = "reclaimed"
+    HOST_LOST = "host_lost"
+    COMPLETED = "completed"
+    BLOCKED = "blocked"
+    REVIEW_REQUESTED = "review_requested"
+    UNBLOCKED = "unblocked"
+    REOPENED = "reopened"
+    ARCHIVED = "archived"
+    CRASHED = "crashed"
+    TIMED_OUT = "timed_out"
+    RATE_LIMITED = "rate_limited"
+    PROTOCOL_VIOLATION = "protocol_violation"
+    WORKER_KILLED = "worker_killed"
+    WORKER_GROUP_ENDED = "worker_group_ended"
+    TERMINAL_WORKER_REAPED = "terminal_worker_reaped"
+    RECLAIM_WORKER_TERMINATION = "reclaim_worker_termination"
+    ARCHIVE_WORKER_TERMINATION = "archive_worker_termination"
+    GAVE_UP = "gave_up"  # the breaker blocked the card after its failures
+    USAGE_REPORTED = "usage_reported"
+
+
+class HoldReason(enum.StrEnum):
+    """Why a tick held a ready card back (the keys of the "held back" line; the words
+    for them are engine.kanban.wording's)."""
+
+    SKIPPED_UNASSIGNED = "skipped_unassigned"
+    SKIPPED_NONSPAWNABLE = "skipped_nonspawnable"
+    AT_CAPACITY = "at_capacity"
+    PER_PROFILE_CAPPED = "per_profile_capped"
+    RATE_LIMIT_COOLDOWN = "rate_limit_cooldown"
+    SKIPPED_LOCKED = "skipped_locked"  # the whole tick: another dispatcher had the board
+
+
 @dataclass(frozen=True)
 class Task:
     """One card. ``worker_started_at`` is the worker's identity fingerprint."""
@@ -108,7 +157,7 @@ class Event:
     id: int
     task_id: str
     run_id: int | None
-    kind: str
+    kind: str  # an EventKind on hermes-tui's board
     payload: dict[str, Any]
     created_at: float
 
@@ -188,11 +237,11 @@ class SpawnedCard:
 
 @dataclass(frozen=True)
 class Skip:
-    """A ready card the tick did not spawn, and why (``reason`` is a code; the numbers
-    behind a cap are kept so the wording can say "3 of 3 running")."""
+    """A ready card the tick did not spawn, and why (the numbers behind a cap are kept so
+    the wording can say "3 of 3 running")."""
 
     task_id: str
-    reason: str
+    reason: HoldReason
     running: int | None = None  # at_capacity / per_profile_capped: workers running then
     limit: int | None = None  # ... and the cap they reached
     profile: str | None = None  # the card's assignee
@@ -235,7 +284,7 @@ class DispatchResult:
         for skip in self.skipped:
             counts[skip.reason] = counts.get(skip.reason, 0) + 1
         if self.skipped_locked:
-            counts["skipped_locked"] = counts.get("skipped_locked", 0) + 1
+            counts[HoldReason.SKIPPED_LOCKED] = counts.get(HoldReason.SKIPPED_LOCKED, 0) + 1
         return dict(sorted(counts.items()))
 
     @property

@@ -61,6 +61,18 @@ class RegistrySpawner:
         return LaunchedWorker(pid=session.pid, fingerprint=session.fingerprint, process_id=session.id,
                               output_path=str(session.output_path))
 
+    def wait_exit(self, session_id: str) -> bool:
+        """Block until that worker, a child this registry started, exits (False at once
+        for any other session: its exit is found by the next tick's reap)."""
+        popen = self.registry.popen_of(session_id)
+        if popen is None:
+            return False
+        try:
+            popen.wait()
+        except OSError:  # reaped elsewhere meanwhile: it has exited all the same
+            pass
+        return True
+
     def find_launch(self, token: str, task_id: str, run_id: int) -> LaunchLookup:
         """What the session of ``token`` says about an unrecorded launch.
 

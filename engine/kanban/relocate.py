@@ -28,8 +28,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.hermes.board_file import BoardKind, board_kind
 from engine.home import HomeLayout
+from engine.kanban.backends.hermes.board_file import BoardKind, board_kind
 
 SIDE_FILES = ("-wal", "-shm")
 LOCK_NAME = ".board-move.lock"

@@ -8,16 +8,16 @@ Why it exists:
   exist). :meth:`BoardService.open` hands out the service already open for the same
   board on the same event loop (reference counted), so the app's pane and the app's
   dispatch loop share one connection, and every statement on it is serialised by
-  :class:`engine.kanban.store.Board`.
+  :class:`engine.kanban.backends.sqlite.store.Board`.
 - **The "open the board" ceremony exists once**: which file (:func:`engine.kanban.board_path`),
   creating hermes-tui's folder when the board lives in it, moving an older board out of
   hermes's ``kanban.db`` name, and whether to create a missing board.
 - **It speaks in models.** Callers get :class:`Task`, :class:`TaskDetails`,
   :class:`BoardView`, :class:`DispatchResult`, never rows or SQL, so another store can
   stand behind the same methods: :meth:`BoardService.open` hands out
-  :class:`engine.hermes.board.HermesBoardService` when the file is hermes-agent's board
-  (read-only, changed through hermes's CLI, never dispatched; callers look only at
-  ``read_only`` and ``dispatchable``).
+  :class:`engine.kanban.backends.hermes.board.HermesBoardService` when the file is hermes-agent's board
+  (read-only, changed through hermes's CLI, never dispatched). Both are a
+  :class:`engine.kanban.backend.BoardBackend`; callers ask its ``capabilities``.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -34,30 +34,21 @@ from engine.config import Settings
 from engine.home import HomeLayout
 from engine.kanban import board_location
 from engine.kanban import transitions as tr
+from engine.kanban.backend import BoardView, Capabilities, TransitionResult
+from engine.kanban.backends.postgres.url import DatabaseUrl
+from engine.kanban.backends.sqlite.store import Board
 from engine.kanban.models import DispatchResult, Event, NewTask, Run, Task, TaskDetails
-from engine.kanban.pg.url import DatabaseUrl
-from engine.kanban.store import Board
 
 Clock = Callable[[], float]
 
 
-@dataclass(frozen=True)
-class BoardView:
-    """What a board screen shows: the cards, plus each status's full count (a finished
-    column may hold only its newest cards)."""
-
-    tasks: tuple[Task, ...]
-    counts: Mapping[str, int] = field(default_factory=dict)
-
-
 class BoardService:
-    """One open board with its dispatcher. Get one with :meth:`open`, give it back with
-    :meth:`close` (or ``async with``)."""
+    """hermes-tui's own board (a :class:`engine.kanban.backend.BoardBackend`) with its
+    dispatcher. Get one with :meth:`open`, give it back with :meth:`close` (or ``async with``)."""
 
-    kind = "hermes-tui"
-    read_only = False
+    capabilities = Capabilities(read_only=False, dispatchable=True, batch_create=True, checks_profiles=True,
+                                signals_workers=True, worker_log_files=False)
     read_only_reason = ""
-    dispatchable = True
 
     _open: ClassVar[dict[tuple[Path | str, int], BoardService]] = {}
 
@@ -92,7 +83,7 @@ class BoardService:
             shared._refs += 1
             return shared
         if isinstance(path, DatabaseUrl):
-            from engine.kanban.pg.board import PgBoard
+            from engine.kanban.backends.postgres.board import PgBoard
 
             board = await PgBoard.open(path, clock=clock, create=create)  # None: the server's clock
         else:
@@ -102,7 +93,7 @@ class BoardService:
 
             routed = await asyncio.to_thread(route_board, home, path, create, chosen)
             if routed is None:  # hermes-agent's own board: read-only, changed through its CLI
-                from engine.hermes.board import HermesBoardService
+                from engine.kanban.backends.hermes.board import HermesBoardService
 
                 return await HermesBoardService.open(path, home=home, settings=settings, clock=clock or time.time)
             path, create = routed
@@ -235,30 +226,30 @@ class BoardService:
         resolved = [replace(n, parents=tuple(full[p] for p in n.parents)) for n in new]
         return await tr.create_tasks(self._board, resolved, actor=actor)
 
-    async def assign(self, task_id: str, assignee: str | None) -> tr.TransitionResult:
+    async def assign(self, task_id: str, assignee: str | None) -> TransitionResult:
         return await tr.assign(self._board, task_id, assignee)
 
     async def complete(self, task_id: str, summary: str | None = None,
-                       call: tr.WorkerCall = tr.WorkerCall()) -> tr.TransitionResult:
+                       call: tr.WorkerCall = tr.WorkerCall()) -> TransitionResult:
         return await tr.complete(self._board, task_id, summary, call=call)
 
     async def block(self, task_id: str, reason: str | None = None,
-                    call: tr.WorkerCall = tr.WorkerCall()) -> tr.TransitionResult:
+                    call: tr.WorkerCall = tr.WorkerCall()) -> TransitionResult:
         return await tr.block(self._board, task_id, reason, call=call)
 
     async def review(self, task_id: str, summary: str | None = None,
-                     call: tr.WorkerCall = tr.WorkerCall()) -> tr.TransitionResult:
+                     call: tr.WorkerCall = tr.WorkerCall()) -> TransitionResult:
         return await tr.review(self._board, task_id, summary, call=call)
 
-    async def heartbeat(self, task_id: str, call: tr.WorkerCall) -> tr.TransitionResult:
+    async def heartbeat(self, task_id: str, call: tr.WorkerCall) -> TransitionResult:
         return await tr.heartbeat(self._board, task_id, call, self.settings.kanban.claim_ttl_seconds)
 
-    async def reclaim(self, task_id: str, reason: str = "", expected: tr.Expected | None = None) -> tr.TransitionResult:
+    async def reclaim(self, task_id: str, reason: str = "", expected: tr.Expected | None = None) -> TransitionResult:
         """``expected``: the run and worker pid a dialog showed; refused if the card moved on."""
         return await tr.reclaim(self._board, task_id, reason=reason, grace=self._grace, expected=expected)
 
     async def report_usage(self, task_id: str, *, input_tokens: int, output_tokens: int, cost_usd: float | None,
-                           call: tr.WorkerCall = tr.WorkerCall()) -> tr.TransitionResult:
+                           call: tr.WorkerCall = tr.WorkerCall()) -> TransitionResult:
         return await tr.report_usage(self._board, task_id, input_tokens=input_tokens, output_tokens=output_tokens,
                                      cost_usd=cost_usd, call=call)
 
@@ -275,18 +266,18 @@ class BoardService:
                      else RunUsage(run_id, tid, False, why="its worker reported no usage")
                      for run_id, tid, i, o, c in rows)
 
-    async def comment(self, task_id: str, text: str) -> tr.TransitionResult:
-        from engine.kanban.store import StoreError
+    async def comment(self, task_id: str, text: str) -> TransitionResult:
+        from engine.kanban.backend import StoreError
 
         raise StoreError("hermes-tui's own board keeps no comments (hermes-agent's board does)")
 
-    async def unblock(self, task_id: str) -> tr.TransitionResult:
+    async def unblock(self, task_id: str) -> TransitionResult:
         return await tr.unblock(self._board, task_id)
 
-    async def archive(self, task_id: str, expected: tr.Expected | None = None) -> tr.TransitionResult:
+    async def archive(self, task_id: str, expected: tr.Expected | None = None) -> TransitionResult:
         return await tr.archive(self._board, task_id, grace=self._grace, expected=expected)
 
-    async def move(self, task_id: str, to_status: str, expected: tr.Expected | None = None) -> tr.TransitionResult:
+    async def move(self, task_id: str, to_status: str, expected: tr.Expected | None = None) -> TransitionResult:
         return await tr.move(self._board, task_id, to_status, expected=expected)
 
     @property

@@ -16,6 +16,8 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from engine.kanban.backend import StoreError, TransitionResult
+from engine.kanban.backends.sqlite.store import Board, Conn, add_event
 from engine.kanban.models import (
     ARCHIVED,
     BLOCKED,
@@ -25,12 +27,12 @@ from engine.kanban.models import (
     REVIEW,
     RUNNING,
     TODO,
+    EventKind,
     NewTask,
     RunOutcome,
     Task,
     dump_payload,
 )
-from engine.kanban.store import Board, Conn, StoreError, add_event
 from engine.kanban.workers import StopReport, is_host_local, stop_worker
 
 # The moves a person may make, from -> allowed targets (the dispatcher owns
@@ -57,22 +59,6 @@ class TransitionRefused(StoreError):
 
 def new_task_id() -> str:
     return "t_" + secrets.token_hex(4)
-
-
-@dataclass(frozen=True)
-class TransitionResult:
-    task_id: str
-    from_status: str
-    to_status: str
-    stop: StopReport | None = None
-
-    def to_json(self) -> dict:
-        return {
-            "id": self.task_id,
-            "from_status": self.from_status,
-            "status": self.to_status,
-            "worker": self.stop.to_json() if self.stop else None,
-        }
 
 
 class CardChanged(TransitionRefused):
@@ -201,8 +187,8 @@ async def create_tasks(board: Board, new: Sequence[NewTask], *, id_factory: IdFa
         if links:
             await conn.executemany("INSERT OR IGNORE INTO task_links (parent_id, child_id) VALUES (?, ?)", links)
         await conn.executemany(
-            "INSERT INTO task_events (task_id, run_id, kind, payload, created_at) VALUES (?, NULL, 'created', ?, ?)",
-            [(t.id, dump_payload({"status": t.status, "assignee": t.assignee, "by": actor}), now) for t in tasks],
+            "INSERT INTO task_events (task_id, run_id, kind, payload, created_at) VALUES (?, NULL, ?, ?, ?)",
+            [(t.id, EventKind.CREATED, dump_payload({"status": t.status, "assignee": t.assignee, "by": actor}), now) for t in tasks],
         )
         return tasks
 
@@ -277,7 +263,7 @@ async def _cas_update(conn: Conn, task: Task, assignments: str, params: Sequence
 
 
 async def _finish(board: Board, task_id: str, *, to_status: str, from_allowed: tuple[str, ...], outcome: RunOutcome,
-                  event: str, text: str | None, text_key: str, call: WorkerCall, verb: str,
+                  event: EventKind, text: str | None, text_key: str, call: WorkerCall, verb: str,
                   expected: Expected | None = None) -> TransitionResult:
     if call.task_id is not None and call.task_id != task_id:
         raise TransitionRefused(f"refused: this worker works card {call.task_id}, not {task_id}")
@@ -306,21 +292,21 @@ async def _finish(board: Board, task_id: str, *, to_status: str, from_allowed: t
 async def complete(board: Board, task_id: str, summary: str | None = None,
                    call: WorkerCall = WorkerCall(), expected: Expected | None = None) -> TransitionResult:
     return await _finish(board, task_id, to_status=DONE, from_allowed=(RUNNING, READY, BLOCKED, REVIEW),
-                         outcome=RunOutcome.COMPLETED, event="completed", text=summary, text_key="summary",
+                         outcome=RunOutcome.COMPLETED, event=EventKind.COMPLETED, text=summary, text_key="summary",
                          call=call, verb="complete", expected=expected)
 
 
 async def block(board: Board, task_id: str, reason: str | None = None,
                 call: WorkerCall = WorkerCall(), expected: Expected | None = None) -> TransitionResult:
     return await _finish(board, task_id, to_status=BLOCKED, from_allowed=(RUNNING, READY),
-                         outcome=RunOutcome.BLOCKED, event="blocked", text=reason, text_key="reason",
+                         outcome=RunOutcome.BLOCKED, event=EventKind.BLOCKED, text=reason, text_key="reason",
                          call=call, verb="block", expected=expected)
 
 
 async def review(board: Board, task_id: str, summary: str | None = None,
                  call: WorkerCall = WorkerCall(), expected: Expected | None = None) -> TransitionResult:
     return await _finish(board, task_id, to_status=REVIEW, from_allowed=(RUNNING, READY),
-                         outcome=RunOutcome.REVIEW, event="review_requested", text=summary, text_key="summary",
+                         outcome=RunOutcome.REVIEW, event=EventKind.REVIEW_REQUESTED, text=summary, text_key="summary",
                          call=call, verb="send to review", expected=expected)
 
 
@@ -349,7 +335,7 @@ async def unblock(board: Board, task_id: str) -> TransitionResult:
     async with board.transaction() as conn:
         to_status = TODO if await has_open_parent(conn, task.id) else READY
         await _cas_update(conn, task, "status = ?, consecutive_failures = 0", (to_status,), WorkerCall())
-        await add_event(conn, task.id, "unblocked", {"status": to_status,
+        await add_event(conn, task.id, EventKind.UNBLOCKED, {"status": to_status,
                                                      "failures_were": task.consecutive_failures}, now)
     return TransitionResult(task.id, task.status, to_status)
 
@@ -364,7 +350,7 @@ async def reopen(board: Board, task_id: str) -> TransitionResult:
         if await has_open_parent(conn, task.id):
             raise TransitionRefused(f"cannot move {task.id} to ready: a parent card is not done yet")
         await _cas_update(conn, task, "status = ?", (READY,), WorkerCall())
-        await add_event(conn, task.id, "reopened", {"from_status": task.status}, now)
+        await add_event(conn, task.id, EventKind.REOPENED, {"from_status": task.status}, now)
     return TransitionResult(task.id, task.status, READY)
 
 
@@ -381,7 +367,7 @@ async def assign(board: Board, task_id: str, assignee: str | None) -> Transition
     now = board.now()
     async with board.transaction() as conn:
         await _cas_update(conn, task, "assignee = ?, consecutive_failures = 0", (assignee,), WorkerCall())
-        await add_event(conn, task.id, "assigned", {"assignee": assignee, "previous": task.assignee,
+        await add_event(conn, task.id, EventKind.ASSIGNED, {"assignee": assignee, "previous": task.assignee,
                                                     "source": "operator",
                                                     "failures_were": task.consecutive_failures}, now)
     return TransitionResult(task.id, task.status, task.status)
@@ -391,7 +377,7 @@ async def _stop(task: Task, grace: float) -> StopReport:
     return await asyncio.to_thread(stop_worker, task.worker_pid, task.worker_started_at, task.claim_lock, grace)
 
 
-async def _record_stop(board: Board, task: Task, stop: StopReport, event: str) -> None:
+async def _record_stop(board: Board, task: Task, stop: StopReport, event: EventKind) -> None:
     """After a change took the card's run away: what stopping its worker did, and the
     run's evidence dropped once nothing of it is left."""
     async with board.transaction() as conn:
@@ -420,13 +406,13 @@ async def reclaim(board: Board, task_id: str, *, reason: str = "", grace: float 
         await _cas_update(conn, task, f"{CLEAR_WORKER}, status = ?, consecutive_failures = 0", (READY,),
                           WorkerCall(), same_worker=True)
         await close_run(conn, task.current_run_id, RunOutcome.RECLAIMED, now, error=error)
-        await add_event(conn, task.id, "reclaimed", {
+        await add_event(conn, task.id, EventKind.RECLAIMED, {
             "manual": True, "reason": reason, "prev_lock": task.claim_lock, "retry_status": READY,
             "worker_pid": task.worker_pid}, now, task.current_run_id)
     stop = None
     if task.worker_pid:
         stop = await _stop(task, grace)
-        await _record_stop(board, task, stop, "reclaim_worker_termination")
+        await _record_stop(board, task, stop, EventKind.RECLAIM_WORKER_TERMINATION)
     return TransitionResult(task.id, task.status, READY, stop)
 
 
@@ -444,11 +430,11 @@ async def archive(board: Board, task_id: str, *, grace: float = 2.0,
     async with board.transaction() as conn:
         await _cas_update(conn, task, f"{CLEAR_WORKER}, status = ?", (ARCHIVED,), WorkerCall(), same_worker=True)
         await close_run(conn, task.current_run_id, RunOutcome.ARCHIVED, now)
-        await add_event(conn, task.id, "archived", {"from_status": task.status}, now, task.current_run_id)
+        await add_event(conn, task.id, EventKind.ARCHIVED, {"from_status": task.status}, now, task.current_run_id)
     stop = None
     if task.status == RUNNING and task.worker_pid:
         stop = await _stop(task, grace)
-        await _record_stop(board, task, stop, "archive_worker_termination")
+        await _record_stop(board, task, stop, EventKind.ARCHIVE_WORKER_TERMINATION)
     return TransitionResult(task.id, task.status, ARCHIVED, stop)
 
 
@@ -506,7 +492,7 @@ async def report_usage(board: Board, task_id: str, *, input_tokens: int, output_
             "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET input_tokens = excluded.input_tokens, "
             "output_tokens = excluded.output_tokens, cost_usd = excluded.cost_usd, reported_at = excluded.reported_at",
             (run_id, task.id, input_tokens, output_tokens, cost_usd, now))
-        await add_event(conn, task.id, "usage_reported", {"input_tokens": input_tokens, "output_tokens": output_tokens,
+        await add_event(conn, task.id, EventKind.USAGE_REPORTED, {"input_tokens": input_tokens, "output_tokens": output_tokens,
                                                           "cost_usd": cost_usd, "run_id": run_id,
                                                           "by": "worker" if call.is_worker else "operator"},
                         now, run_id)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.kanban.models import DispatchResult, Skip
+from engine.kanban.models import DispatchResult, HoldReason, Skip
 from engine.text import count_of
 
 if TYPE_CHECKING:
@@ -30,17 +30,17 @@ def _cap(skip: Skip, whose: str) -> str:
 def skip_reason(skip: Skip) -> str:
     """One held-back card's reason as a phrase, e.g. "waiting: 3 of 3 running, the profile's cap"."""
     profile = f" ({skip.profile})" if skip.profile else ""
-    if skip.reason == "at_capacity":
+    if skip.reason == HoldReason.AT_CAPACITY:
         return _cap(skip, "the board's")
-    if skip.reason == "per_profile_capped":
+    if skip.reason == HoldReason.PER_PROFILE_CAPPED:
         return _cap(skip, "the profile's") + profile
-    if skip.reason == "skipped_unassigned":
+    if skip.reason == HoldReason.SKIPPED_UNASSIGNED:
         return "unassigned, and no default assignee is set"
-    if skip.reason == "skipped_nonspawnable":
+    if skip.reason == HoldReason.SKIPPED_NONSPAWNABLE:
         if skip.profile:
             return f"assigned to {skip.profile!r}, not a profile this machine can spawn"
         return "assigned to a profile this machine cannot spawn"
-    if skip.reason == "rate_limit_cooldown":
+    if skip.reason == HoldReason.RATE_LIMIT_COOLDOWN:
         return "cooling down after a rate limit"
     return skip.reason.replace("_", " ")
 

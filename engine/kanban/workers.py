@@ -281,6 +281,11 @@ class Spawner(Protocol):
         recorded). NOT_STARTED must be proof, and must also make sure it never starts
         later; when in doubt, UNCERTAIN. Called from a thread."""
 
+    def wait_exit(self, session_id: str) -> bool:
+        """Block until the worker of that session, a child of this process, has exited:
+        True then; False at once when this spawner started no such child here (nothing
+        to wait for). Called from a thread."""
+
 
 @dataclass
 class NullSpawner:
@@ -297,6 +302,9 @@ class NullSpawner:
 
     def find_launch(self, token: str, task_id: str, run_id: int) -> LaunchLookup:
         return LaunchLookup(LaunchState.NOT_STARTED, "this spawner starts nothing")
+
+    def wait_exit(self, session_id: str) -> bool:
+        return False
 
 
 def find_launch(spawner: Spawner, token: str | None, task_id: str, run_id: int) -> LaunchLookup:

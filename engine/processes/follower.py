@@ -89,11 +89,6 @@ class OutputFollower:
         self._pending = b""
 
     @property
-    def pending_bytes(self) -> int:
-        """Bytes read but held back as the start of an unfinished character."""
-        return len(self._pending)
-
-    @property
     def delivered_offset(self) -> int:
         """The offset up to which every byte has been handed out."""
         return self.offset - len(self._pending)

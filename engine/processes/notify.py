@@ -291,10 +291,6 @@ class NotificationCenter:
         self._watched: dict[str, _Watched] = {}
         self._seen_finished: set[str] = set()
 
-    def pending_completions(self) -> list[ProcessEvent]:
-        """Completions nobody has shown yet (e.g. while no app was open), claimed now."""
-        return self.poll(watch=False)
-
     def poll(self, sessions: list[ProcessSession] | None = None, watch: bool = True) -> list[ProcessEvent]:
         now = self.clock()
         if sessions is None:

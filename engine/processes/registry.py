@@ -391,9 +391,11 @@ class ProcessRegistry:
 
     def _scratch_dir(self) -> Path | None:
         if not self._scratch_ready:
+            from engine.home import HomeError
+
             try:
                 self.home.ensure_dir(self.home.scratch_dir)
-            except Exception:
+            except (HomeError, OSError):
                 return None  # the command still runs; its TMPDIR is just not redirected
             self._scratch_ready = True
         return self.home.scratch_dir

@@ -18,7 +18,6 @@ already renamed by a concurrent pass of the same home writes to the new file.
 
 from __future__ import annotations
 
-import ast
 import logging
 import logging.handlers
 import os
@@ -281,14 +280,6 @@ def parse_record(line: str) -> PruneRecord:
     return PruneRecord(when, action, escape_text(path), escape_text(detail), line)
 
 
-def decode_path(shown: str) -> str:
-    """The real path behind a record's escaped path text."""
-    try:
-        return ast.literal_eval("'" + shown.replace("'", "\\'") + "'")
-    except (ValueError, SyntaxError):
-        return shown
-
-
 def log_files(log_file: Path) -> list[Path]:
     """The log and its rotated files, oldest first (``.3``, ``.2``, ``.1``, base)."""
     files = [Path(f"{log_file}.{i}") for i in range(BACKUP_COUNT, 0, -1)]
@@ -299,20 +290,6 @@ def log_files(log_file: Path) -> list[Path]:
 def iter_lines(data: bytes) -> Iterator[str]:
     for raw in data.splitlines():
         yield raw.decode("utf-8", errors="backslashreplace")
-
-
-def read_records(log_file: Path, limit: int | None = None) -> list[PruneRecord]:
-    """Every record of the log and its rotations, oldest first (the last ``limit``)."""
-    records: list[PruneRecord] = []
-    for f in log_files(log_file):
-        try:
-            data = read_regular(f)  # a FIFO there is skipped, never waited on
-        except OSError:
-            continue
-        records.extend(parse_record(line) for line in iter_lines(data) if line.strip())
-    if limit is not None and len(records) > limit:
-        records = records[-limit:]
-    return records
 
 
 class LogTail:

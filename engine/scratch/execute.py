@@ -250,14 +250,6 @@ class PassLock:
             os.close(self._fd)  # closing drops the flock
             self._fd = None
 
-    def __enter__(self) -> PassLock:
-        if not self.acquire():
-            raise PruneBusy("another prune of this home is running; try again when it ends")
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.release()
-
 
 # --------------------------------------------------------------------------------------
 # Execution

@@ -151,7 +151,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _statuses() -> tuple[str, ...]:
     """Every status a board may hold: hermes-tui's, and hermes-agent's (triage, scheduled)."""
-    from engine.hermes.board_file import HERMES_STATUSES
+    from engine.kanban.backends.hermes.board_file import HERMES_STATUSES
     from engine.kanban.statuses import STATUSES
 
     return STATUSES + tuple(s for s in HERMES_STATUSES if s not in STATUSES)
@@ -178,12 +178,12 @@ def bounded_int(low: int, high: int, what: str):
     return parse
 
 
-def _warn_unknown_profile(ctx: Context, name: str | None, board_kind: str = "hermes-tui") -> None:
+def _warn_unknown_profile(ctx: Context, name: str | None, checks_profiles: bool) -> None:
     """A card for a profile this home does not have is still made (another home may
     serve it), but the person hears about it: a typo would otherwise wait forever.
-    hermes-agent's board is worked by hermes's profiles: not checked here."""
+    A board worked by someone else's profiles (hermes-agent's) is not checked here."""
     profiles = ctx.settings.kanban.profiles
-    if name and name not in profiles and board_kind == "hermes-tui":
+    if name and name not in profiles and checks_profiles:
         known = ", ".join(sorted(profiles)) or "none are configured"
         print(f"warning: no profile here is called {name!r}; the profiles here: {known}", file=sys.stderr)
 
@@ -213,10 +213,10 @@ def _run(ctx: Context, body, spawner=None) -> Any:
 async def _with_service(ctx: Context, body, spawner) -> Any:
     import sqlite3
 
-    from engine.kanban.pg.errors import BoardUnreachable, UnusableUrl
-    from engine.kanban.pg.url import BadDatabaseUrl
+    from engine.kanban.backend import BadId, StoreError
+    from engine.kanban.backends.postgres.errors import BoardUnreachable, UnusableUrl
+    from engine.kanban.backends.postgres.url import BadDatabaseUrl
     from engine.kanban.service import BoardService
-    from engine.kanban.store import BadId, StoreError
     from engine.kanban.workers import BadHostId, hostname
 
     override = board_override(ctx)
@@ -297,14 +297,14 @@ def run_create(ctx: Context) -> int:
 
     async def body(service):
         if not a.stdin:
-            return service.kind, [await service.create(new[0])]
-        if service.kind != "hermes-tui":  # hermes-agent's board: one `hermes kanban create` per card
+            return service.capabilities.checks_profiles, [await service.create(new[0])]
+        if not service.capabilities.batch_create:  # hermes-agent's board: one `hermes kanban create` per card
             raise CliError("create --stdin needs hermes-tui's own board: hermes-agent's board takes one card "
                            "per `hermes kanban create`, never several in one transaction", EXIT_FAILED)
-        return service.kind, await service.create_many(new)
+        return service.capabilities.checks_profiles, await service.create_many(new)
 
-    kind, tasks = _run(ctx, body)
-    _warn_unknown_profile(ctx, tasks[0].assignee, kind)
+    checks_profiles, tasks = _run(ctx, body)
+    _warn_unknown_profile(ctx, tasks[0].assignee, checks_profiles)
     if ctx.json:
         print_json({"tasks": [{"id": t.id, "status": t.status} for t in tasks]} if a.stdin
                    else {"id": tasks[0].id, "status": tasks[0].status})
@@ -380,7 +380,7 @@ def run_list(ctx: Context) -> int:
 async def _hermes_knows(service, tasks) -> tuple[dict, Any]:
     """hermes-agent's board: (card id -> why hermes does not spawn it, its gateway's
     state); ({}, None) for hermes-tui's own board."""
-    if not hasattr(service, "reasons"):
+    if not service.capabilities.reports_reasons:
         return {}, None
     return await service.reasons(tasks), await service.gateway()
 
@@ -423,10 +423,10 @@ def run_assign(ctx: Context) -> int:
     profile = None if ctx.args.profile == "-" else ctx.args.profile
 
     async def body(service):
-        return service.kind, await service.assign(await service.resolve(ctx.args.id), profile)
+        return service.capabilities.checks_profiles, await service.assign(await service.resolve(ctx.args.id), profile)
 
-    kind, result = _run(ctx, body)
-    _warn_unknown_profile(ctx, profile, kind)
+    checks_profiles, result = _run(ctx, body)
+    _warn_unknown_profile(ctx, profile, checks_profiles)
     if not ctx.json:
         print(assign_words(result.task_id, profile))
         return EXIT_OK
@@ -491,7 +491,7 @@ def _refuse_undispatchable(ctx: Context) -> None:
     """Refuse before a daemon starts ticking a board hermes-tui must not dispatch."""
 
     async def body(service):
-        if not service.dispatchable:
+        if not service.capabilities.dispatchable:
             await service.tick()
 
     _run(ctx, body)
@@ -730,7 +730,7 @@ def run_hermes_verb(ctx: Context) -> int:
     a, verb = ctx.args, ctx.args.verb
 
     async def body(service):
-        if service.kind != "hermes":
+        if not service.capabilities.hermes_verbs:
             hint = {"reassign": " (use assign, and reclaim first)", "promote": " (use unblock)"}.get(verb, "")
             raise CliError(f"{verb} is a verb of hermes-agent's board; hermes-tui's own board has none{hint}",
                            EXIT_FAILED)

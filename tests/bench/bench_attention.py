@@ -39,10 +39,10 @@ from engine.attention.collect import collect  # noqa: E402
 from engine.config import ProcessSettings, Settings  # noqa: E402
 from engine.home import HomeLayout  # noqa: E402
 from engine.kanban import transitions as tr  # noqa: E402
+from engine.kanban.backends.sqlite.store import Board, add_events  # noqa: E402
 from engine.kanban.models import NewTask  # noqa: E402
 from engine.kanban.service import BoardService  # noqa: E402
 from engine.kanban.statuses import ARCHIVED, STATUSES  # noqa: E402
-from engine.kanban.store import Board, add_events  # noqa: E402
 
 
 async def build_board(home: HomeLayout, cards: int) -> None:

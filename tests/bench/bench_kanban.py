@@ -49,9 +49,9 @@ from harness import REPO, JsonChild, Table, compare, run_process, user_env  # no
 from engine.config import KanbanSettings, ProfileSettings, Settings  # noqa: E402
 from engine.home import HomeLayout  # noqa: E402
 from engine.kanban import transitions as tr  # noqa: E402
+from engine.kanban.backends.sqlite.store import Board  # noqa: E402
 from engine.kanban.dispatcher import Dispatcher  # noqa: E402
 from engine.kanban.models import NewTask  # noqa: E402
-from engine.kanban.store import Board  # noqa: E402
 from engine.kanban.workers import NullSpawner  # noqa: E402
 
 REFERENCE_VERSION = "0.19.0"

@@ -53,10 +53,10 @@ from harness import Table, compare, loadavg, row_from, user_env  # noqa: E402
 
 from engine.home import HomeLayout  # noqa: E402
 from engine.kanban import transitions as tr  # noqa: E402
+from engine.kanban.backends.postgres.board import PgBoard  # noqa: E402
+from engine.kanban.backends.postgres.url import DatabaseUrl  # noqa: E402
 from engine.kanban.dispatcher import Dispatcher  # noqa: E402
 from engine.kanban.models import NewTask  # noqa: E402
-from engine.kanban.pg.board import PgBoard  # noqa: E402
-from engine.kanban.pg.url import DatabaseUrl  # noqa: E402
 from engine.kanban.workers import NullSpawner  # noqa: E402
 
 ADMIN_URL = os.environ.get("HERMES_BENCH_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")

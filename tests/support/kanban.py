@@ -12,8 +12,8 @@ from types import MappingProxyType
 
 from engine.config import KanbanSettings, ProfileSettings, Settings
 from engine.home import HomeLayout
+from engine.kanban.backends.sqlite.store import Board
 from engine.kanban.dispatcher import Dispatcher
-from engine.kanban.store import Board
 
 CLI = f"{shlex.quote(sys.executable)} -m hermes_tui kanban"
 
@@ -50,8 +50,8 @@ def kanban_settings(profiles: dict[str, str | dict] | None = None, **kanban) -> 
 async def open_board(home: HomeLayout, clock: FakeClock | None = None, url: str | None = None) -> Board:
     """The home's SQLite board, or (``url``) a PostgreSQL board: the behaviour tests run on both."""
     if url:
-        from engine.kanban.pg.board import PgBoard
-        from engine.kanban.pg.url import DatabaseUrl
+        from engine.kanban.backends.postgres.board import PgBoard
+        from engine.kanban.backends.postgres.url import DatabaseUrl
 
         return await PgBoard.open(DatabaseUrl.parse(url), clock=clock or FakeClock())
     return await Board.open(home.kanban_db, clock=clock or FakeClock())

@@ -24,9 +24,9 @@ async def main(url: str, host: str, ticks: int, out: str) -> None:
     os.environ["HERMES_KANBAN_HOST_ID"] = host
     from engine.home import HomeLayout
     from engine.kanban import transitions as tr
+    from engine.kanban.backends.postgres.board import PgBoard
+    from engine.kanban.backends.postgres.url import DatabaseUrl
     from engine.kanban.dispatcher import Dispatcher
-    from engine.kanban.pg.board import PgBoard
-    from engine.kanban.pg.url import DatabaseUrl
     from engine.kanban.workers import NullSpawner
     from tests.support.kanban import kanban_settings
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from engine.kanban import store as sqlite_store
+from engine.kanban.backends.sqlite import store as sqlite_store
 
 APPLICATION = "hermes-tui kanban board"
 META_TABLE = "hermes_kanban_meta"

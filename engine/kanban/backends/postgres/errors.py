@@ -3,7 +3,7 @@ catches them without loading asyncpg for an SQLite board)."""
 
 from __future__ import annotations
 
-from engine.kanban.store import StoreError
+from engine.kanban.backend import StoreError
 
 
 class BoardUnreachable(StoreError):

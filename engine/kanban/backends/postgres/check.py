@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import asdict, dataclass
 
-from engine.kanban.pg import schema
-from engine.kanban.pg.url import DatabaseUrl
+from engine.kanban.backends.postgres import schema
+from engine.kanban.backends.postgres.url import DatabaseUrl
 
 CHECK_TIMEOUT_SECONDS = 5.0
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # sqlite3 is imported where a file is read: the CLI's parser needs only the statuses
     import sqlite3
 
-OUR_APPLICATION_ID = 0x484B4E42  # engine.kanban.store.APPLICATION_ID ("HKNB")
+OUR_APPLICATION_ID = 0x484B4E42  # engine.kanban.backends.sqlite.store.APPLICATION_ID ("HKNB")
 # The statuses hermes-agent 0.19.0 knows (hermes_cli/kanban_db.py VALID_STATUSES), in
 # board order; a status found in the data but not here gets a column after these.
 HERMES_STATUSES = ("triage", "todo", "scheduled", "ready", "running", "review", "blocked", "done", "archived")

@@ -1,5 +1,5 @@
 """The board file: an SQLite database on one connection with a thread of its own
-(:mod:`engine.kanban.sqlite_conn`).
+(:mod:`engine.kanban.backends.sqlite.connection`).
 
 Why these choices:
 - WAL + ``synchronous=FULL``: readers (the pane, ``list``) never wait for a writer, and a
@@ -27,8 +27,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from engine.kanban.backend import MIN_ID_PREFIX, BadId, StoreError, UnknownTask
+from engine.kanban.backends.sqlite.connection import SqliteConnection, fetch_each
 from engine.kanban.models import Event, Run, Task, TaskDetails, load_payload
-from engine.kanban.sqlite_conn import SqliteConnection, fetch_each
 
 APPLICATION_ID = 0x484B4E42  # "HKNB": hermes kanban board
 BUSY_TIMEOUT_SECONDS = 30.0
@@ -39,28 +40,13 @@ T = TypeVar("T")
 
 class Conn(Protocol):
     """The statements a transaction runs: the SQLite connection's (on its thread) or a
-    PostgreSQL board's (``engine.kanban.pg.board.PgConnection``)."""
+    PostgreSQL board's (``engine.kanban.backends.postgres.board.PgConnection``)."""
 
     async def execute(self, sql: str, params: Iterable[Any] = ...) -> Any: ...
 
     async def execute_fetchall(self, sql: str, params: Iterable[Any] = ...) -> list: ...
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None: ...
-
-
-class StoreError(Exception):
-    """The board cannot be used (corrupt, foreign, newer schema, unreadable): one line."""
-
-
-class UnknownTask(StoreError):
-    """No card with that id (or the prefix names none or several)."""
-
-
-class BadId(UnknownTask):
-    """The id given is not usable as an id (too short a prefix): a usage error."""
-
-
-MIN_ID_PREFIX = 4  # characters after "t_": "t_" alone, or "t_a", must never pick a card
 
 
 # --------------------------------------------------------------------------------------
@@ -390,24 +376,19 @@ class _OwnedLock:
     def __init__(self) -> None:
         self._lock = asyncio.Lock()
         self._owner: asyncio.Task | None = None
-        self._depth = 0
 
     @asynccontextmanager
     async def held(self) -> AsyncIterator[None]:
         me = asyncio.current_task()
-        if self._owner is me and me is not None:
-            self._depth += 1
-            try:
-                yield
-            finally:
-                self._depth -= 1
+        if self._owner is me and me is not None:  # taken again inside its own hold
+            yield
             return
         async with self._lock:
-            self._owner, self._depth = me, 1
+            self._owner = me
             try:
                 yield
             finally:
-                self._owner, self._depth = None, 0
+                self._owner = None
 
 
 class Board:
@@ -448,7 +429,7 @@ class Board:
 
         The whole of it is one call on the connection's thread, where the body's
         statements answer at once: so the body may await only ``conn``'s statements and
-        coroutines that await nothing else (see :mod:`engine.kanban.sqlite_conn`). A
+        coroutines that await nothing else (see :mod:`engine.kanban.backends.sqlite.connection`). A
         PostgreSQL board runs the same body statement by statement."""
         async with self._tx_lock.held():
             return await self.conn.transact(body)
@@ -602,9 +583,6 @@ class Board:
         rows = await self.fetch(f"SELECT {RUN_COLUMNS} FROM task_runs WHERE task_id = ? ORDER BY id", (task_id,))
         return [run_from_row(r) for r in rows]
 
-    async def get_run(self, run_id: int) -> Run | None:
-        rows = await self.fetch(f"SELECT {RUN_COLUMNS} FROM task_runs WHERE id = ?", (run_id,))
-        return run_from_row(rows[0]) if rows else None
 
     async def events(self, task_id: str | None = None, after_id: int = 0, limit: int | None = None) -> list[Event]:
         """Events in order; ``limit`` keeps the newest ``limit`` of them."""

@@ -15,9 +15,9 @@ Why it is built this way:
   ``hermes`` on PATH the board is read-only.
 - **hermes-tui never dispatches it**: hermes's gateway does.
 
-:class:`HermesBoardService` has the read methods and the change methods of
-:class:`engine.kanban.service.BoardService` that the CLI and the board pane use, so
-they need no branch per backend beyond :attr:`read_only` and :attr:`dispatchable`.
+:class:`HermesBoardService` is a :class:`engine.kanban.backend.BoardBackend`, with
+hermes's own verbs and reasons besides (:class:`engine.kanban.backend.HermesExtras`);
+callers need no branch per backend beyond its :attr:`capabilities`.
 """
 
 from __future__ import annotations
@@ -34,10 +34,18 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import Settings
-from engine.hermes.board_file import HERMES_STATUSES, connect_read_only, table_columns
 from engine.home import HomeLayout
+from engine.kanban.backend import (
+    MIN_ID_PREFIX,
+    BadId,
+    BoardView,
+    Capabilities,
+    StoreError,
+    TransitionResult,
+    UnknownTask,
+)
+from engine.kanban.backends.hermes.board_file import HERMES_STATUSES, connect_read_only, table_columns
 from engine.kanban.models import Comment, Event, NewTask, Run, Task, TaskDetails, load_payload
-from engine.kanban.store import MIN_ID_PREFIX, BadId, StoreError, UnknownTask
 
 CLI_TIMEOUT_SECONDS = 60.0
 FINISHED = ("done", "archived")  # columns that show only their newest cards
@@ -303,18 +311,14 @@ def _events(conn: sqlite3.Connection, task_id: str | None, after_id: int, limit:
 
 
 @dataclass(frozen=True)
-class HermesChange:
-    """What one change through hermes's CLI did (shaped like a transition's result)."""
+class HermesChange(TransitionResult):
+    """What one change through hermes's CLI did, with hermes's last line (hermes stops
+    its workers itself: ``stop`` is always None)."""
 
-    task_id: str
-    from_status: str
-    to_status: str
     message: str = ""
-    stop: None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.task_id, "from_status": self.from_status, "status": self.to_status, "worker": None,
-                "message": self.message}
+        return {**super().to_json(), "message": self.message}
 
 
 def hermes_cli() -> str | None:
@@ -332,8 +336,6 @@ class HermesBoardService:
     """hermes-agent's board behind the board interface: reads through SQLite read-only,
     changes through ``hermes kanban``, no dispatching."""
 
-    kind = "hermes"
-    dispatchable = False
 
     def __init__(self, path: Path, *, home: HomeLayout, settings: Settings, clock: Callable[[], float] = time.time,
                  command: str | None = None) -> None:
@@ -363,8 +365,12 @@ class HermesBoardService:
         return slug_of(self.home.root, self.path)
 
     @property
-    def read_only(self) -> bool:
-        return self.command is None
+    def capabilities(self) -> Capabilities:
+        """Read-only without ``hermes`` on PATH; never dispatched, one card per create,
+        hermes's profiles and logs, hermes's own verbs and reasons."""
+        return Capabilities(read_only=self.command is None, dispatchable=False, batch_create=False,
+                            checks_profiles=False, signals_workers=False, worker_log_files=True,
+                            reports_reasons=True, hermes_verbs=True)
 
     @property
     def read_only_reason(self) -> str:
@@ -426,8 +432,6 @@ class HermesBoardService:
         return await self._read(self._reader.tasks, list(statuses) if statuses else None)
 
     async def view(self, statuses: Sequence[str], recent_limit: int = 100):
-        from engine.kanban.service import BoardView
-
         finished = [s for s in statuses if s in FINISHED]
         busy = [s for s in statuses if s not in FINISHED]
         tasks = await self.list_tasks(busy) if busy else []
@@ -525,7 +529,7 @@ class HermesBoardService:
         before = (await self.get(task_id)).status
         out = await self._hermes(verb, *args)
         after = (await self.get(task_id)).status
-        return HermesChange(task_id, before, after, _last_line(out))
+        return HermesChange(task_id, before, after, message=_last_line(out))
 
     async def create(self, new: NewTask, *, actor: str = "cli") -> Task:
         args = ["create", "--json"]
@@ -548,6 +552,12 @@ class HermesBoardService:
             raise StoreError(f"hermes kanban create answered something other than a card: {_last_line(out)!r}") \
                 from None
         return await self.get(task_id)
+
+    async def create_many(self, new: Sequence[NewTask], *, actor: str = "cli") -> list[Task]:
+        """Refused: hermes takes one card per ``hermes kanban create``, never several in
+        one transaction (``capabilities.batch_create`` is False)."""
+        raise StoreError("hermes-agent's board takes one card per `hermes kanban create`, never several in one "
+                         "transaction")
 
     async def complete(self, task_id: str, summary: str | None = None, call=None) -> HermesChange:
         return await self._change("complete", task_id, *(["--summary", summary] if summary else []), "--", task_id)
@@ -579,7 +589,8 @@ class HermesBoardService:
     async def _not_here(self, what: str):
         raise StoreError(f"{what} is not available on hermes-agent's board (use hermes's own CLI)")
 
-    async def report_usage(self, task_id: str, **_usage):
+    async def report_usage(self, task_id: str, *, input_tokens: int = 0, output_tokens: int = 0,
+                           cost_usd: float | None = None, call=None):
         raise ReadOnlyBoard("hermes-agent records its workers' usage itself (state.db): `kanban usage` is "
                             "for hermes-tui's own board")
 
