@@ -187,6 +187,9 @@ class HermesApp(AttentionMixin, App[int]):
             self.notify(f"ui.theme {bad!r} is not a known theme; using the default", severity="warning",
                         markup=False)
 
+    async def on_unmount(self) -> None:
+        await self.dispatch_loop.close()  # after the panes: the board's last holder closes it
+
     # -- a home filled after start (the demo) ---------------------------------------------
 
     def _start_filling(self) -> None:

@@ -50,6 +50,7 @@ from engine.coalesce import Coalesced
 from engine.config import Settings
 from engine.home import HomeLayout
 from engine.kanban.describe import mask_task
+from engine.kanban.link import BoardLink, LinkState
 from engine.kanban.statuses import ARCHIVED, BLOCKED, READY, RUNNING, STATUSES
 from engine.kanban.wording import (
     assign_words,
@@ -163,16 +164,13 @@ class BoardPane(Pane):
 
     def __init__(self, *, home: HomeLayout, settings: Settings, **kwargs) -> None:
         super().__init__(**kwargs)
-        from engine.kanban import board_location_at_a_glance
-
         self.home = home
         self.settings = settings
-        # Known now unless <home>/kanban.db exists (whose it is, SQLite tells, off the UI thread).
-        try:
-            self.db_path = board_location_at_a_glance(home, settings)
-        except ValueError:  # a malformed $HERMES_KANBAN_DATABASE_URL: said when opening
-            self.db_path = None
-        self.service: BoardService | None = None
+        # Finds, opens, listens and retries (the pane only shows its state). A pinned clock
+        # (tests) is the board's too; this machine's is not a server board's.
+        self.link = BoardLink(home, settings, clock=None if self.clock is _MACHINE_CLOCK else self.clock,
+                              on_change=self._board_changed)
+        self._service: BoardService | None = None  # the link's service, once its columns are made
         self._open_lock = asyncio.Lock()
         self.cards: dict[str, CardView] = {}
         self.counts: dict[str, int] = {}  # status -> cards on the board (columns may show fewer)
@@ -186,12 +184,8 @@ class BoardPane(Pane):
         self._held_back_words = ""  # the last tick's held-back line in words (made once per tick)
         self._workers: tuple[str, ...] = ()  # the cards that have a worker pid (their markers are rechecked)
         self.last_tick_at: float | None = None
-        self.error: str | None = None
-        self.unreachable: str | None = None  # the board's server is away: retried on every refresh
-        self.listening = False  # a server board announces its changes (no need to wait for the timer)
         self._timer_ticks = 0
         self._info: str | None = None  # what the info line shows
-        self.board_override: Path | None = None  # the board the switcher chose (None: the default one)
         self.gateway = None  # hermes-agent's board: whether hermes's gateway (its dispatcher) runs
         self._first_column = 0  # the first shown column when they do not all fit
         self._window: tuple[str, ...] = ()  # the columns shown now
@@ -205,6 +199,38 @@ class BoardPane(Pane):
         self.profiles: tuple[str, ...] = tuple(sorted(settings.kanban.profiles))  # assignable names
         self.reads = 0  # times the cards were read (tests and the bench read these counters)
         self.skipped_hidden = 0  # refreshes skipped because the pane was not shown
+
+    # -- the board link's state, as the pane's readers knew it -------------------------------
+
+    @property
+    def service(self) -> BoardService | None:
+        """The open board (None until it is open and its columns are made)."""
+        return self._service
+
+    @property
+    def db_path(self):
+        """Which board: a file, a server's URL (no password), or None while not known."""
+        return self.link.location
+
+    @property
+    def board_override(self) -> Path | None:
+        """The board the switcher chose (None: the default one)."""
+        return self.link.override
+
+    @property
+    def error(self) -> str | None:
+        """Why the board cannot be used (the link failed), else None."""
+        return self.link.reason if self.link.state is LinkState.FAILED else None
+
+    @property
+    def unreachable(self) -> str | None:
+        """Why the board's server is away (every refresh retries), else None."""
+        return self.link.reason if self.link.state is LinkState.UNREACHABLE else None
+
+    @property
+    def listening(self) -> bool:
+        """A server board announces its changes (no need to wait for the timer)."""
+        return self.link.listening
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -286,11 +312,10 @@ class BoardPane(Pane):
         self._window = window
 
     async def on_unmount(self) -> None:
-        if self.service is not None:
-            try:
-                await self.service.close()
-            except Exception:
-                pass
+        try:
+            await self.link.close()
+        except Exception:
+            pass
 
     @work(exclusive=True, group="board-open")
     async def open_board(self) -> None:
@@ -302,54 +327,26 @@ class BoardPane(Pane):
             self.refresh_board()
 
     async def _ensure_board(self, create: bool) -> BoardService | None:
-        if self.service is not None or self.error:
-            return self.service
+        if self._service is not None or self.error:
+            return self._service
         async with self._open_lock:  # refresh and create may both ask at once
             return await self._open_locked(create)
 
     async def _open_locked(self, create: bool) -> BoardService | None:
-        if self.service is not None or self.error:
-            return self.service
-        from engine.kanban.service import BoardService
-        from engine.kanban.store import StoreError
-
-        try:
-            self.db_path = await asyncio.to_thread(BoardService.path_for, self.home, self.settings,
-                                                   self.board_override)
-            exists = await asyncio.to_thread(BoardService.exists, self.home, self.settings, self.board_override)
-        except ValueError as exc:  # a malformed board URL (its message holds no password)
-            self._fail(f"The board cannot be used: the board database URL {exc}")
+        if self._service is not None or self.error:
+            return self._service
+        service = await self.link.open(create)
+        if service is None:
+            self._show_link()
             return None
-        if not exists and not create:
-            self._show_info()
-            return None
-        from engine.kanban.pg.errors import BoardUnreachable, NoBoardYet
-
-        try:
-            # A pinned clock (tests) is the board's too; this machine's is not a server board's.
-            pinned = None if self.clock is _MACHINE_CLOCK else self.clock
-            service = await BoardService.open(self.home, self.settings, create=create, clock=pinned,
-                                              override=self.board_override)
-            await self._use_statuses(await service.statuses())
-        except BoardUnreachable as exc:
-            self._unreachable(exc)
-            return None
-        except NoBoardYet:  # an empty database: like a missing board file, until the first card
-            self.unreachable = None
-            self._show_info()
-            return None
-        except (StoreError, OSError, ValueError) as exc:
-            self._fail(f"The board cannot be used: {exc}")
-            return None
-        self.service = service
-        self.db_path = service.path
+        await self._use_statuses(self.link.statuses)
+        self._service = service
         if service.read_only:  # said once, when the board opens; its keys are shown unavailable
             self.notify(service.read_only_reason, severity="warning", timeout=8, markup=False)
-        self.profiles = await service.profiles()
+        self.profiles = self.link.profiles
         self.refresh_bindings()
-        await self._listen()
         self._show_info()
-        return self.service
+        return service
 
     async def _use_statuses(self, statuses: tuple[str, ...]) -> None:
         """Give every status of the board a column (hermes's board has triage, scheduled
@@ -369,18 +366,6 @@ class BoardPane(Pane):
 
     def _shown_statuses(self, with_archived: bool) -> tuple[str, ...]:
         return tuple(s for s in self.statuses if with_archived or s != ARCHIVED)
-
-    async def _listen(self) -> None:
-        """Refresh as soon as any host changes the board (a server board); a file board
-        is read on the refresh timer."""
-        from engine.kanban.store import StoreError
-
-        if self.service is None:
-            return
-        try:
-            self.listening = await self.service.listen(self._board_changed)
-        except StoreError:
-            self.listening = False  # polled until the next refresh listens again
 
     def _refresh_on_timer(self) -> None:
         """Every timer tick: a board that announces its changes is read in full only
@@ -402,14 +387,13 @@ class BoardPane(Pane):
         if self.skipped_hidden and self.service is not None:
             self._request_refresh()
 
-    def _unreachable(self, exc: Exception) -> None:
-        """The server is away: say so and keep the last cards; every refresh retries."""
-        self.unreachable = str(exc)
-        self.listening = False
-        self._show_info()
-
-    def _fail(self, message: str) -> None:
-        self.error = message
+    def _show_link(self) -> None:
+        """Show what the link says: a failed board in place of the columns, else
+        the info line (missing, unreachable, ready)."""
+        message = self.error
+        if message is None:
+            self._show_info()
+            return
         try:
             self.query_one("#board-error", EmptyState).update(Text(message))
         except NoMatches:
@@ -452,21 +436,20 @@ class BoardPane(Pane):
                 self._tick_ages()
                 return
             view = await self.service.view(statuses, RECENT_FINISHED)
-        except BoardUnreachable as exc:
-            self._unreachable(exc)
+        except BoardUnreachable as exc:  # the last cards stay shown; every refresh retries
+            self.link.lost(exc)
+            self._show_info()
             return
         except StoreError as exc:
-            self._fail(f"The board cannot be read: {exc}")
+            self.link.fail(f"The board cannot be read: {exc}", exc)
+            self._show_link()
             return
         except Exception as exc:  # sqlite errors from a file changed under us
             self._must_read = True
             self.notify(f"board refresh failed: {exc}", severity="error", timeout=5, markup=False)
             return
-        if self.unreachable is not None:  # back: announce it and listen again
-            self.unreachable = None
+        if await self.link.reached():  # back from an outage: say so (it listens again)
             self.notify("board reachable again", timeout=3)
-        if not self.listening:
-            await self._listen()
         reasons = None
         if hasattr(self.service, "reasons"):  # hermes-agent's board: hermes's own reasons, its gateway
             try:
@@ -744,11 +727,9 @@ class BoardPane(Pane):
         """Show another board: close this one's service, forget its cards, open that one."""
         self.workers.cancel_group(self, "board-refresh")  # a read of the old board must not land on the new one
         async with self._open_lock:
-            old, self.service = self.service, None
-            if old is not None:
-                await old.close()
-            self.board_override, self.db_path, self.error = path, path, None
-            self.listening, self.last_result, self._held_back = False, None, {}
+            self._service = None
+            await self.link.switch(path)
+            self.last_result, self._held_back = None, {}
             self.remove_class("-failed")
             for status in [s for s in self._columns if s not in STATUSES]:
                 del self._columns[status]
