@@ -53,11 +53,17 @@ from engine.kanban.describe import mask_task
 from engine.kanban.link import BoardLink, LinkState
 from engine.kanban.statuses import ARCHIVED, BLOCKED, READY, RUNNING, STATUSES
 from engine.kanban.wording import (
+    Confirm,
+    archive_confirm,
     assign_words,
+    cannot_move_words,
     change_words,
-    failure_reset_words,
     held_back_words,
+    move_running_confirm,
+    reclaim_confirm,
+    refused_words,
     skip_reason,
+    unblock_confirm,
 )
 from engine.processes.redact import escape_controls, maybe_redact
 from engine.text import count_of, escape_text
@@ -72,7 +78,6 @@ if TYPE_CHECKING:
     from engine.kanban.models import DispatchResult, NewTask, Task
     from engine.kanban.service import BoardService
 
-COLUMNS = tuple(s for s in STATUSES if s != ARCHIVED)
 MIN_COLUMN_WIDTH = 22
 RECENT_FINISHED = 100  # the done/archived columns show their newest cards only
 _MACHINE_CLOCK = time.time  # the default clock of the pane (see _open_locked)
@@ -859,25 +864,17 @@ class BoardPane(Pane):
             return
         from engine.kanban import transitions as tr
 
-        target = _next_allowed(task.status, step)
+        target = tr.next_move(task.status, step)
         if target is None:
-            direction = "right" if step > 0 else "left"
-            self.notify(f"{task.id} cannot move {direction} from {task.status} "
-                        f"(allowed: {', '.join(tr.MOVES.get(task.status, ())) or 'none'})",
-                        severity="warning", timeout=4)
+            self.notify(cannot_move_words(task, step), severity="warning", timeout=4)
             return
         if task.status == BLOCKED:
             self.action_unblock()
             return
         if task.status == RUNNING:
-            body = (f"{task.id} \"{task.title}\" is running ({_run_named(task)}).\n\n"
-                    f"Moving it to {target} ends that run now. The worker is not signalled: if it is still "
-                    f"alive {self.settings.kanban.terminal_worker_grace_seconds:g}s after that, the dispatcher "
-                    "stops it (SIGTERM, then SIGKILL). If the card has moved on to another run by then, "
-                    "nothing is done.")
             shown = tr.Expected.of(task)
-            self._confirm(f"Move {task.id} to {target}?", body, f"Move to {target}", "move",
-                          lambda: self.service.move(task.id, target, expected=shown))
+            self._confirm(move_running_confirm(task, target, self.settings.kanban.terminal_worker_grace_seconds),
+                          "move", lambda: self.service.move(task.id, target, expected=shown))
             return
         self._run_change(self._move(task.id, target))
 
@@ -904,52 +901,38 @@ class BoardPane(Pane):
         task = self._need_selected()
         if task is None or self._refused_here():
             return
-        if task.status != RUNNING:
-            self.notify(f"{task.id} is {task.status}: only a running card can be reclaimed", severity="warning")
+        if (refused := refused_words("reclaim", task)) is not None:
+            self.notify(refused, severity="warning")
             return
-        grace = self.settings.processes.kill_grace_seconds
-        reset = failure_reset_words(task.consecutive_failures)
-        body = (f"{task.id} \"{task.title}\" ({_run_named(task)}) goes back to ready"
-                f"{' and ' + reset if reset else ''}.\n\n" + _worker_plan(task, grace))
-        from engine.kanban.transitions import Expected
+        from engine.kanban.transitions import Expected, stop_plan
 
         shown = Expected.of(task)  # approval acts on this run and pid only
-        if self.service is not None and self.service.kind == "hermes":  # hermes's verb, hermes's rules
-            body = (f"{task.id} \"{task.title}\" ({_run_named(task)}): hermes releases its worker's claim "
-                    "(`hermes kanban reclaim`); hermes-tui signals nothing.")
-        self._confirm(f"Reclaim {task.id}?", body, "Reclaim", "reclaim",
+        words = reclaim_confirm(task, stop_plan(task), self.settings.processes.kill_grace_seconds,
+                                by_hermes=self.service is not None and self.service.kind == "hermes")
+        self._confirm(words, "reclaim",
                       lambda: self.service.reclaim(task.id, reason="reclaimed in the app", expected=shown))
 
     def action_archive(self) -> None:
         task = self._need_selected()
         if task is None or self._refused_here():
             return
-        if task.status == ARCHIVED:
-            self.notify(f"{task.id} is already archived", severity="warning")
+        if (refused := refused_words("archive", task)) is not None:
+            self.notify(refused, severity="warning")
             return
-        grace = self.settings.processes.kill_grace_seconds
-        body = f"{task.id} \"{task.title}\" moves from {task.status} to archived (hidden unless 'show archived')."
-        if task.status == RUNNING:
-            body += f"\n\nIts {_run_named(task)}. " + _worker_plan(task, grace)
-        from engine.kanban.transitions import Expected
+        from engine.kanban.transitions import Expected, stop_plan
 
         shown = Expected.of(task)
-        self._confirm(f"Archive {task.id}?", body, "Archive", "archive",
-                      lambda: self.service.archive(task.id, expected=shown))
+        words = archive_confirm(task, stop_plan(task), self.settings.processes.kill_grace_seconds)
+        self._confirm(words, "archive", lambda: self.service.archive(task.id, expected=shown))
 
     def action_unblock(self) -> None:
         task = self._need_selected()
         if task is None or self._refused_here():
             return
-        if task.status != BLOCKED:
-            self.notify(f"{task.id} is {task.status}, not blocked", severity="warning")
+        if (refused := refused_words("unblock", task)) is not None:
+            self.notify(refused, severity="warning")
             return
-        reset = failure_reset_words(task.consecutive_failures)
-        body = (f"{task.id} \"{task.title}\" goes from blocked to ready (todo while a parent is open)"
-                f"{', and ' + reset if reset else ''}, so the dispatcher may run it again.")
-        if task.last_failure_error:
-            body += f"\n\nLast failure: {task.last_failure_error}"
-        self._confirm(f"Unblock {task.id}?", body, "Unblock", "unblock", lambda: self.service.unblock(task.id))
+        self._confirm(unblock_confirm(task), "unblock", lambda: self.service.unblock(task.id))
 
     def action_toggle_archived(self) -> None:
         self.show_archived = not self.show_archived
@@ -962,9 +945,9 @@ class BoardPane(Pane):
 
     # -- running changes ---------------------------------------------------------------------------
 
-    def _confirm(self, title: str, body: str, yes: str, verb: str, change) -> None:
-        """Ask, then run ``change()`` (a coroutine giving a TransitionResult) and say what
-        it did in the words of ``verb`` (wording.change_words)."""
+    def _confirm(self, words: Confirm, verb: str, change) -> None:
+        """Ask in ``words``, then run ``change()`` (a coroutine giving a TransitionResult)
+        and say what it did in the words of ``verb`` (wording.change_words)."""
         from widgets.confirm import ConfirmModal
 
         async def described() -> str:
@@ -974,7 +957,7 @@ class BoardPane(Pane):
             if yes_:
                 self._run_change(described())
 
-        self.app.push_screen(ConfirmModal(title, body, yes), answered)
+        self.app.push_screen(ConfirmModal(words.title, words.body, words.yes), answered)
 
     @work(group="board-change")
     async def _run_change(self, coro) -> None:
@@ -987,46 +970,6 @@ class BoardPane(Pane):
             return
         self.notify(message, timeout=4, markup=False)
         self.refresh_board()
-
-
-def _run_named(task: Task) -> str:
-    """The run and worker a dialog names (and its approval carries)."""
-    return f"run {task.current_run_id or '-'}, worker pid {task.worker_pid or '-'}"
-
-
-def _worker_plan(task: Task, grace: float) -> str:
-    """Exactly what will happen to the card's worker, for the confirm dialog."""
-    from engine.identity import Liveness, liveness
-    from engine.kanban.workers import is_host_local
-
-    if not task.worker_pid:
-        return "No worker process is recorded for it: nothing is signalled."
-    if not is_host_local(task.claim_lock):
-        return f"Its worker pid {task.worker_pid} runs on another host ({task.claim_lock}): nothing is signalled."
-    state = liveness(task.worker_pid, task.worker_started_at)
-    if state is Liveness.ALIVE:
-        return (f"Its worker pid {task.worker_pid} (identity verified) gets SIGTERM to its process group, then "
-                f"SIGKILL after {grace:g}s if still alive.")
-    if state is Liveness.UNVERIFIED_ALIVE:
-        return f"Its worker pid {task.worker_pid} was never verified: it is NOT signalled."
-    if state is Liveness.RECYCLED:
-        return f"Pid {task.worker_pid} now belongs to another process: it is NOT signalled."
-    return f"Its worker pid {task.worker_pid} has already exited: nothing is signalled."
-
-
-def _next_allowed(status: str, step: int) -> str | None:
-    """The nearest column in ``step``'s direction that a person may move the card to."""
-    if status not in COLUMNS:
-        return None
-    from engine.kanban import transitions as tr
-
-    allowed = tr.MOVES.get(status, ())
-    i = COLUMNS.index(status) + step
-    while 0 <= i < len(COLUMNS):
-        if COLUMNS[i] in allowed:
-            return COLUMNS[i]
-        i += step
-    return None
 
 
 def shown_task(t: Task, redact: bool = True) -> Task:
