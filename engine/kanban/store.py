@@ -27,6 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from engine.kanban.dispatch_lock import dispatch_lock
 from engine.kanban.models import Event, Run, Task, TaskDetails, load_payload
 from engine.kanban.sqlite_conn import SqliteConnection, fetch_each
 
@@ -480,8 +481,6 @@ class Board:
     async def dispatch_guard(self) -> AsyncIterator[bool]:
         """True while this process holds the board's dispatch lock (a non-blocking
         ``flock`` beside the file), False when another dispatcher holds it."""
-        from engine.kanban.dispatcher import dispatch_lock
-
         with dispatch_lock(self.path) as held:
             yield held
 
