@@ -83,7 +83,7 @@ def _run_app(ctx: Context, home, *, demo: bool) -> int:
     from hermes_tui.app import HermesApp
     from hermes_tui.keymap import validate_keys
 
-    validate_keys(settings)
+    validate_keys(settings, HermesApp)
     from engine.kanban.workers import hostname
 
     hostname()  # a bad host id (HERMES_KANBAN_HOST_ID) is refused before the app starts: exit 2
