@@ -4,8 +4,9 @@ live marker, and keys for every move.
 The pane renders and handles keys; it does not dispatch. The app's dispatch loop
 (``hermes_tui/dispatch_loop.py``) ticks the board and sends each result here as a
 :class:`BoardPane.TickDone` message; "dispatch now" asks the app with
-:class:`BoardPane.DispatchRequested`. The board is reached only through the process's
-shared :class:`engine.kanban.service.BoardService`.
+:class:`BoardPane.DispatchRequested`. The board is found, opened, listened to and
+retried by an :class:`engine.kanban.link.BoardLink` (whose service is the process's shared
+:class:`engine.kanban.service.BoardService`); the pane renders the link's state.
 
 Nothing here blocks the UI: the board is read and changed on its connection's own
 thread, the cards are built, checked for liveness and compared in a thread, and the
