@@ -197,14 +197,16 @@ class BoardPane(Pane):
         self._window: tuple[str, ...] = ()  # the columns shown now
         self._laid_out: tuple = ()  # what _size_columns last laid out
         # Refreshing (see the module doc): one at a time, again once when asked meanwhile.
-        self._refresher = Coalesced(
-            lambda refreshes: self.run_worker(refreshes, group="board-refresh", exit_on_error=False),
-            self._refresh_once)
+        self._refresher = self._new_refresher()
         self._must_read = True  # read the cards whatever the version says
         self._version: object = None  # the board's data version of the cards shown
         self.profiles: tuple[str, ...] = tuple(sorted(settings.kanban.profiles))  # assignable names
         self.reads = 0  # times the cards were read (tests and the bench read these counters)
         self.skipped_hidden = 0  # refreshes skipped because the pane was not shown
+
+    def _new_refresher(self) -> Coalesced:
+        return Coalesced(lambda refreshes: self.run_worker(refreshes, group="board-refresh", exit_on_error=False),
+                         self._refresh_once)
 
     # -- the board link's state, as the pane's readers knew it -------------------------------
 
@@ -732,6 +734,9 @@ class BoardPane(Pane):
     async def _reopen(self, path: Path) -> None:
         """Show another board: close this one's service, forget its cards, open that one."""
         self.workers.cancel_group(self, "board-refresh")  # a read of the old board must not land on the new one
+        # A refresh cancelled before it started never ends its run: the old refresher
+        # would stay "running" and never refresh again. Refreshes start anew here.
+        self._refresher = self._new_refresher()
         async with self._open_lock:
             self._service = None
             await self.link.switch(path)
