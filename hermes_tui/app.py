@@ -26,6 +26,7 @@ from textual.widgets import Static, Tab, Tabs
 from engine.config import Settings
 from engine.home import HomeLayout
 from hermes_tui import __version__
+from hermes_tui.app_bindings import APP_BINDINGS
 from hermes_tui.attention_monitor import AttentionMixin, AttentionMonitor
 from hermes_tui.dispatch_loop import DispatchLoop
 from hermes_tui.keymap import MULTIPLEXER_BACKGROUND_KEY, display_key, help_rows, multiplexer, pane_classes
@@ -87,23 +88,7 @@ class MainScreen(Screen):
 class HermesApp(AttentionMixin, App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "hermes-tui"
-    BINDINGS = [
-        Binding("q", "quit", "Quit", id="app.quit"),
-        Binding("question_mark", "help", "Help", id="app.help"),
-        Binding("1", "focus_pane('board')", "Go to the board", show=False, id="app.pane.board"),
-        Binding("2", "focus_pane('processes')", "Go to processes", show=False, id="app.pane.processes"),
-        Binding("3", "focus_pane('scratch')", "Go to scratch entries", show=False, id="app.pane.scratch"),
-        Binding("4", "focus_pane('prune-log')", "Go to the prune log", show=False, id="app.pane.prune_log"),
-        Binding("z", "zoom", "Zoom", tooltip="Zoom the focused pane (again to restore)", id="app.zoom",
-                show=False),
-        Binding("colon", "focus_command_bar", "Command", tooltip="Type a command to run", id="app.command"),
-        Binding("exclamation_mark", "attention", "Attention", tooltip="What needs you (the attention list)",
-                id="app.attention", show=False),
-        # Works while the command bar has focus (priority); remappable by its id. Not in the
-        # Footer: the command bar names this key while a command runs.
-        Binding("ctrl+b", "background", "Background", tooltip="Move the foreground command to the background",
-                id="processes.background", priority=True, show=False),
-    ]
+    BINDINGS = APP_BINDINGS  # hermes_tui/app_bindings.py: the keymap reads them without the app
 
     class HomeFilled(Message):
         """Posted by the thread that fills the home (the demo's builders) to the app once
@@ -186,6 +171,9 @@ class HermesApp(AttentionMixin, App[int]):
         if bad:
             self.notify(f"ui.theme {bad!r} is not a known theme; using the default", severity="warning",
                         markup=False)
+
+    async def on_unmount(self) -> None:
+        await self.dispatch_loop.close()  # after the panes: the board's last holder closes it
 
     # -- a home filled after start (the demo) ---------------------------------------------
 

@@ -9,14 +9,15 @@ moments instead of at the next interval. Each result goes to the board pane as a
 It never ticks hermes-agent's board (hermes's gateway dispatches it): the first tick
 there is refused with one notification and the loop stays idle.
 
-It shares the process's one :class:`engine.kanban.service.BoardService` with the pane.
+It holds the default board through an :class:`engine.kanban.link.BoardLink` (the pane
+holds its own), so it shares the process's one :class:`engine.kanban.service.BoardService`
+with the pane; the app closes it when it ends.
 A tick never runs twice at once: a request that arrives during a tick runs one more
 tick right after it (never a cancelled half-tick).
 """
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ from textual.message import Message
 from engine.coalesce import Coalesced
 from engine.config import Settings
 from engine.home import HomeLayout
+from engine.kanban.link import BoardLink, LinkState
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -51,6 +53,7 @@ class DispatchLoop:
         self._ticker = Coalesced(
             lambda ticks: self.app.run_worker(ticks, group="board-dispatch", exit_on_error=False), self.tick)
         self._watched: set[str] = set()
+        self.link = BoardLink(home, settings)  # the default board; never listened to (ticks are timed)
         self.ticks = 0
         self.unreachable_ticks = 0  # ticks that found the board's server away (said by the pane, not here)
         self.last_result: DispatchResult | None = None
@@ -91,42 +94,55 @@ class DispatchLoop:
         """One tick on the shared board service; None when there is no board yet or the
         tick failed (said in a notification: a failed tick must not take the app down)."""
         from engine.kanban.backends.hermes.board import DispatchRefused
-        from engine.kanban.service import BoardService
+        from engine.kanban.backends.postgres.errors import BoardUnreachable
 
         if self.refused:
             return None
-        try:
-            if not await asyncio.to_thread(BoardService.exists, self.home, self.settings):
-                return None
-        except ValueError:  # a malformed board URL: the pane says so
+        service = await self.link.open()
+        if service is None:
+            self._not_open()
             return None
-        from engine.kanban.backends.postgres.errors import BoardUnreachable, NoBoardYet
-
         try:
-            async with await BoardService.open(self.home, self.settings, create=False) as service:
-                result = await service.tick(self.spawner)
+            result = await service.tick(self.spawner)
         except DispatchRefused as exc:  # hermes-agent's board: its gateway dispatches it
             self.refused = str(exc)
             self.app.notify(self.refused, severity="warning", timeout=8, markup=False)
             return None
-        except BoardUnreachable as exc:  # the pane already says "board unreachable, retrying"; the next tick retries
-            self.unreachable_ticks += 1
-            if self.on_failure is not None:
-                self.on_failure(f"the board is unreachable: {exc}")
-            return None
-        except NoBoardYet:  # an empty database: nothing to dispatch until the first card
+        except BoardUnreachable as exc:  # the next tick retries
+            self.link.lost(exc)
+            self._not_open()
             return None
         except Exception as exc:
-            self.app.notify(f"dispatch failed: {exc}", severity="error", timeout=8, markup=False)
-            if self.on_failure is not None:
-                self.on_failure(str(exc))
+            self._failed(str(exc))
             return None
+        await self.link.reached()
         self.ticks += 1
         self.last_result = result
         for spawned in result.spawned:
             self._watch_exit(spawned.process_id)
         self._deliver(result)
         return result
+
+    def _not_open(self) -> None:
+        """Why the link has no board to tick: missing is nothing to say; the pane already
+        says "board unreachable, retrying" and a malformed board URL; a board that cannot
+        be used fails every tick."""
+        state = self.link.state
+        if state is LinkState.UNREACHABLE:
+            self.unreachable_ticks += 1
+            if self.on_failure is not None:
+                self.on_failure(f"the board is unreachable: {self.link.reason}")
+        elif state is LinkState.FAILED and not isinstance(self.link.failure, ValueError):
+            self._failed(str(self.link.failure))
+
+    def _failed(self, error: str) -> None:
+        self.app.notify(f"dispatch failed: {error}", severity="error", timeout=8, markup=False)
+        if self.on_failure is not None:
+            self.on_failure(error)
+
+    async def close(self) -> None:
+        """Give the board back (the app is closing)."""
+        await self.link.close()
 
     def _deliver(self, result: DispatchResult) -> None:
         from widgets.board_pane import BoardPane

@@ -39,14 +39,17 @@ def pane_classes() -> list[type]:
     return [BoardPane, ProcessesPane, ScratchPane, PruneLogPane]
 
 
-def binding_sources() -> list[tuple[str, str, type]]:
-    """(section title, action namespace, class) for every class whose BINDINGS we own."""
-    from hermes_tui.app import HermesApp
+def binding_sources(app_class: type | None = None) -> list[tuple[str, str, type]]:
+    """(section title, action namespace, class) for every class whose BINDINGS we own.
+    ``app_class``: the app whose BINDINGS work everywhere (None: the app's own list,
+    for a check made without the app)."""
+    if app_class is None:
+        from hermes_tui.app_bindings import AppKeys as app_class
     from widgets.command_bar import CommandBar
     from widgets.confirm import ConfirmModal
     from widgets.help_screen import HelpScreen
 
-    sources: list[tuple[str, str, type]] = [("Everywhere", "app", HermesApp)]
+    sources: list[tuple[str, str, type]] = [("Everywhere", "app", app_class)]
     for cls in pane_classes():
         sources.append((f"{cls.NUMBER} {cls.TITLE}", cls.PANE_ID, cls))
     sources.append(("Command bar", "command-bar", CommandBar))
@@ -75,9 +78,9 @@ def _own_bindings(cls: type):
             yield item
 
 
-def known_binding_ids() -> list[str]:
+def known_binding_ids(app_class: type | None = None) -> list[str]:
     ids: list[str] = []
-    for _section, _ns, cls in binding_sources():
+    for _section, _ns, cls in binding_sources(app_class):
         for b in _own_bindings(cls):
             if b.id and b.id not in ids:
                 ids.append(b.id)
@@ -90,13 +93,13 @@ def _keys_of(binding, keymap) -> list[str]:
     return [k.strip() for k in raw.split(",") if k.strip()]
 
 
-def key_scopes() -> list[tuple[str, list]]:
+def key_scopes(app_class: type | None = None) -> list[tuple[str, list]]:
     """(scope name, bindings) for each place where one key press can mean one action:
     a pane with the app's own keys (they work in every pane), the command bar, and
     each dialog on its own."""
     app_bindings: list = []
     scopes: dict[str, list] = {}
-    for section, namespace, cls in binding_sources():
+    for section, namespace, cls in binding_sources(app_class):
         own = list(_own_bindings(cls))
         if namespace == "app":
             app_bindings = own
@@ -139,18 +142,18 @@ def _check_quit(settings: Settings, scope: str, bindings: list, keymap: dict[str
                          f"'{thief.id}' in {scope}: no key would quit there")
 
 
-def validate_keys(settings: Settings) -> None:
+def validate_keys(settings: Settings, app_class: type | None = None) -> None:
     """Raise ConfigError (file:line) for a ``keys:`` entry that names no binding, that
     puts two actions of one pane on one key, or that leaves a pane with no key to quit.
     The app and ``doctor`` both call this, so both say the same line."""
     if not settings.keys:
         return
-    known = known_binding_ids()
+    known = known_binding_ids(app_class)
     for bid in settings.keys:
         if bid not in known:
             raise _key_error(settings, bid, f"unknown key '{bid}' in 'keys' (known: {', '.join(known)})")
     keymap = dict(settings.keys)
-    for scope, bindings in key_scopes():
+    for scope, bindings in key_scopes(app_class):
         _check_quit(settings, scope, bindings, keymap)
         _check_clashes(settings, scope, bindings, keymap)
 
@@ -161,7 +164,7 @@ def help_rows(app) -> list:
 
     keymap = app.keymap
     rows: list[HelpRow] = []
-    for section, namespace, cls in binding_sources():
+    for section, namespace, cls in binding_sources(type(app)):
         for b in _own_bindings(cls):
             keys = keymap.get(b.id, b.key) if b.id else b.key
             shown = ", ".join(display_key(app, k.strip()) for k in keys.split(","))

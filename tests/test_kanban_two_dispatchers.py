@@ -94,7 +94,7 @@ async def test_without_the_lock_the_compare_and_set_still_claims_each_card_once(
     import asyncio
     import contextlib
 
-    from engine.kanban import dispatcher as dispatcher_mod
+    from engine.kanban import store as store_mod
     from engine.kanban.workers import NullSpawner
     from tests.support.kanban import FakeClock, dispatcher, kanban_settings
 
@@ -102,7 +102,7 @@ async def test_without_the_lock_the_compare_and_set_still_claims_each_card_once(
     def no_lock(_db):
         yield True
 
-    monkeypatch.setattr(dispatcher_mod, "dispatch_lock", no_lock)
+    monkeypatch.setattr(store_mod, "dispatch_lock", no_lock)  # the store takes it (engine/kanban/dispatch_lock.py)
     settings = kanban_settings({"w": "true"}, max_in_progress=1000)
     clock = FakeClock()
     boards = [await open_board(home, clock) for _ in range(3)]

@@ -4,8 +4,9 @@ live marker, and keys for every move.
 The pane renders and handles keys; it does not dispatch. The app's dispatch loop
 (``hermes_tui/dispatch_loop.py``) ticks the board and sends each result here as a
 :class:`BoardPane.TickDone` message; "dispatch now" asks the app with
-:class:`BoardPane.DispatchRequested`. The board is reached only through the process's
-shared :class:`engine.kanban.service.BoardService`.
+:class:`BoardPane.DispatchRequested`. The board is found, opened, listened to and
+retried by an :class:`engine.kanban.link.BoardLink` (whose service is the process's shared
+:class:`engine.kanban.service.BoardService`); the pane renders the link's state.
 
 Nothing here blocks the UI: the board is read and changed on its connection's own
 thread, the cards are built, checked for liveness and compared in a thread, and the
@@ -51,13 +52,20 @@ from engine.coalesce import Coalesced
 from engine.config import Settings
 from engine.home import HomeLayout
 from engine.kanban.describe import mask_task
+from engine.kanban.link import BoardLink, LinkState
 from engine.kanban.statuses import ARCHIVED, BLOCKED, READY, RUNNING, STATUSES
 from engine.kanban.wording import (
+    Confirm,
+    archive_confirm,
     assign_words,
+    cannot_move_words,
     change_words,
-    failure_reset_words,
     held_back_words,
+    move_running_confirm,
+    reclaim_confirm,
+    refused_words,
     skip_reason,
+    unblock_confirm,
 )
 from engine.processes.redact import escape_controls, maybe_redact
 from engine.text import count_of, escape_text
@@ -72,7 +80,6 @@ if TYPE_CHECKING:
     from engine.kanban.models import DispatchResult, NewTask, Task
     from engine.kanban.service import BoardService
 
-COLUMNS = tuple(s for s in STATUSES if s != ARCHIVED)
 MIN_COLUMN_WIDTH = 22
 RECENT_FINISHED = 100  # the done/archived columns show their newest cards only
 _MACHINE_CLOCK = time.time  # the default clock of the pane (see _open_locked)
@@ -164,16 +171,13 @@ class BoardPane(Pane):
 
     def __init__(self, *, home: HomeLayout, settings: Settings, **kwargs) -> None:
         super().__init__(**kwargs)
-        from engine.kanban import board_location_at_a_glance
-
         self.home = home
         self.settings = settings
-        # Known now unless <home>/kanban.db exists (whose it is, SQLite tells, off the UI thread).
-        try:
-            self.db_path = board_location_at_a_glance(home, settings)
-        except ValueError:  # a malformed $HERMES_KANBAN_DATABASE_URL: said when opening
-            self.db_path = None
-        self.service: BoardService | None = None
+        # Finds, opens, listens and retries (the pane only shows its state). A pinned clock
+        # (tests) is the board's too; this machine's is not a server board's.
+        self.link = BoardLink(home, settings, clock=None if self.clock is _MACHINE_CLOCK else self.clock,
+                              on_change=self._board_changed)
+        self._service: BoardService | None = None  # the link's service, once its columns are made
         self._open_lock = asyncio.Lock()
         self.cards: dict[str, CardView] = {}
         self.counts: dict[str, int] = {}  # status -> cards on the board (columns may show fewer)
@@ -187,20 +191,14 @@ class BoardPane(Pane):
         self._held_back_words = ""  # the last tick's held-back line in words (made once per tick)
         self._workers: tuple[str, ...] = ()  # the cards that have a worker pid (their markers are rechecked)
         self.last_tick_at: float | None = None
-        self.error: str | None = None
-        self.unreachable: str | None = None  # the board's server is away: retried on every refresh
-        self.listening = False  # a server board announces its changes (no need to wait for the timer)
         self._timer_ticks = 0
         self._info: str | None = None  # what the info line shows
-        self.board_override: Path | None = None  # the board the switcher chose (None: the default one)
         self.gateway = None  # hermes-agent's board: whether hermes's gateway (its dispatcher) runs
         self._first_column = 0  # the first shown column when they do not all fit
         self._window: tuple[str, ...] = ()  # the columns shown now
         self._laid_out: tuple = ()  # what _size_columns last laid out
         # Refreshing (see the module doc): one at a time, again once when asked meanwhile.
-        self._refresher = Coalesced(
-            lambda refreshes: self.run_worker(refreshes, group="board-refresh", exit_on_error=False),
-            self._refresh_once)
+        self._refresher = self._new_refresher()
         self._must_read = True  # read the cards whatever the version says
         self._version: object = None  # the board's data version of the cards shown
         self.profiles: tuple[str, ...] = tuple(sorted(settings.kanban.profiles))  # assignable names
@@ -208,6 +206,42 @@ class BoardPane(Pane):
         self.skipped_hidden = 0  # refreshes skipped because the pane was not shown
         self._missing_key: tuple | None = None  # where a missing board would appear, as last looked at
         self.skipped_missing = 0  # timer ticks that did not look again for a board still missing
+
+    def _new_refresher(self) -> Coalesced:
+        return Coalesced(lambda refreshes: self.run_worker(refreshes, group="board-refresh", exit_on_error=False),
+                         self._refresh_once)
+
+    # -- the board link's state, as the pane's readers knew it -------------------------------
+
+    @property
+    def service(self) -> BoardService | None:
+        """The open board (None until it is open and its columns are made)."""
+        return self._service
+
+    @property
+    def db_path(self):
+        """Which board: a file, a server's URL (no password), or None while not known."""
+        return self.link.location
+
+    @property
+    def board_override(self) -> Path | None:
+        """The board the switcher chose (None: the default one)."""
+        return self.link.override
+
+    @property
+    def error(self) -> str | None:
+        """Why the board cannot be used (the link failed), else None."""
+        return self.link.reason if self.link.state is LinkState.FAILED else None
+
+    @property
+    def unreachable(self) -> str | None:
+        """Why the board's server is away (every refresh retries), else None."""
+        return self.link.reason if self.link.state is LinkState.UNREACHABLE else None
+
+    @property
+    def listening(self) -> bool:
+        """A server board announces its changes (no need to wait for the timer)."""
+        return self.link.listening
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -289,11 +323,10 @@ class BoardPane(Pane):
         self._window = window
 
     async def on_unmount(self) -> None:
-        if self.service is not None:
-            try:
-                await self.service.close()
-            except Exception:
-                pass
+        try:
+            await self.link.close()
+        except Exception:
+            pass
 
     @work(exclusive=True, group="board-open")
     async def open_board(self) -> None:
@@ -305,54 +338,26 @@ class BoardPane(Pane):
             self.refresh_board()
 
     async def _ensure_board(self, create: bool) -> BoardService | None:
-        if self.service is not None or self.error:
-            return self.service
+        if self._service is not None or self.error:
+            return self._service
         async with self._open_lock:  # refresh and create may both ask at once
             return await self._open_locked(create)
 
     async def _open_locked(self, create: bool) -> BoardService | None:
-        if self.service is not None or self.error:
-            return self.service
-        from engine.kanban.backend import StoreError
-        from engine.kanban.service import BoardService
-
-        try:
-            self.db_path = await asyncio.to_thread(BoardService.path_for, self.home, self.settings,
-                                                   self.board_override)
-            exists = await asyncio.to_thread(BoardService.exists, self.home, self.settings, self.board_override)
-        except ValueError as exc:  # a malformed board URL (its message holds no password)
-            self._fail(f"The board cannot be used: the board database URL {exc}")
+        if self._service is not None or self.error:
+            return self._service
+        service = await self.link.open(create)
+        if service is None:
+            self._show_link()
             return None
-        if not exists and not create:
-            self._show_info()
-            return None
-        from engine.kanban.backends.postgres.errors import BoardUnreachable, NoBoardYet
-
-        try:
-            # A pinned clock (tests) is the board's too; this machine's is not a server board's.
-            pinned = None if self.clock is _MACHINE_CLOCK else self.clock
-            service = await BoardService.open(self.home, self.settings, create=create, clock=pinned,
-                                              override=self.board_override)
-            await self._use_statuses(await service.statuses())
-        except BoardUnreachable as exc:
-            self._unreachable(exc)
-            return None
-        except NoBoardYet:  # an empty database: like a missing board file, until the first card
-            self.unreachable = None
-            self._show_info()
-            return None
-        except (StoreError, OSError, ValueError) as exc:
-            self._fail(f"The board cannot be used: {exc}")
-            return None
-        self.service = service
-        self.db_path = service.path
+        await self._use_statuses(self.link.statuses)
+        self._service = service
         if service.capabilities.read_only:  # said once, when the board opens; its keys are shown unavailable
             self.notify(service.capabilities.read_only_reason, severity="warning", timeout=8, markup=False)
-        self.profiles = await service.profiles()
+        self.profiles = self.link.profiles
         self.refresh_bindings()
-        await self._listen()
         self._show_info()
-        return self.service
+        return service
 
     async def _use_statuses(self, statuses: tuple[str, ...]) -> None:
         """Give every status of the board a column (hermes's board has triage, scheduled
@@ -372,18 +377,6 @@ class BoardPane(Pane):
 
     def _shown_statuses(self, with_archived: bool) -> tuple[str, ...]:
         return tuple(s for s in self.statuses if with_archived or s != ARCHIVED)
-
-    async def _listen(self) -> None:
-        """Refresh as soon as any host changes the board (a server board); a file board
-        is read on the refresh timer."""
-        from engine.kanban.backend import StoreError
-
-        if self.service is None:
-            return
-        try:
-            self.listening = await self.service.listen(self._board_changed)
-        except StoreError:
-            self.listening = False  # polled until the next refresh listens again
 
     def _refresh_on_timer(self) -> None:
         """Every timer tick: a board that announces its changes is read in full only
@@ -425,14 +418,13 @@ class BoardPane(Pane):
         if self.skipped_hidden and self.service is not None:
             self._request_refresh()
 
-    def _unreachable(self, exc: Exception) -> None:
-        """The server is away: say so and keep the last cards; every refresh retries."""
-        self.unreachable = str(exc)
-        self.listening = False
-        self._show_info()
-
-    def _fail(self, message: str) -> None:
-        self.error = message
+    def _show_link(self) -> None:
+        """Show what the link says: a failed board in place of the columns, else
+        the info line (missing, unreachable, ready)."""
+        message = self.error
+        if message is None:
+            self._show_info()
+            return
         try:
             self.query_one("#board-error", EmptyState).update(Text(message))
         except NoMatches:
@@ -480,21 +472,20 @@ class BoardPane(Pane):
                 self._tick_ages()
                 return
             view = await self.service.view(statuses, RECENT_FINISHED)
-        except BoardUnreachable as exc:
-            self._unreachable(exc)
+        except BoardUnreachable as exc:  # the last cards stay shown; every refresh retries
+            self.link.lost(exc)
+            self._show_info()
             return
         except StoreError as exc:
-            self._fail(f"The board cannot be read: {exc}")
+            self.link.fail(f"The board cannot be read: {exc}", exc)
+            self._show_link()
             return
         except (sqlite3.Error, OSError) as exc:  # a file changed under us
             self._must_read = True
             self.notify(f"board refresh failed: {exc}", severity="error", timeout=5, markup=False)
             return
-        if self.unreachable is not None:  # back: announce it and listen again
-            self.unreachable = None
+        if await self.link.reached():  # back from an outage: say so (it listens again)
             self.notify("board reachable again", timeout=3)
-        if not self.listening:
-            await self._listen()
         reasons = None
         if self.service.capabilities.reports_reasons:  # hermes-agent's board: hermes's own reasons, its gateway
             try:
@@ -771,12 +762,13 @@ class BoardPane(Pane):
     async def _reopen(self, path: Path) -> None:
         """Show another board: close this one's service, forget its cards, open that one."""
         self.workers.cancel_group(self, "board-refresh")  # a read of the old board must not land on the new one
+        # A refresh cancelled before it started never ends its run: the old refresher
+        # would stay "running" and never refresh again. Refreshes start anew here.
+        self._refresher = self._new_refresher()
         async with self._open_lock:
-            old, self.service = self.service, None
-            if old is not None:
-                await old.close()
-            self.board_override, self.db_path, self.error = path, path, None
-            self.listening, self.last_result, self._held_back = False, None, {}
+            self._service = None
+            await self.link.switch(path)
+            self.last_result, self._held_back = None, {}
             self.remove_class("-failed")
             for status in [s for s in self._columns if s not in STATUSES]:
                 del self._columns[status]
@@ -906,25 +898,17 @@ class BoardPane(Pane):
             return
         from engine.kanban import transitions as tr
 
-        target = _next_allowed(task.status, step)
+        target = tr.next_move(task.status, step)
         if target is None:
-            direction = "right" if step > 0 else "left"
-            self.notify(f"{task.id} cannot move {direction} from {task.status} "
-                        f"(allowed: {', '.join(tr.MOVES.get(task.status, ())) or 'none'})",
-                        severity="warning", timeout=4)
+            self.notify(cannot_move_words(task, step), severity="warning", timeout=4)
             return
         if task.status == BLOCKED:
             self.action_unblock()
             return
         if task.status == RUNNING:
-            body = (f"{task.id} \"{task.title}\" is running ({_run_named(task)}).\n\n"
-                    f"Moving it to {target} ends that run now. The worker is not signalled: if it is still "
-                    f"alive {self.settings.kanban.terminal_worker_grace_seconds:g}s after that, the dispatcher "
-                    "stops it (SIGTERM, then SIGKILL). If the card has moved on to another run by then, "
-                    "nothing is done.")
             shown = tr.Expected.of(task)
-            self._confirm(f"Move {task.id} to {target}?", body, f"Move to {target}", "move",
-                          lambda: self.service.move(task.id, target, expected=shown))
+            self._confirm(move_running_confirm(task, target, self.settings.kanban.terminal_worker_grace_seconds),
+                          "move", lambda: self.service.move(task.id, target, expected=shown))
             return
         self._run_change(self._move(task.id, target))
 
@@ -951,52 +935,38 @@ class BoardPane(Pane):
         task = self._need_selected()
         if task is None or self._refused_here():
             return
-        if task.status != RUNNING:
-            self.notify(f"{task.id} is {task.status}: only a running card can be reclaimed", severity="warning")
+        if (refused := refused_words("reclaim", task)) is not None:
+            self.notify(refused, severity="warning")
             return
-        grace = self.settings.processes.kill_grace_seconds
-        reset = failure_reset_words(task.consecutive_failures)
-        body = (f"{task.id} \"{task.title}\" ({_run_named(task)}) goes back to ready"
-                f"{' and ' + reset if reset else ''}.\n\n" + _worker_plan(task, grace))
-        from engine.kanban.transitions import Expected
+        from engine.kanban.transitions import Expected, stop_plan
 
         shown = Expected.of(task)  # approval acts on this run and pid only
-        if self.service is not None and not self.service.capabilities.signals_workers:  # hermes's verb, hermes's rules
-            body = (f"{task.id} \"{task.title}\" ({_run_named(task)}): hermes releases its worker's claim "
-                    "(`hermes kanban reclaim`); hermes-tui signals nothing.")
-        self._confirm(f"Reclaim {task.id}?", body, "Reclaim", "reclaim",
+        words = reclaim_confirm(task, stop_plan(task), self.settings.processes.kill_grace_seconds,
+                                by_hermes=self.service is not None and not self.service.capabilities.signals_workers)
+        self._confirm(words, "reclaim",
                       lambda: self.service.reclaim(task.id, reason="reclaimed in the app", expected=shown))
 
     def action_archive(self) -> None:
         task = self._need_selected()
         if task is None or self._refused_here():
             return
-        if task.status == ARCHIVED:
-            self.notify(f"{task.id} is already archived", severity="warning")
+        if (refused := refused_words("archive", task)) is not None:
+            self.notify(refused, severity="warning")
             return
-        grace = self.settings.processes.kill_grace_seconds
-        body = f"{task.id} \"{task.title}\" moves from {task.status} to archived (hidden unless 'show archived')."
-        if task.status == RUNNING:
-            body += f"\n\nIts {_run_named(task)}. " + _worker_plan(task, grace)
-        from engine.kanban.transitions import Expected
+        from engine.kanban.transitions import Expected, stop_plan
 
         shown = Expected.of(task)
-        self._confirm(f"Archive {task.id}?", body, "Archive", "archive",
-                      lambda: self.service.archive(task.id, expected=shown))
+        words = archive_confirm(task, stop_plan(task), self.settings.processes.kill_grace_seconds)
+        self._confirm(words, "archive", lambda: self.service.archive(task.id, expected=shown))
 
     def action_unblock(self) -> None:
         task = self._need_selected()
         if task is None or self._refused_here():
             return
-        if task.status != BLOCKED:
-            self.notify(f"{task.id} is {task.status}, not blocked", severity="warning")
+        if (refused := refused_words("unblock", task)) is not None:
+            self.notify(refused, severity="warning")
             return
-        reset = failure_reset_words(task.consecutive_failures)
-        body = (f"{task.id} \"{task.title}\" goes from blocked to ready (todo while a parent is open)"
-                f"{', and ' + reset if reset else ''}, so the dispatcher may run it again.")
-        if task.last_failure_error:
-            body += f"\n\nLast failure: {task.last_failure_error}"
-        self._confirm(f"Unblock {task.id}?", body, "Unblock", "unblock", lambda: self.service.unblock(task.id))
+        self._confirm(unblock_confirm(task), "unblock", lambda: self.service.unblock(task.id))
 
     def action_toggle_archived(self) -> None:
         self.show_archived = not self.show_archived
@@ -1009,9 +979,9 @@ class BoardPane(Pane):
 
     # -- running changes ---------------------------------------------------------------------------
 
-    def _confirm(self, title: str, body: str, yes: str, verb: str, change) -> None:
-        """Ask, then run ``change()`` (a coroutine giving a TransitionResult) and say what
-        it did in the words of ``verb`` (wording.change_words)."""
+    def _confirm(self, words: Confirm, verb: str, change) -> None:
+        """Ask in ``words``, then run ``change()`` (a coroutine giving a TransitionResult)
+        and say what it did in the words of ``verb`` (wording.change_words)."""
         from widgets.confirm import ConfirmModal
 
         async def described() -> str:
@@ -1021,7 +991,7 @@ class BoardPane(Pane):
             if yes_:
                 self._run_change(described())
 
-        self.app.push_screen(ConfirmModal(title, body, yes), answered)
+        self.app.push_screen(ConfirmModal(words.title, words.body, words.yes), answered)
 
     @work(group="board-change")
     async def _run_change(self, coro) -> None:
@@ -1034,46 +1004,6 @@ class BoardPane(Pane):
             return
         self.notify(message, timeout=4, markup=False)
         self.refresh_board()
-
-
-def _run_named(task: Task) -> str:
-    """The run and worker a dialog names (and its approval carries)."""
-    return f"run {task.current_run_id or '-'}, worker pid {task.worker_pid or '-'}"
-
-
-def _worker_plan(task: Task, grace: float) -> str:
-    """Exactly what will happen to the card's worker, for the confirm dialog."""
-    from engine.identity import Liveness, liveness
-    from engine.kanban.workers import is_host_local
-
-    if not task.worker_pid:
-        return "No worker process is recorded for it: nothing is signalled."
-    if not is_host_local(task.claim_lock):
-        return f"Its worker pid {task.worker_pid} runs on another host ({task.claim_lock}): nothing is signalled."
-    state = liveness(task.worker_pid, task.worker_started_at)
-    if state is Liveness.ALIVE:
-        return (f"Its worker pid {task.worker_pid} (identity verified) gets SIGTERM to its process group, then "
-                f"SIGKILL after {grace:g}s if still alive.")
-    if state is Liveness.UNVERIFIED_ALIVE:
-        return f"Its worker pid {task.worker_pid} was never verified: it is NOT signalled."
-    if state is Liveness.RECYCLED:
-        return f"Pid {task.worker_pid} now belongs to another process: it is NOT signalled."
-    return f"Its worker pid {task.worker_pid} has already exited: nothing is signalled."
-
-
-def _next_allowed(status: str, step: int) -> str | None:
-    """The nearest column in ``step``'s direction that a person may move the card to."""
-    if status not in COLUMNS:
-        return None
-    from engine.kanban import transitions as tr
-
-    allowed = tr.MOVES.get(status, ())
-    i = COLUMNS.index(status) + step
-    while 0 <= i < len(COLUMNS):
-        if COLUMNS[i] in allowed:
-            return COLUMNS[i]
-        i += step
-    return None
 
 
 def shown_task(t: Task, redact: bool = True) -> Task:

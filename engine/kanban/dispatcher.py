@@ -45,11 +45,8 @@ call (:meth:`Board.atomic`); the workers start in a few threads (LAUNCHES_PER_TH
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,6 +56,7 @@ from engine.home import HomeLayout
 from engine.identity import RUNS, Liveness, liveness
 from engine.kanban import breaker, launch_guard
 from engine.kanban.backends.sqlite.store import TASK_COLUMNS, Board, add_event, add_events, task_from_row
+from engine.kanban.dispatch_lock import dispatch_lock, lock_path_for  # noqa: F401 - the names callers knew
 from engine.kanban.models import (
     BLOCKED,
     DONE,
@@ -136,29 +134,6 @@ CLASSIFY_IN_THREAD = 1000  # ready cards above which a tick sorts them out in a 
 
 async def _done(value):
     return value
-
-
-def lock_path_for(db: Path) -> Path:
-    return db.with_name(db.name + ".dispatch.lock")
-
-
-@contextmanager
-def dispatch_lock(db: Path) -> Iterator[bool]:
-    """Yields True when this process holds the board's dispatch lock, False when
-    another dispatcher has it (never waits)."""
-    fd = os.open(lock_path_for(db), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
 
 
 def allowed_profiles(settings: Settings) -> frozenset[str]:

@@ -10,6 +10,7 @@ transaction and only through :func:`engine.kanban.workers.stop_worker`.
 from __future__ import annotations
 
 import asyncio
+import enum
 import os
 import secrets
 import sqlite3
@@ -26,6 +27,7 @@ from engine.kanban.models import (
     READY,
     REVIEW,
     RUNNING,
+    STATUSES,
     TODO,
     EventKind,
     NewTask,
@@ -46,6 +48,49 @@ MOVES: dict[str, tuple[str, ...]] = {
     DONE: (),
     ARCHIVED: (),
 }
+# The columns a move steps across, left to right (archiving is its own verb).
+MOVE_COLUMNS = tuple(s for s in STATUSES if s != ARCHIVED)
+
+
+def next_move(status: str, step: int) -> str | None:
+    """The nearest column in ``step``'s direction (+1 right, -1 left) that a person may
+    move a card in ``status`` to, or None (the card stays)."""
+    if status not in MOVE_COLUMNS:
+        return None
+    allowed = MOVES.get(status, ())
+    i = MOVE_COLUMNS.index(status) + step
+    while 0 <= i < len(MOVE_COLUMNS):
+        if MOVE_COLUMNS[i] in allowed:
+            return MOVE_COLUMNS[i]
+        i += step
+    return None
+
+
+class StopPlan(enum.Enum):
+    """What stopping a card's worker (reclaim, archive) will do to it, judged now."""
+
+    NO_WORKER = "no_worker"  # no pid recorded: nothing is signalled
+    OTHER_HOST = "other_host"  # it runs on another host: nothing is signalled
+    SIGNAL = "signal"  # verified alive: TERM to its group, KILL after the grace
+    UNVERIFIED = "unverified"  # alive but never verified: NOT signalled
+    RECYCLED = "recycled"  # the pid is another process now: NOT signalled
+    EXITED = "exited"  # already gone: nothing is signalled
+
+
+def stop_plan(task: Task) -> StopPlan:
+    """The plan for ``task``'s worker, as :func:`engine.kanban.workers.stop_worker` will
+    judge it (reads /proc for a local pid)."""
+    from engine.identity import Liveness, liveness
+
+    if not task.worker_pid:
+        return StopPlan.NO_WORKER
+    if not is_host_local(task.claim_lock):
+        return StopPlan.OTHER_HOST
+    return {Liveness.ALIVE: StopPlan.SIGNAL, Liveness.UNVERIFIED_ALIVE: StopPlan.UNVERIFIED,
+            Liveness.RECYCLED: StopPlan.RECYCLED}.get(liveness(task.worker_pid, task.worker_started_at),
+                                                      StopPlan.EXITED)
+
+
 # Clears the worker of a card leaving ``running`` (pid and fingerprint always together).
 CLEAR_WORKER = ("claim_lock = NULL, claim_expires = NULL, worker_pid = NULL, worker_started_at = NULL, "
                 "current_run_id = NULL, last_heartbeat_at = NULL")

@@ -1,5 +1,5 @@
-"""Why a tick held cards back, and what a change to a card did, in words a user reads
-(the one place that phrases them).
+"""Why a tick held cards back, what a change to a card did, and what the board's confirm
+dialogs and refusals say, in words a user reads (the one place that phrases them).
 
 The dispatcher reports codes and counts (``Skip``) and a change reports a
 ``TransitionResult``; ``--json`` keeps those. The CLI's human output and the board pane
@@ -9,13 +9,14 @@ the CLI imports this without loading Textual.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from engine.kanban.models import DispatchResult, HoldReason, Skip
+from engine.kanban.models import ARCHIVED, BLOCKED, RUNNING, DispatchResult, HoldReason, Skip, Task
 from engine.text import count_of
 
-if TYPE_CHECKING:
-    from engine.kanban.transitions import TransitionResult
+if TYPE_CHECKING:  # the transitions load the store: the board pane's first frame does not wait for them
+    from engine.kanban.transitions import StopPlan, TransitionResult
     from engine.kanban.workers import StopReport
 
 LOCKED = "another dispatcher holds this board's lock"
@@ -103,3 +104,100 @@ def _stop_words(stop: StopReport | None) -> str:
     if stop.pid_recycled:
         return f"; worker pid {stop.pid} now belongs to another process: not signalled"
     return ""
+
+
+# -- the board's refusals and confirm dialogs (the pane shows them as they are) ------------------
+
+
+@dataclass(frozen=True)
+class Confirm:
+    """A confirm dialog's words: what it asks, exactly what will happen, its yes button."""
+
+    title: str
+    body: str
+    yes: str
+
+
+def run_named(task: Task) -> str:
+    """The run and worker a dialog names (and its approval carries)."""
+    return f"run {task.current_run_id or '-'}, worker pid {task.worker_pid or '-'}"
+
+
+def cannot_move_words(task: Task, step: int) -> str:
+    """Why a card stays where it is (``step`` +1 right, -1 left), with where it may go."""
+    from engine.kanban.transitions import MOVES
+
+    direction = "right" if step > 0 else "left"
+    return (f"{task.id} cannot move {direction} from {task.status} "
+            f"(allowed: {', '.join(MOVES.get(task.status, ())) or 'none'})")
+
+
+# A verb -> the one status it acts on, and what is said of a card in another one.
+_ONLY_FROM = {
+    "reclaim": (RUNNING, "{id} is {status}: only a running card can be reclaimed"),
+    "unblock": (BLOCKED, "{id} is {status}, not blocked"),
+}
+
+
+def refused_words(verb: str, task: Task) -> str | None:
+    """Why ``verb`` (reclaim, unblock, archive) cannot act on the card now, or None."""
+    if verb == "archive":
+        return f"{task.id} is already archived" if task.status == ARCHIVED else None
+    status, words = _ONLY_FROM[verb]
+    return None if task.status == status else words.format(id=task.id, status=task.status)
+
+
+_STOP_PLAN_WORDS = {  # StopPlan's values
+    "no_worker": "No worker process is recorded for it: nothing is signalled.",
+    "other_host": "Its worker pid {pid} runs on another host ({lock}): nothing is signalled.",
+    "signal": ("Its worker pid {pid} (identity verified) gets SIGTERM to its process group, then "
+               "SIGKILL after {grace:g}s if still alive."),
+    "unverified": "Its worker pid {pid} was never verified: it is NOT signalled.",
+    "recycled": "Pid {pid} now belongs to another process: it is NOT signalled.",
+    "exited": "Its worker pid {pid} has already exited: nothing is signalled.",
+}
+
+
+def stop_plan_words(task: Task, plan: StopPlan, grace: float) -> str:
+    """Exactly what a stop will do to the card's worker (``plan``: transitions.stop_plan)."""
+    return _STOP_PLAN_WORDS[plan.value].format(pid=task.worker_pid, lock=task.claim_lock, grace=grace)
+
+
+def move_running_confirm(task: Task, target: str, terminal_grace: float) -> Confirm:
+    """Moving a running card ends its run; the dispatcher, not the move, stops the worker."""
+    body = (f"{task.id} \"{task.title}\" is running ({run_named(task)}).\n\n"
+            f"Moving it to {target} ends that run now. The worker is not signalled: if it is still "
+            f"alive {terminal_grace:g}s after that, the dispatcher stops it (SIGTERM, then SIGKILL). "
+            "If the card has moved on to another run by then, nothing is done.")
+    return Confirm(f"Move {task.id} to {target}?", body, f"Move to {target}")
+
+
+def reclaim_confirm(task: Task, plan: StopPlan, grace: float, *, by_hermes: bool = False) -> Confirm:
+    """A reclaim: back to ready, the failure counter reset, the worker stopped as ``plan``
+    says (``by_hermes``: hermes-agent's board, whose own verb does it)."""
+    if by_hermes:
+        body = (f"{task.id} \"{task.title}\" ({run_named(task)}): hermes releases its worker's claim "
+                "(`hermes kanban reclaim`); hermes-tui signals nothing.")
+    else:
+        reset = failure_reset_words(task.consecutive_failures)
+        body = (f"{task.id} \"{task.title}\" ({run_named(task)}) goes back to ready"
+                f"{' and ' + reset if reset else ''}.\n\n" + stop_plan_words(task, plan, grace))
+    return Confirm(f"Reclaim {task.id}?", body, "Reclaim")
+
+
+def archive_confirm(task: Task, plan: StopPlan, grace: float) -> Confirm:
+    """An archive: hidden unless shown, a running card's worker stopped as ``plan`` says."""
+    body = f"{task.id} \"{task.title}\" moves from {task.status} to archived (hidden unless 'show archived')."
+    if task.status == RUNNING:
+        body += f"\n\nIts {run_named(task)}. " + stop_plan_words(task, plan, grace)
+    return Confirm(f"Archive {task.id}?", body, "Archive")
+
+
+def unblock_confirm(task: Task) -> Confirm:
+    """An unblock: back to ready (todo while a parent is open), the counter reset."""
+    reset = failure_reset_words(task.consecutive_failures)
+    body = (f"{task.id} \"{task.title}\" goes from blocked to ready (todo while a parent is open)"
+            f"{', and ' + reset if reset else ''}, so the dispatcher may run it again.")
+    if task.last_failure_error:
+        body += f"\n\nLast failure: {task.last_failure_error}"
+    return Confirm(f"Unblock {task.id}?", body, "Unblock")

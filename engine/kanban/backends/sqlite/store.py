@@ -29,6 +29,7 @@ from typing import Any, Protocol, TypeVar
 
 from engine.kanban.backend import MIN_ID_PREFIX, BadId, StoreError, UnknownTask
 from engine.kanban.backends.sqlite.connection import SqliteConnection, fetch_each
+from engine.kanban.dispatch_lock import dispatch_lock
 from engine.kanban.models import Event, Run, Task, TaskDetails, load_payload
 
 APPLICATION_ID = 0x484B4E42  # "HKNB": hermes kanban board
@@ -461,8 +462,6 @@ class Board:
     async def dispatch_guard(self) -> AsyncIterator[bool]:
         """True while this process holds the board's dispatch lock (a non-blocking
         ``flock`` beside the file), False when another dispatcher holds it."""
-        from engine.kanban.dispatcher import dispatch_lock
-
         with dispatch_lock(self.path) as held:
             yield held
 

@@ -83,7 +83,7 @@ def _run_app(ctx: Context, home, *, demo: bool) -> int:
     from hermes_tui.app import HermesApp
     from hermes_tui.keymap import validate_keys
 
-    validate_keys(settings)
+    validate_keys(settings, HermesApp)
     from engine.kanban.workers import hostname
 
     hostname()  # a bad host id (HERMES_KANBAN_HOST_ID) is refused before the app starts: exit 2
@@ -92,7 +92,7 @@ def _run_app(ctx: Context, home, *, demo: bool) -> int:
         _need_terminal()
         # The demo home already shows a real pass in its log; an automatic one would
         # only rearrange what the demo wants to show.
-        from hermes_tui.cli import start_auto_prune
+        from hermes_tui.cli.auto_prune import start_auto_prune
 
         start_auto_prune(ctx)
     fill_home = None
