@@ -353,7 +353,7 @@ class BoardPane(Pane):
         await self._use_statuses(self.link.statuses)
         self._service = service
         if service.capabilities.read_only:  # said once, when the board opens; its keys are shown unavailable
-            self.notify(service.capabilities.read_only_reason, severity="warning", timeout=8, markup=False)
+            self.notify(service.read_only_reason, severity="warning", timeout=8, markup=False)
         self.profiles = self.link.profiles
         self.refresh_bindings()
         self._show_info()
@@ -680,7 +680,7 @@ class BoardPane(Pane):
     def _refused_here(self) -> bool:
         """True (and said in one line) when the open board takes no change from here."""
         if self.service is not None and self.service.capabilities.read_only:
-            self.notify(self.service.capabilities.read_only_reason, severity="warning", timeout=5, markup=False)
+            self.notify(self.service.read_only_reason, severity="warning", timeout=5, markup=False)
             return True
         return False
 
