@@ -61,7 +61,8 @@ async def main(root, ready, stop, report):
     ticks = views = 0
     deleted = set()
     Path(ready).write_text("ready")
-    while not os.path.exists(stop):
+    parent = os.getppid()
+    while not os.path.exists(stop) and os.getppid() == parent:  # ends with the test, even a killed one
         # The app's dispatch loop takes the same service for each tick.
         async with await BoardService.open(home, settings, create=False) as loop_handle:
             assert loop_handle is pane
@@ -100,7 +101,9 @@ def _start_creators(home: HomeLayout, out_dir: Path) -> list[subprocess.Popen]:
 
 
 def _start_cli_dispatcher(home: HomeLayout, stop: Path) -> subprocess.Popen:
-    script = f'while [ ! -e "{stop}" ]; do "$@" dispatch --json >/dev/null || exit 1; done'
+    # It ends with the test: also when the test's process is killed and its `finally` never runs.
+    script = (f'while [ ! -e "{stop}" ] && kill -0 {os.getpid()} 2>/dev/null; do '
+              '"$@" dispatch --json >/dev/null || exit 1; done')
     return subprocess.Popen(["/bin/sh", "-c", script, "dispatcher", *cli_argv(home)],
                             stderr=subprocess.PIPE, start_new_session=True)
 
