@@ -5,6 +5,7 @@ Rich here, so the CLI prints these strings as they are, and a widget wraps them 
 
 from __future__ import annotations
 
+import re
 import time
 
 ELLIPSIS = "\u2026"
@@ -96,11 +97,23 @@ def one_line(text: str, limit: int) -> str:
     return ellipsize(" ".join(text.split()), limit)
 
 
-def escape_text(text: str) -> str:
-    """``text`` with control characters, lone surrogates and other unprintable
-    characters written as Python escapes (``\\n``, ``\\x1b``, ``\\udcff``), so it can
-    neither split a log record nor drive a terminal. Printable text is unchanged."""
+# C0 controls but newline and tab, DEL, and the C1 controls: on a terminal each can act
+# (start a sequence, ring the bell, move the cursor) instead of being shown.
+_CONTROLS_BUT_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def escape_text(text: str, *, keep_lines: bool = False) -> str:
+    r"""Outside text (a name, a path, a reason, a command, a process's output) as a terminal
+    or a log may show it: never acted on. The one escape of the code base.
+
+    By default every control character, lone surrogate and other unprintable character is
+    written as its Python escape (``\n``, ``\x1b``, ``\udcff``, and a backslash doubled),
+    so one line stays one line and the text can be read back exactly (the audit log).
+    ``keep_lines``: a block of output, whose newlines and tabs are kept and whose other
+    control characters are written as ``\x1b``; the rest, backslashes too, unchanged."""
     text = str(text)
+    if keep_lines:
+        return _CONTROLS_BUT_LINES.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
     if text.isprintable():
         try:
             text.encode("utf-8")
@@ -108,9 +121,3 @@ def escape_text(text: str) -> str:
         except UnicodeEncodeError:
             pass
     return repr(text)[1:-1]
-
-
-def show_name(name: str) -> str:
-    """A name, path or reason as a terminal may show it: control characters and bytes
-    that are not UTF-8 escaped (the same escapes as the audit log), never raw."""
-    return escape_text(name)

@@ -20,7 +20,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from engine.attention.model import Item, grouped
-from engine.text import show_name
+from engine.text import escape_text
 
 
 def _when(since: float | None, now: float, localtime=time.localtime) -> str:
@@ -36,7 +36,7 @@ def item_prompt(item: Item, now: float, width: int = 200, localtime=time.localti
     outside text as plain Text (never markup)."""
     first = Text()
     first.append(f" {_when(item.since, now, localtime)}  ", style="dim")
-    first.append(show_name(item.subject), style="bold")
+    first.append(escape_text(item.subject), style="bold")
     first.append("  ")
     first.append(item.why)
     second = Text("        → ", style="dim")
@@ -49,12 +49,12 @@ def item_prompt(item: Item, now: float, width: int = 200, localtime=time.localti
 def item_detail(item: Item) -> Text:
     """The highlighted item in full (the list cuts long lines): why, action, key."""
     text = Text()
-    text.append(show_name(item.subject), style="bold")
+    text.append(escape_text(item.subject), style="bold")
     text.append(f" · {item.heading.lower()} · ")
     text.append(item.why)
     text.append("\n→ ", style="dim")
     text.append(item.action)
-    text.append(f"\nkey {show_name(item.key)}", style="dim")
+    text.append(f"\nkey {escape_text(item.key)}", style="dim")
     return text
 
 

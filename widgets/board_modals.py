@@ -23,7 +23,7 @@ from engine.kanban.describe import Part, describe_task
 from engine.kanban.models import NewTask, TaskDetails
 from engine.kanban.service import BoardService
 from engine.kanban.workers import read_tail
-from engine.processes.redact import escape_controls
+from engine.text import escape_text
 from widgets.dialog import Dialog
 
 LOG_TAIL_BYTES = 6000
@@ -162,7 +162,7 @@ def render_details(details: TaskDetails, log_tail: Sequence[str], now: float,
     for line in describe_task(details, now, event_limit=event_limit, log_tail=log_tail, usage=usage,
                               redact=redact):
         for text, part in line:
-            out.append(escape_controls(text), style=PART_STYLES.get(part, ""))  # outside text: shown, never acted on
+            out.append(escape_text(text, keep_lines=True), style=PART_STYLES.get(part, ""))  # outside text: shown, never acted on
         out.append("\n")
     return out
 

@@ -67,7 +67,7 @@ from engine.kanban.wording import (
     skip_reason,
     unblock_confirm,
 )
-from engine.processes.redact import escape_controls, maybe_redact
+from engine.processes.redact import maybe_redact
 from engine.text import count_of, escape_text
 from widgets.card_list import CardList, CardView, card_age
 from widgets.fit_table import DetailLine
@@ -1014,10 +1014,10 @@ def shown_task(t: Task, redact: bool = True) -> Task:
     t = mask_task(t, redact)
 
     def lines(text: str | None) -> str | None:
-        return None if text is None else escape_controls(text)
+        return None if text is None else escape_text(text, keep_lines=True)
 
     shown = {"title": escape_text(t.title), "assignee": None if t.assignee is None else escape_text(t.assignee),
-             "body": escape_controls(t.body), "last_failure_error": lines(t.last_failure_error),
+             "body": escape_text(t.body, keep_lines=True), "last_failure_error": lines(t.last_failure_error),
              "result": lines(t.result)}
     if all(value == getattr(t, name) for name, value in shown.items()):
         return t  # nothing to escape (nearly every card): no copy, which is most of a big board's read

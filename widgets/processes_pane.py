@@ -29,9 +29,9 @@ from engine.config import Settings
 from engine.home import HomeError, HomeLayout
 from engine.processes import ProcessLookupFailed, ProcessRegistry, ProcessSession, SpawnFailed
 from engine.processes.notify import NotificationCenter, ProcessEvent
-from engine.processes.redact import escape_controls, maybe_redact
+from engine.processes.redact import maybe_redact
 from engine.processes.session import KillOutcome, SessionSource, SessionStatus
-from engine.text import coarse_duration, human_bytes
+from engine.text import coarse_duration, escape_text, human_bytes
 from widgets.confirm import ConfirmModal
 from widgets.fit_table import Col, DetailLine, FitTable
 from widgets.notification_list import NotificationList
@@ -122,7 +122,7 @@ def _stored_size(s: ProcessSession) -> int | None:
 def shown_command(s: ProcessSession, redact: bool) -> str:
     """The command on one line, masked, its control characters shown as escapes (in full:
     the table cuts it to its column, the detail line shows all of it)."""
-    return escape_controls(maybe_redact(" ".join(s.command.split()), redact))
+    return escape_text(maybe_redact(" ".join(s.command.split()), redact), keep_lines=True)
 
 
 class ProcessesPane(Pane):
@@ -569,7 +569,7 @@ class ProcessesPane(Pane):
                         + (f" (bound {human_bytes(s.max_output_bytes)})" if s.max_output_bytes else ""), style="dim")
         owner = s.hermes_owner.words() if s.hermes_owner is not None else ""
         if owner:  # hermes-agent's: who it is for (outside text: escaped)
-            text.append(f" · for {escape_controls(owner)}")
+            text.append(f" · for {escape_text(owner, keep_lines=True)}")
         detail.show(text)
 
     @property

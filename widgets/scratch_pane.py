@@ -87,12 +87,12 @@ def _age_text(idle: float | None, arrived: float | None) -> str:
 
 
 def _row_cells(value) -> dict[str, SortCell]:
-    from engine.text import show_name
+    from engine.text import escape_text
 
     if value[0] is RowKind.QUARANTINED:
         file_name = value[1]
         return {
-            "name": SortCell(show_name(file_name), (1, file_name)),  # quarantine rows last
+            "name": SortCell(escape_text(file_name), (1, file_name)),  # quarantine rows last
             "state": SortCell("quarantined", "zquarantined", QUARANTINED_STYLE),
             "idle": SortCell("-", -1.0),
             "size": SortCell("-", -1),
@@ -101,12 +101,12 @@ def _row_cells(value) -> dict[str, SortCell]:
         }
     _kind, name, state, idle, size, reason, pids, arrived, _newest = value
     return {
-        "name": SortCell(show_name(name), (0, name)),
+        "name": SortCell(escape_text(name), (0, name)),
         "state": SortCell(state, state, STATE_STYLES.get(state, "")),
         "idle": SortCell(_age_text(idle, arrived), idle if idle is not None else -1.0),
         "size": SortCell(human_bytes(size) if size is not None else "?", size if size is not None else -1),
         "pids": SortCell(pids or "-", pids),
-        "why": SortCell(show_name(reason or ""), reason or ""),
+        "why": SortCell(escape_text(reason or ""), reason or ""),
     }
 
 
@@ -438,7 +438,7 @@ class ScratchPane(Pane):
         self._show_detail()
 
     def _show_detail(self) -> None:
-        from engine.text import show_name
+        from engine.text import escape_text
 
         detail = self.query_one("#scratch-detail", DetailLine)
         key = self.table.selected_key or ""
@@ -452,18 +452,18 @@ class ScratchPane(Pane):
         if value[0] is RowKind.QUARANTINED:
             item = rows.quarantined.get(key)
             if item is None:
-                detail.show(f"quarantine/{show_name(value[1])}{where}")
+                detail.show(f"quarantine/{escape_text(value[1])}{where}")
                 return
             expires = time.strftime("%Y-%m-%d %H:%M",
                                     time.localtime(item.expires_at(self.settings.scratch.quarantine_hours)))
-            detail.show(f"quarantine/{show_name(item.file_name)} · quarantined {time.strftime('%Y-%m-%d %H:%M', time.localtime(item.quarantined_at))}"
-                          f" · deleted after {expires} unless written to · u restores it to scratch/{show_name(item.name)}"
+            detail.show(f"quarantine/{escape_text(item.file_name)} · quarantined {time.strftime('%Y-%m-%d %H:%M', time.localtime(item.quarantined_at))}"
+                          f" · deleted after {expires} unless written to · u restores it to scratch/{escape_text(item.name)}"
                           f"{where}")
             return
         _kind, name, state, idle, size, reason, _pids, arrived, _newest = value
-        text = f"scratch/{show_name(name)} · {state}"
+        text = f"scratch/{escape_text(name)} · {state}"
         if reason:
-            text += f": {show_name(reason)}"
+            text += f": {escape_text(reason)}"
         if arrived is not None:
             text += f" · {_age_text(idle, arrived)}"
         elif idle is not None:
@@ -472,7 +472,7 @@ class ScratchPane(Pane):
             text += f" · {human_bytes(size)}"
         processes = rows.processes.get(name, ())
         if processes:
-            procs = ", ".join(f"{j.proc.pid} {show_name(j.proc.name)} ({j.role.value}"
+            procs = ", ".join(f"{j.proc.pid} {escape_text(j.proc.name)} ({j.role.value}"
                               f"{' ' + j.label if j.label and j.role.value == 'registered' else ''})"
                               for j in processes)
             text += f" · processes inside: {procs}"
@@ -593,14 +593,14 @@ class ScratchPane(Pane):
         self.post_message(self.PruneFinished(result))
 
     def on_scratch_pane_prune_progress(self, message: PruneProgress) -> None:
-        from engine.text import show_name
+        from engine.text import escape_text
 
         bar = self.query_one("#scratch-progress", ProgressBar)
         label = self.query_one("#scratch-progress-label", Static)
         bar.add_class("-running")
         label.add_class("-running")
         bar.update(total=max(1, message.total), progress=message.done)
-        where = f" · {show_name(message.path)}" if message.path else ""
+        where = f" · {escape_text(message.path)}" if message.path else ""
         label.update(f"pruning {message.done}/{message.total} · {human_bytes(message.freed)} freed{where}")
         self.set_status(f"pruning {message.done}/{message.total}")
 
@@ -632,14 +632,14 @@ class ScratchPane(Pane):
     def _restore(self, file_name: str) -> None:
         from engine.scratch.execute import restore
         from engine.scratch.target import PruneTarget
-        from engine.text import show_name
+        from engine.text import escape_text
 
         try:
             rec = restore(PruneTarget.of(self.home), file_name)
         except Exception as exc:  # a thread reports any error
             self.post_message(self.Restored(error=str(exc)))
             return
-        self.post_message(self.Restored(show_name(rec.path)))
+        self.post_message(self.Restored(escape_text(rec.path)))
 
     def on_scratch_pane_restored(self, message: Restored) -> None:
         if message.error is not None:

@@ -16,7 +16,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from engine.kanban.workers import read_tail
-from engine.processes.redact import escape_controls
+from engine.text import escape_text
 from widgets.dialog import Dialog
 
 TAIL_BYTES = 64 * 1024
@@ -55,7 +55,7 @@ class WorkerLogScreen(Dialog[None]):
     @work(exclusive=True, group="worker-log")
     async def load(self) -> None:
         raw = await asyncio.to_thread(read_tail, self._path, TAIL_BYTES)
-        text = escape_controls(raw.decode("utf-8", errors="replace")) or "(the log is empty)"
+        text = escape_text(raw.decode("utf-8", errors="replace"), keep_lines=True) or "(the log is empty)"
         if text != self.shown:
             self.shown = text
             self.query_one("#log-body", Static).update(Text(text))

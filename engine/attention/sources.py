@@ -12,7 +12,7 @@ from pathlib import Path
 from engine.attention.model import Item, Kind
 from engine.attention.words import outside, plural
 from engine.kanban.models import HoldReason
-from engine.text import human_bytes, human_duration, show_name
+from engine.text import escape_text, human_bytes, human_duration
 
 # -- process sessions ---------------------------------------------------------------------
 
@@ -148,8 +148,8 @@ def survey_items(survey, quarantine_hours: float) -> list[Item]:
         when = f"in {human_duration(left)}" if left > 0 else "at the next pass"
         items.append(Item(
             f"{Kind.QUARANTINE_EXPIRING}:{q.file_name}", Kind.QUARANTINE_EXPIRING, q.file_name, q.quarantined_at,
-            f"{show_name(q.name)}: quarantined {human_duration(survey.now - q.quarantined_at)} ago, deleted {when}",
-            f"restore it if it is still needed (hermes-tui scratch restore {show_name(q.name)})"))
+            f"{escape_text(q.name)}: quarantined {human_duration(survey.now - q.quarantined_at)} ago, deleted {when}",
+            f"restore it if it is still needed (hermes-tui scratch restore {escape_text(q.name)})"))
     return items
 
 
@@ -198,7 +198,7 @@ def pass_items(records, last_pass_started: float | None) -> list[Item]:
 def disk_items(scratch_dir: str, used_fraction: float | None, free_bytes: int | None) -> list[Item]:
     if used_fraction is None or used_fraction < DISK_FULL_FRACTION:
         return []
-    return [Item(f"{Kind.DISK_NEARLY_FULL}:{scratch_dir}", Kind.DISK_NEARLY_FULL, show_name(scratch_dir), None,
+    return [Item(f"{Kind.DISK_NEARLY_FULL}:{scratch_dir}", Kind.DISK_NEARLY_FULL, escape_text(scratch_dir), None,
                  f"the scratch disk is {used_fraction:.0%} full ({human_bytes(free_bytes)} free)",
                  "prune idle entries (hermes-tui prune) or free space on that disk")]
 

@@ -4,7 +4,7 @@ characters (an item's words reach terminals, desktop notices and webhooks)."""
 from __future__ import annotations
 
 from engine.processes.redact import redact
-from engine.text import one_line, show_name
+from engine.text import escape_text, one_line
 
 WHY_CHARS = 160
 
@@ -13,7 +13,7 @@ def outside(text: str | None, limit: int = WHY_CHARS) -> str:
     """``text`` from a card, a session or a log as an item may show it."""
     if not text:
         return ""
-    return show_name(one_line(redact(str(text)), limit))
+    return escape_text(one_line(redact(str(text)), limit))
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import re
 
+from engine.text import escape_text
+
 MASK = "***"
 
 # Patterns are compiled when first needed, and a pattern is tried only on text that
@@ -286,20 +288,7 @@ def strip_ansi(text: str) -> str:
     return _pattern(_ANSI).sub("", text) if "\x1b" in text else text
 
 
-# C0 controls but newline and tab, DEL, and the C1 controls: on a terminal each can act
-# (start a sequence, ring the bell, move the cursor) instead of being shown.
-_CONTROL_CHARS = "[\x00-\x08\x0b-\x1f\x7f-\x9f]"
 _SGR = r"(\x1b\[[0-9;:]*m)"
-
-
-def escape_controls(text: str) -> str:
-    r"""``text`` with every control character but ``\n`` and ``\t`` written as a visible
-    escape (``\x1b``), so what a process printed is shown, never acted on."""
-    return _pattern(_CONTROL_CHARS).sub(_visible_escape, text)
-
-
-def _visible_escape(m: re.Match[str]) -> str:
-    return f"\\x{ord(m.group()):02x}"
 
 
 def keep_colours_only(text: str) -> str:
@@ -311,5 +300,5 @@ def keep_colours_only(text: str) -> str:
         text = _pattern(_ANSI).sub(lambda m: m.group() if sgr.fullmatch(m.group()) else "", text)
         if "\x1b" in text:
             parts = sgr.split(text)  # odd items are the colour sequences themselves
-            return "".join(p if i % 2 else escape_controls(p) for i, p in enumerate(parts))
-    return escape_controls(text)
+            return "".join(p if i % 2 else escape_text(p, keep_lines=True) for i, p in enumerate(parts))
+    return escape_text(text, keep_lines=True)

@@ -14,7 +14,7 @@ from engine.fsutil import tree_size
 from engine.scratch.entries import EntryState, Survey, survey_scratch
 from engine.scratch.ownership import victims
 from engine.scratch.target import PruneOptions, PruneTarget
-from engine.text import human_bytes, human_duration, show_name
+from engine.text import escape_text, human_bytes, human_duration
 
 
 @dataclass(frozen=True)
@@ -154,22 +154,22 @@ def describe_plan(plan: PrunePlan, limit: int | None = None) -> list[str]:
     scratch = plan.scratch_dir.rstrip("/") + "/"
 
     def short(path: str) -> str:  # entries are named relative to the scratch dir the header names
-        return show_name(path[len(scratch):] if path.startswith(scratch) else path)
+        return escape_text(path[len(scratch):] if path.startswith(scratch) else path)
 
-    lines = [f"Scratch {show_name(plan.scratch_dir)}, idle window {plan.idle_hours:g}h.",
+    lines = [f"Scratch {escape_text(plan.scratch_dir)}, idle window {plan.idle_hours:g}h.",
              f"{n} entr{'y' if n == 1 else 'ies'} {verb}, {human_bytes(plan.total_bytes)}:"]
     lines += listed(plan.candidates,
                     lambda c: f"  - {short(c.path)}  idle {human_duration(c.idle_seconds)}, {human_bytes(c.size_bytes)}")
     if plan.signals:
         lines.append("Processes to signal (SIGTERM, then SIGKILL if still running after the grace period):")
         lines += listed(plan.signals,
-                        lambda s: f"  - pid {s.pid} ({show_name(s.name)}) cwd {short(s.cwd)}: {show_name(s.why)}")
+                        lambda s: f"  - pid {s.pid} ({escape_text(s.name)}) cwd {short(s.cwd)}: {escape_text(s.why)}")
     if plan.expiring:
         lines.append("Quarantined entries whose hours are over (deleted unless written to since):")
-        lines += listed(plan.expiring, lambda e: f"  - {show_name(e.path)}  {human_bytes(e.size_bytes)}")
+        lines += listed(plan.expiring, lambda e: f"  - {escape_text(e.path)}  {human_bytes(e.size_bytes)}")
     if plan.kept:
         lines.append("Staying:")
-        lines += listed(plan.kept, lambda k: f"  - {short(k.path)}: {show_name(k.reason)}")
+        lines += listed(plan.kept, lambda k: f"  - {short(k.path)}: {escape_text(k.reason)}")
     if plan.process_error:
-        lines.append(f"The process check failed ({show_name(plan.process_error)}): nothing is deleted.")
+        lines.append(f"The process check failed ({escape_text(plan.process_error)}): nothing is deleted.")
     return lines

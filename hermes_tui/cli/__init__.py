@@ -163,9 +163,9 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, BrokenPipeError):
             return EXIT_FAILED
         if isinstance(exc, PermissionError):  # another user's home, session or board: a failed operation
-            from engine.text import show_name
+            from engine.text import escape_text
 
-            where = show_name(os.fsdecode(exc.filename)) if exc.filename is not None else "a file of the home"
+            where = escape_text(os.fsdecode(exc.filename)) if exc.filename is not None else "a file of the home"
             print(f"hermes-tui: permission denied: {where} (it belongs to another user, or its mode shuts "
                   "you out); nothing was changed", file=sys.stderr)
             return EXIT_FAILED

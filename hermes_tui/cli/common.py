@@ -130,10 +130,10 @@ class TerminalSafeStream:
     wrapped stream's."""
 
     def __init__(self, stream) -> None:
-        from engine.processes.redact import escape_controls
+        from engine.text import escape_text
 
         self._stream = stream
-        self._escape = escape_controls
+        self._escape = lambda text: escape_text(text, keep_lines=True)
 
     @property
     def wrapped(self):

@@ -42,7 +42,7 @@ def run(ctx: Context) -> int:
     from engine.scratch.execute import PassFailed, PruneBusy, execute_plan, result_of_plan
     from engine.scratch.plan import describe_plan, plan_prune
     from engine.scratch.target import PruneOptions, PruneTarget
-    from engine.text import show_name
+    from engine.text import escape_text
 
     args = ctx.args
     interactive = not (args.dry_run or args.yes)
@@ -94,15 +94,15 @@ def run(ctx: Context) -> int:
         print(result.summary(restore_hint="hermes-tui scratch restore NAME"))
         if result.stopped:  # what was done, one line each: everything else is as it was
             for r in result.removed:
-                print(f"  removed {show_name(r.path)}")
+                print(f"  removed {escape_text(r.path)}")
             for q in result.quarantined:
-                print(f"  quarantined {show_name(q.path)}")
+                print(f"  quarantined {escape_text(q.path)}")
             for s in result.signalled:
-                print(f"  {s.signal} pid {s.pid} ({show_name(s.name)})")
+                print(f"  {s.signal} pid {s.pid} ({escape_text(s.name)})")
         for f in result.failures:
-            print(f"  {show_name(f)}")
+            print(f"  {escape_text(f)}")
         if result.process_error:
-            print(f"  process check failed ({show_name(result.process_error)}): nothing was deleted")
+            print(f"  process check failed ({escape_text(result.process_error)}): nothing was deleted")
         print(f"log: {home.prune_log}")
     if result.stopped:
         return 130

@@ -50,7 +50,7 @@ def _survey(ctx: Context):
 
 
 def run_list(ctx: Context) -> int:
-    from engine.text import human_bytes, show_name
+    from engine.text import escape_text, human_bytes
 
     survey, options = _survey(ctx)
     quarantine = [
@@ -76,9 +76,9 @@ def run_list(ctx: Context) -> int:
     rows = [("NAME", "STATE", "IDLE", "SIZE", "PIDS", "WHY KEPT")]
     for e in survey.entries:
         rows.append((
-            show_name(e.name), e.state, e.age_text if e.idle_seconds is not None else "-",
+            escape_text(e.name), e.state, e.age_text if e.idle_seconds is not None else "-",
             human_bytes(e.size_bytes) if e.size_bytes is not None else "?",
-            ",".join(map(str, e.pids)) or "-", show_name(e.kept_reason or ""),
+            ",".join(map(str, e.pids)) or "-", escape_text(e.kept_reason or ""),
         ))
     if len(rows) == 1:
         print("no entries")
@@ -87,11 +87,11 @@ def run_list(ctx: Context) -> int:
         for r in rows:
             print("  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=True)) + "  " + r[5])
     if survey.process_error:
-        print(f"processes: {show_name(survey.process_error)} (nothing would be deleted)")
+        print(f"processes: {escape_text(survey.process_error)} (nothing would be deleted)")
     if quarantine:
         print(f"\nquarantine ({survey.target.quarantine_dir}): restore with 'hermes-tui scratch restore NAME'")
         for q in survey.quarantine:
-            print(f"  {show_name(q.file_name)}")
+            print(f"  {escape_text(q.file_name)}")
     return EXIT_OK
 
 
@@ -99,7 +99,7 @@ def run_restore(ctx: Context) -> int:
     from engine.scratch.execute import restore
     from engine.scratch.quarantine import RestoreError
     from engine.scratch.target import PruneTarget
-    from engine.text import show_name
+    from engine.text import escape_text
 
     try:
         rec = restore(PruneTarget.of(ctx.home), ctx.args.name)
@@ -108,5 +108,5 @@ def run_restore(ctx: Context) -> int:
     if ctx.json:
         print_json({"path": rec.path, "from": rec.from_path})
     else:
-        print(f"restored {show_name(rec.path)} (from {show_name(rec.from_path)})")
+        print(f"restored {escape_text(rec.path)} (from {escape_text(rec.from_path)})")
     return EXIT_OK
