@@ -94,7 +94,7 @@ async def test_without_the_lock_the_compare_and_set_still_claims_each_card_once(
     import asyncio
     import contextlib
 
-    from engine.kanban import store as store_mod
+    from engine.kanban.backends.sqlite import store as store_mod
     from engine.kanban.workers import NullSpawner
     from tests.support.kanban import FakeClock, dispatcher, kanban_settings
 
