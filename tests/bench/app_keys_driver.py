@@ -152,8 +152,8 @@ async def measure_board_key(app, pilot, request: str, state: dict) -> float:
 
 
 async def board_loaded(app, pilot, cards: int) -> None:
-    from widgets.board_pane import BoardPane
-    from widgets.card_list import CardList
+    from widgets.board.board_pane import BoardPane
+    from widgets.board.card_list import CardList
 
     pane = app.query_one(BoardPane)
     await until(pilot, lambda: len(pane.cards) >= cards, timeout=900)
