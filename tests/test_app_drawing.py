@@ -7,7 +7,7 @@ import threading
 
 from engine.config import load_config
 from hermes_tui.app import HermesApp
-from hermes_tui.demo import cleanup_demo_home, fill_demo_home, prepare_demo_home
+from hermes_tui.demo.home import cleanup_demo_home, fill_demo_home, prepare_demo_home
 from tests.support import wait_until_pilot
 from widgets.board.board_pane import BoardPane
 from widgets.processes.processes_pane import ProcessesPane

@@ -8,7 +8,7 @@ from engine.config import load_config
 from engine.kanban.backends.sqlite.store import Board
 from engine.kanban.dispatcher import Dispatcher
 from engine.kanban.registry_spawner import RegistrySpawner
-from hermes_tui import demo_kanban
+from hermes_tui.demo import kanban as demo_kanban
 
 
 async def test_demo_board_is_lived_in_and_its_cleanup_stops_workers(home):

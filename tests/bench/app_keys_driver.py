@@ -51,7 +51,7 @@ def make_app(which: str):
         return HermesApp(home, load_config(home.config_file)), lambda: None
     from engine.config import load_config
     from hermes_tui.app import HermesApp
-    from hermes_tui.demo import build_demo_home, cleanup_demo_home
+    from hermes_tui.demo.home import build_demo_home, cleanup_demo_home
 
     home = build_demo_home()
     return HermesApp(home, load_config(home.config_file), demo=True), lambda: cleanup_demo_home(home)
