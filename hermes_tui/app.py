@@ -30,13 +30,13 @@ from hermes_tui.app_bindings import APP_BINDINGS
 from hermes_tui.attention_monitor import AttentionMixin, AttentionMonitor
 from hermes_tui.dispatch_loop import DispatchLoop
 from hermes_tui.keymap import MULTIPLEXER_BACKGROUND_KEY, display_key, help_rows, multiplexer, pane_classes
-from widgets.command_bar import CommandBar
-from widgets.help_screen import HelpScreen
-from widgets.keys_footer import KeysFooter
-from widgets.pane import Pane
+from widgets.common.command_bar import CommandBar
+from widgets.common.help_screen import HelpScreen
+from widgets.common.keys_footer import KeysFooter
+from widgets.common.pane import Pane
 
 if TYPE_CHECKING:
-    from widgets.processes_pane import ProcessesPane
+    from widgets.processes.processes_pane import ProcessesPane
 
 # Below this size one pane is shown at a time (the tabs say which).
 WIDE_MIN_WIDTH = 120

@@ -225,7 +225,7 @@ class AttentionMixin:
     attention: AttentionMonitor
 
     def action_attention(self) -> None:
-        from widgets.attention_view import AttentionScreen
+        from widgets.attention.attention_view import AttentionScreen
 
         if isinstance(self.screen, AttentionScreen):
             self.screen.dismiss()
@@ -234,7 +234,7 @@ class AttentionMixin:
         self.push_screen(AttentionScreen(current.items, len(current.dismissed)))
 
     def on_attention_monitor_updated(self, message: AttentionMonitor.Updated) -> None:
-        from widgets.attention_view import AttentionScreen
+        from widgets.attention.attention_view import AttentionScreen
 
         self.attention.applied()
         for seq in message.sequences:
@@ -311,7 +311,7 @@ class AttentionMixin:
         self.call_after_refresh(attempt, tries)
 
     def _select_card(self, task_id: str) -> None:
-        from widgets.card_list import CardList
+        from widgets.board.card_list import CardList
 
         board = self.pane("board")
         view = board.cards.get(task_id)

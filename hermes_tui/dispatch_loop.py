@@ -145,7 +145,7 @@ class DispatchLoop:
         await self.link.close()
 
     def _deliver(self, result: DispatchResult) -> None:
-        from widgets.board_pane import BoardPane
+        from widgets.board.board_pane import BoardPane
 
         for pane in self.app.query(BoardPane):
             pane.post_message(BoardPane.TickDone(result))

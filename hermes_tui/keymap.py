@@ -31,10 +31,10 @@ def multiplexer_note(name: str | None) -> str:
 
 
 def pane_classes() -> list[type]:
-    from widgets.board_pane import BoardPane
-    from widgets.processes_pane import ProcessesPane
-    from widgets.prune_log_pane import PruneLogPane
-    from widgets.scratch_pane import ScratchPane
+    from widgets.board.board_pane import BoardPane
+    from widgets.processes.processes_pane import ProcessesPane
+    from widgets.prune_log.prune_log_pane import PruneLogPane
+    from widgets.scratch.scratch_pane import ScratchPane
 
     return [BoardPane, ProcessesPane, ScratchPane, PruneLogPane]
 
@@ -45,25 +45,25 @@ def binding_sources(app_class: type | None = None) -> list[tuple[str, str, type]
     for a check made without the app)."""
     if app_class is None:
         from hermes_tui.app_bindings import AppKeys as app_class
-    from widgets.command_bar import CommandBar
-    from widgets.confirm import ConfirmModal
-    from widgets.help_screen import HelpScreen
+    from widgets.common.command_bar import CommandBar
+    from widgets.common.confirm import ConfirmModal
+    from widgets.common.help_screen import HelpScreen
 
     sources: list[tuple[str, str, type]] = [("Everywhere", "app", app_class)]
     for cls in pane_classes():
         sources.append((f"{cls.NUMBER} {cls.TITLE}", cls.PANE_ID, cls))
     sources.append(("Command bar", "command-bar", CommandBar))
     # The board's dialogs are imported here, not by the board pane at start-up.
-    from widgets.board_modals import AssignScreen, CardDetailsScreen, NewCardScreen
-    from widgets.worker_log import WorkerLogScreen
+    from widgets.board.board_modals import AssignScreen, CardDetailsScreen, NewCardScreen
+    from widgets.board.worker_log import WorkerLogScreen
 
     for dialog in (NewCardScreen, AssignScreen, CardDetailsScreen, WorkerLogScreen):
         sources.append(("Board dialogs", "modal", dialog))
-    from widgets.board_switcher import BoardSwitchScreen
+    from widgets.board.board_switcher import BoardSwitchScreen
 
     sources.append(("Board dialogs", "modal", BoardSwitchScreen))
     sources.append(("Confirm dialogs", "modal", ConfirmModal))
-    from widgets.attention_view import AttentionScreen
+    from widgets.attention.attention_view import AttentionScreen
 
     sources.append(("Attention (!)", "modal", AttentionScreen))
     sources.append(("Help", "modal", HelpScreen))
@@ -160,7 +160,7 @@ def validate_keys(settings: Settings, app_class: type | None = None) -> None:
 
 def help_rows(app) -> list:
     """Rows for the help screen and the palette, with the keys currently in effect."""
-    from widgets.help_screen import HelpRow
+    from widgets.common.help_screen import HelpRow
 
     keymap = app.keymap
     rows: list[HelpRow] = []

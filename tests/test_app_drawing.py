@@ -7,10 +7,10 @@ import threading
 
 from engine.config import load_config
 from hermes_tui.app import HermesApp
-from hermes_tui.demo import cleanup_demo_home, fill_demo_home, prepare_demo_home
+from hermes_tui.demo.home import cleanup_demo_home, fill_demo_home, prepare_demo_home
 from tests.support import wait_until_pilot
-from widgets.board_pane import BoardPane
-from widgets.processes_pane import ProcessesPane
+from widgets.board.board_pane import BoardPane
+from widgets.processes.processes_pane import ProcessesPane
 
 GENEROUS = 120.0  # seconds: the builders start real workers on a loaded machine
 
@@ -61,7 +61,7 @@ async def test_a_cell_update_repaints_its_row_only_and_shows_what_a_datatable_sh
     from textual.containers import Horizontal
     from textual.widgets import DataTable
 
-    from widgets.partial_repaint import CellTable
+    from widgets.common.partial_repaint import CellTable
 
     class Twin(App):
         def compose(self):
@@ -103,7 +103,7 @@ async def test_the_help_dialog_opens_then_lists_every_key_laid_out_for_its_width
     """`?` shows its frame at once; the table of every key is laid out in a thread and
     arrives as ready lines that fit the dialog, and again after a resize."""
     from hermes_tui.keymap import known_binding_ids
-    from widgets.help_screen import HelpScreen
+    from widgets.common.help_screen import HelpScreen
 
     app = HermesApp(home, load_config(home.config_file))
     async with app.run_test(size=(160, 48)) as pilot:
@@ -131,7 +131,7 @@ async def test_zoom_restyles_no_pane_and_agrees_with_the_narrow_layout(home):
     """`z` sets inline styles on the panes instead of a class the stylesheet reads (that
     restyled every widget of every pane); zoom and the narrow layout still agree through
     every order of zoom, resize and unzoom."""
-    from widgets.pane import Pane
+    from widgets.common.pane import Pane
 
     app = HermesApp(home, load_config(home.config_file))
 
@@ -172,7 +172,7 @@ async def test_the_fit_table_is_the_keyed_diff_a_pane_hands_its_rows_to():
     from rich.text import Text
     from textual.app import App
 
-    from widgets.fit_table import Col, FitTable
+    from widgets.common.fit_table import Col, FitTable
 
     class One(App):
         def compose(self):

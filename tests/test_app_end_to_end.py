@@ -12,9 +12,9 @@ from hermes_tui.app import HermesApp
 from tests.conftest import run_cli
 from tests.support import wait_until_pilot as wait_for
 from tests.test_kanban_pane import select
-from widgets.board_pane import BoardPane
-from widgets.command_bar import CommandBar
-from widgets.processes_pane import ProcessesPane
+from widgets.board.board_pane import BoardPane
+from widgets.common.command_bar import CommandBar
+from widgets.processes.processes_pane import ProcessesPane
 
 CONFIG = """\
 kanban:
@@ -75,8 +75,8 @@ async def test_outside_text_that_looks_like_markup_is_shown_literally(home):
     at every start while such a session was listed)."""
     from engine.scratch.audit import AuditLog
     from tests.support.scratch import make_entry, target_of
-    from widgets.prune_log_pane import PruneLogPane
-    from widgets.scratch_pane import ScratchPane
+    from widgets.prune_log.prune_log_pane import PruneLogPane
+    from widgets.scratch.scratch_pane import ScratchPane
 
     root = str(home.root)
     command = f"echo '{MARKUP}'; sleep 30"

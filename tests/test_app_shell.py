@@ -15,8 +15,8 @@ from engine.home import HomeLayout
 from hermes_tui.app import HermesApp
 from hermes_tui.keymap import known_binding_ids
 from tests.support import wait_settled, wait_until_pilot, wait_workers
-from widgets.help_screen import HelpScreen
-from widgets.pane import Pane
+from widgets.common.help_screen import HelpScreen
+from widgets.common.pane import Pane
 
 WIDE = (160, 48)
 NARROW = (80, 24)
@@ -221,6 +221,6 @@ def test_every_binding_id_in_the_widgets_is_known_to_help_and_keys():
     from tests.conftest import REPO
 
     declared = set()
-    for path in (REPO / "widgets").glob("*.py"):
+    for path in (REPO / "widgets").rglob("*.py"):
         declared |= set(re.findall(r'Binding\([^)]*?id="([^"]+)"', path.read_text(), flags=re.S))
     assert declared and declared <= set(known_binding_ids())

@@ -11,9 +11,9 @@ from textual.widgets._footer import FooterKey
 from engine.config import Settings
 from engine.home import HomeLayout
 from hermes_tui.app import HermesApp
-from widgets.board_pane import BoardColumn, BoardPane
-from widgets.help_screen import HelpScreen
-from widgets.keys_footer import KeysFooter
+from widgets.board.board_pane import BoardColumn, BoardPane
+from widgets.common.help_screen import HelpScreen
+from widgets.common.keys_footer import KeysFooter
 
 WIDE = (160, 48)
 

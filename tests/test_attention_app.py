@@ -24,9 +24,9 @@ from tests.test_attention_notify import (
     start_watch,
     write_config,
 )
-from widgets.attention_view import AttentionScreen
-from widgets.board_pane import BoardPane
-from widgets.processes_pane import ProcessesPane
+from widgets.attention.attention_view import AttentionScreen
+from widgets.board.board_pane import BoardPane
+from widgets.processes.processes_pane import ProcessesPane
 
 
 def cli(home, *args):

@@ -17,8 +17,8 @@ from tests.support import wait_until_pilot as wait_for
 from tests.support.kanban import open_board
 from tests.test_hermes_board import FIXTURE, NO_HERMES, fake_hermes  # noqa: F401 (a fixture)
 from tests.test_kanban_pane import CONFIG, make_app, seed
-from widgets.board_pane import BoardColumn, BoardPane
-from widgets.card_list import CardList
+from widgets.board.board_pane import BoardColumn, BoardPane
+from widgets.board.card_list import CardList
 
 FAST = CONFIG.replace("kanban:\n", "ui:\n  refresh_seconds: 0.2\nkanban:\n", 1)
 SIX = ("todo", "ready", "running", "review", "blocked", "done")
@@ -247,7 +247,7 @@ async def test_a_read_only_hermes_board_shows_its_change_keys_unavailable_and_sa
     from engine.config import load_config
     from hermes_tui.app import HermesApp
     from tests.support.notes import capture_notes
-    from widgets.board_modals import NewCardScreen
+    from widgets.board.board_modals import NewCardScreen
 
     monkeypatch.setenv("PATH", NO_HERMES["PATH"])
     app = HermesApp(hermes, load_config(hermes.config_file))
@@ -273,7 +273,7 @@ async def test_hermes_profiles_are_offered_and_its_worker_log_is_shown(hermes, f
     from engine.config import load_config
     from hermes_tui.app import HermesApp
     from tests.support.notes import capture_notes
-    from widgets.board_modals import NewCardScreen
+    from widgets.board.board_modals import NewCardScreen
 
     env, _record = fake_hermes
     monkeypatch.setenv("PATH", env["PATH"])

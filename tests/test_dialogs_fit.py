@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from textual.app import App
 
-from widgets.board_modals import AssignScreen, NewCardScreen
-from widgets.confirm import ConfirmModal
-from widgets.help_screen import HelpRow, HelpScreen
+from widgets.board.board_modals import AssignScreen, NewCardScreen
+from widgets.common.confirm import ConfirmModal
+from widgets.common.help_screen import HelpRow, HelpScreen
 
 SIZES = [(80, 24), (120, 36), (160, 48)]
 LONG_BODY = "\n".join(f"line {i} of what the dialog will do, in full" for i in range(60))

@@ -17,7 +17,7 @@ from hermes_tui.app import HermesApp
 from tests.support import wait_until_pilot
 from tests.support.cli import run_on_pty
 from tests.test_hermes_home import FIXTURE
-from widgets.prune_log_pane import PruneLogPane
+from widgets.prune_log.prune_log_pane import PruneLogPane
 
 TITLE = "\x1b]2;pwned\x07"
 CLEAR = "\x1b[2J"

@@ -294,8 +294,8 @@ def _app(home: HomeLayout):
 
 
 async def test_the_pane_shows_hermes_cards_read_only_and_changes_nothing(hermes, monkeypatch):
-    from widgets.board_modals import CardDetailsScreen
-    from widgets.board_pane import BoardPane
+    from widgets.board.board_modals import CardDetailsScreen
+    from widgets.board.board_pane import BoardPane
 
     monkeypatch.setenv("PATH", NO_HERMES["PATH"])
     hermes.config_file.write_text(hermes.config_file.read_text())  # same bytes: the config is hermes's
@@ -330,9 +330,9 @@ async def test_the_pane_shows_hermes_cards_read_only_and_changes_nothing(hermes,
 async def test_pane_actions_go_through_hermes_kanban(hermes, fake_hermes, monkeypatch):
     """With hermes on PATH the pane's archive (after its confirmation) and new-card form
     run ``hermes kanban``; hermes-tui writes nothing into hermes's board itself."""
-    from widgets.board_modals import NewCardScreen
-    from widgets.board_pane import BoardPane
-    from widgets.confirm import ConfirmModal
+    from widgets.board.board_modals import NewCardScreen
+    from widgets.board.board_pane import BoardPane
+    from widgets.common.confirm import ConfirmModal
 
     env, record = fake_hermes
     monkeypatch.setenv("PATH", env["PATH"])

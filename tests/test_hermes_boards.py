@@ -117,8 +117,8 @@ def test_a_hermes_board_without_its_database_is_never_created_here(home):
 async def test_the_switcher_will_not_show_a_board_without_its_database(home, monkeypatch):
     from tests.support import wait_until_pilot as wait_until
     from tests.test_hermes_board import _app
-    from widgets.board_pane import BoardPane
-    from widgets.board_switcher import BoardSwitchScreen
+    from widgets.board.board_pane import BoardPane
+    from widgets.board.board_switcher import BoardSwitchScreen
 
     folder = home.root / "kanban" / "boards" / "ideas"
     folder.mkdir()
@@ -340,9 +340,9 @@ async def test_the_pane_shows_the_current_board_and_switches_to_another(home, mo
     on `default` shows it. Nothing in the home changes."""
     from tests.test_hermes_board import _app
     from tests.test_kanban_pane import wait_for
-    from widgets.board_modals import CardDetailsScreen
-    from widgets.board_pane import BoardPane
-    from widgets.board_switcher import BoardSwitchScreen
+    from widgets.board.board_modals import CardDetailsScreen
+    from widgets.board.board_pane import BoardPane
+    from widgets.board.board_switcher import BoardSwitchScreen
 
     monkeypatch.setenv("PATH", NO_HERMES["PATH"])
     before = tree_state(home.root)
@@ -394,7 +394,7 @@ async def test_o_on_a_hermes_card_follows_its_worker_log_live(home, monkeypatch)
     output view: lines hermes appends later appear too. The file is only read."""
     from tests.support import wait_until_pilot as wait_until
     from tests.test_hermes_board import _app
-    from widgets.board_pane import BoardPane
+    from widgets.board.board_pane import BoardPane
 
     monkeypatch.setenv("PATH", NO_HERMES["PATH"])
     (home.root / "kanban" / "current").unlink()  # the default board (hermes writes the file; a test setup step)
@@ -497,9 +497,9 @@ def file_hashes(root: Path) -> dict[str, str]:
 async def test_acceptance_every_read_shows_what_hermes_knows_and_every_file_stays_identical(home, monkeypatch):
     from tests.support import wait_until_pilot as wait_until
     from tests.test_hermes_board import _app
-    from widgets.board_modals import CardDetailsScreen
-    from widgets.board_pane import BoardPane
-    from widgets.board_switcher import BoardSwitchScreen
+    from widgets.board.board_modals import CardDetailsScreen
+    from widgets.board.board_pane import BoardPane
+    from widgets.board.board_switcher import BoardSwitchScreen
 
     assert file_hashes(home.root) == file_hashes(FIXTURE)  # the copy is hermes's home
     before = tree_state(home.root)

@@ -145,8 +145,8 @@ async def test_the_pane_lists_a_hermes_session_and_kills_it_only_after_yes(herme
     from hermes_tui.app import HermesApp
     from tests.support import wait_until_pilot as wait_until
     from tests.support import wait_workers
-    from widgets.confirm import ConfirmModal
-    from widgets.processes_pane import NO_OUTPUT_NOTE, ProcessesPane
+    from widgets.common.confirm import ConfirmModal
+    from widgets.processes.processes_pane import NO_OUTPUT_NOTE, ProcessesPane
 
     home, proc, _entry = hermes_home
     before = (home.root / "processes.json").read_bytes()
@@ -208,7 +208,7 @@ async def test_a_hermes_process_killed_outside_shows_lost_its_runtime_stopped_an
     lists it): its RUNTIME stops (`?`: no end was recorded) and the output title, which
     said `running`, says it is not running."""
     from tests.support import wait_until_pilot as wait_until
-    from widgets.processes_pane import STATUS_COLUMN, ProcessesPane
+    from widgets.processes.processes_pane import STATUS_COLUMN, ProcessesPane
 
     home, proc, _entry = hermes_home
     from hermes_tui.app import HermesApp

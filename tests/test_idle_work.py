@@ -16,10 +16,10 @@ from hermes_tui.app import HermesApp
 from tests.support import wait_until_pilot as wait_for
 from tests.support.kanban import open_board
 from tests.test_kanban_pane import make_app
-from widgets.board_pane import BoardPane
-from widgets.fit_table import DetailLine
-from widgets.processes_pane import ProcessesPane
-from widgets.prune_log_pane import PruneLogPane
+from widgets.board.board_pane import BoardPane
+from widgets.common.fit_table import DetailLine
+from widgets.processes.processes_pane import ProcessesPane
+from widgets.prune_log.prune_log_pane import PruneLogPane
 
 FAST = "ui:\n  refresh_seconds: 0.2\nkanban:\n  dispatch: false\n"
 WIDE = (160, 48)

@@ -8,7 +8,7 @@ from engine.config import load_config
 from engine.kanban.backends.sqlite.store import Board
 from engine.kanban.dispatcher import Dispatcher
 from engine.kanban.registry_spawner import RegistrySpawner
-from hermes_tui import demo_kanban
+from hermes_tui.demo import kanban as demo_kanban
 
 
 async def test_demo_board_is_lived_in_and_its_cleanup_stops_workers(home):
@@ -53,7 +53,7 @@ async def test_the_app_s_own_dispatcher_completes_the_demo_s_slow_card(home, tmp
 
     from hermes_tui.app import HermesApp
     from tests.support import wait_until_pilot
-    from widgets.board_pane import BoardPane
+    from widgets.board.board_pane import BoardPane
 
     # The slow card's worker works until the test lets it finish (a gate file, not 12 s).
     gate = tmp_path / "gate"

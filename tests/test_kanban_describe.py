@@ -7,7 +7,7 @@ import time
 
 from engine.kanban.describe import Part, describe_task, payload_text, plain_text
 from engine.kanban.models import Comment, Event, Run, Task, TaskDetails
-from widgets.board_modals import render_details
+from widgets.board.board_modals import render_details
 
 NOW = 1_800_000_000.0
 
@@ -105,7 +105,7 @@ def test_the_dialog_styles_the_same_description():
 def test_the_board_shows_escape_sequences_in_a_cards_text_never_acts_on_them():
     """A title, body, error or log line holding ESC/BEL reaches the terminal as visible
     escapes: on the card, in the board's detail line and in the details dialog."""
-    from widgets.board_pane import CardView, shown_task
+    from widgets.board.board_pane import CardView, shown_task
 
     evil = "evil \x1b[31mRED\x07"
     task = _task(title=evil, body="line 1\n\x1b]0;title\x07", last_failure_error=evil, assignee="c\x1bx")

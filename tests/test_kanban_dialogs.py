@@ -20,8 +20,8 @@ from tests.support import wait_workers
 from tests.support.kanban import open_board
 from tests.support.notes import capture_notes
 from tests.test_kanban_pane import WIDE, make_app, select
-from widgets.board_pane import BoardPane
-from widgets.confirm import ConfirmModal
+from widgets.board.board_pane import BoardPane
+from widgets.common.confirm import ConfirmModal
 
 
 async def _give_run(home: HomeLayout, task_id: str, pid: int) -> int:

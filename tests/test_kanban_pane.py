@@ -22,9 +22,9 @@ from tests.support import wait_workers
 from tests.support.cli import run_cli
 from tests.support.kanban import FakeClock, open_board
 from tests.support.notes import capture_notes
-from widgets.board_modals import CardDetailsScreen, NewCardScreen
-from widgets.board_pane import BoardPane
-from widgets.confirm import ConfirmModal
+from widgets.board.board_modals import CardDetailsScreen, NewCardScreen
+from widgets.board.board_pane import BoardPane
+from widgets.common.confirm import ConfirmModal
 
 FIXED_NOW = 1_800_000_000.0
 WIDE = (160, 48)

@@ -206,7 +206,7 @@ def test_a_board_service_process_the_cli_and_real_workers_lose_nothing(home, tmp
 @pytest.mark.slow  # heavy: real concurrent processes
 async def test_the_app_the_cli_and_real_workers_lose_nothing(home, tmp_path):
     from hermes_tui.app import HermesApp
-    from widgets.board_pane import BoardPane
+    from widgets.board.board_pane import BoardPane
 
     _write_home(home)
     stop = tmp_path / "stop"

@@ -25,8 +25,8 @@ from engine.scratch.audit import AuditLog
 from hermes_tui.app import HermesApp
 from tests.support import wait_settled
 from tests.support import wait_until_pilot as wait_for
-from widgets.fit_table import DetailLine, FitTable
-from widgets.keys_footer import KeysFooter
+from widgets.common.fit_table import DetailLine, FitTable
+from widgets.common.keys_footer import KeysFooter
 
 SIZES = {"80x24": (80, 24), "120x36": (120, 36), "160x48": (160, 48)}
 T0 = 1_700_000_000.0

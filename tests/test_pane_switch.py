@@ -11,8 +11,8 @@ from textual.widgets._footer import FooterKey
 from engine.config import load_config
 from hermes_tui.app import HermesApp
 from tests.support import wait_until_pilot as wait_for
-from widgets.keys_footer import KeysFooter
-from widgets.pane import Pane
+from widgets.common.keys_footer import KeysFooter
+from widgets.common.pane import Pane
 
 
 def rebuilt(footer: KeysFooter) -> list:

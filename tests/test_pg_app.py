@@ -16,7 +16,7 @@ from engine.kanban import transitions as tr
 from engine.kanban.models import NewTask
 from tests.support.kanban import open_board
 from tests.support.notes import capture_notes
-from widgets.board_pane import BoardPane
+from widgets.board.board_pane import BoardPane
 
 
 class Relay:

@@ -20,9 +20,9 @@ from engine.processes import ProcessRegistry
 from hermes_tui.app import HermesApp
 from tests.support import wait_settled, wait_until_pilot, wait_workers
 from tests.support.commands import count_to_400
-from widgets.command_bar import CommandBar
-from widgets.confirm import ConfirmModal
-from widgets.processes_pane import ProcessesPane
+from widgets.common.command_bar import CommandBar
+from widgets.common.confirm import ConfirmModal
+from widgets.processes.processes_pane import ProcessesPane
 
 WIDE = (160, 48)
 FAST = replace(Settings(), ui=UiSettings(refresh_seconds=0.2))
@@ -320,7 +320,7 @@ def test_pane_snapshot(snap_compare, tmp_path):
 
 
 def test_output_view_memory_is_bounded_by_lines_and_size():
-    from widgets.output_view import OutputView
+    from widgets.processes.output_view import OutputView
 
     view = OutputView(max_lines=5, tail_chars=30)
     view._keep([f"line {i}" for i in range(100)])
@@ -552,7 +552,7 @@ async def test_inside_tmux_or_screen_ctrl_g_also_backgrounds_and_the_bar_and_hel
         home, cleanup, monkeypatch, variable, name):
     """tmux keeps ctrl+b (its prefix): inside tmux or screen ctrl+g backgrounds too, the
     command bar names ctrl+g, and `?` says why. Outside, ctrl+g does nothing."""
-    from widgets.help_screen import HelpScreen
+    from widgets.common.help_screen import HelpScreen
 
     monkeypatch.setenv(variable, "/tmp/tmux-1000/default,1,0")
     app = make_app(home)

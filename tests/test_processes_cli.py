@@ -270,7 +270,7 @@ def test_log_tail_of_one_huge_line_reads_only_a_bounded_end(cli):
 
 def test_ps_says_how_a_session_ended_in_the_pane_s_words(cli, home):
     """`ps` said `exited` and, in an EXIT column, `2`, where the pane says `exit 2`."""
-    from widgets.processes_pane import row_cells
+    from widgets.processes.processes_pane import row_cells
 
     sid = cli("run", "--bg", "--", "sh", "-c", "exit 2").stdout.strip()
     assert cli("proc", "wait", sid, "--timeout", "60").returncode == 0  # it ended

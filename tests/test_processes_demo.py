@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from engine.config import Settings
 from engine.processes import ProcessRegistry
-from hermes_tui import demo_processes
+from hermes_tui.demo import processes as demo_processes
 
 
 def test_demo_builder_starts_real_sessions_and_cleanup_stops_them(home):

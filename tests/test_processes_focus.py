@@ -14,8 +14,8 @@ from test_processes_app import FAST, PaneOnly, cleanup, make_app, submit  # noqa
 from engine.config import Settings
 from engine.processes import ProcessRegistry
 from tests.support import wait_until_pilot
-from widgets.command_bar import CommandBar
-from widgets.processes_pane import ProcessesPane
+from widgets.common.command_bar import CommandBar
+from widgets.processes.processes_pane import ProcessesPane
 
 WIDE = (160, 48)
 
@@ -119,7 +119,7 @@ async def test_opening_a_session_of_the_hidden_processes_pane_at_80x24_selects_i
     """`o` on the board at 80x24: the processes pane is a hidden tab, its table holds no
     DataTable row yet; opening a session there selects it once shown (it raised
     RowDoesNotExist from get_row_index)."""
-    from widgets.board_pane import BoardPane
+    from widgets.board.board_pane import BoardPane
 
     reg = ProcessRegistry(home, Settings())
     first = reg.spawn("echo the-worker; sleep 60", background=True)

@@ -14,7 +14,7 @@ from engine.config import Settings
 from engine.processes import ProcessRegistry
 from tests.support import wait_until_pilot
 from tests.support.commands import until
-from widgets.processes_pane import ProcessesPane
+from widgets.processes.processes_pane import ProcessesPane
 
 SIZE = (80, 24)
 

@@ -13,8 +13,8 @@ from engine.processes import ProcessRegistry
 from tests.support import wait_until_pilot
 from tests.support.commands import until
 from tests.support.kanban import FakeClock
-from widgets.processes_pane import ProcessesPane
-from widgets.toast_groups import TOAST_GROUP_SECONDS, TOAST_SETTLE_SECONDS
+from widgets.processes.processes_pane import ProcessesPane
+from widgets.processes.toast_groups import TOAST_GROUP_SECONDS, TOAST_SETTLE_SECONDS
 
 
 class Recording(PaneOnly):

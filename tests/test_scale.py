@@ -18,11 +18,11 @@ from engine.scratch import activity
 from hermes_tui.app import HermesApp
 from tests.support import wait_until, wait_until_pilot
 from tests.support.scratch import make_entry, target_of
-from widgets import scratch_pane
-from widgets.fit_table import Col, FitTable
-from widgets.processes_pane import COLUMNS as PROC_COLUMNS
-from widgets.processes_pane import ProcessesPane
-from widgets.scratch_pane import ScratchPane
+from widgets.common.fit_table import Col, FitTable
+from widgets.processes.processes_pane import COLUMNS as PROC_COLUMNS
+from widgets.processes.processes_pane import ProcessesPane
+from widgets.scratch import scratch_pane
+from widgets.scratch.scratch_pane import ScratchPane
 
 WIDE = (160, 48)
 NARROW = (80, 24)
@@ -159,7 +159,7 @@ async def test_quitting_stops_a_survey_walk_at_once(home, monkeypatch):
 
 
 async def test_the_prune_dialog_of_a_huge_plan_lists_a_bounded_number_of_lines(home):
-    from widgets.prune_modal import MAX_LISTED, PruneModal
+    from widgets.scratch.prune_modal import MAX_LISTED, PruneModal
 
     t = target_of(home)
     for i in range(MAX_LISTED + 30):

@@ -14,9 +14,9 @@ from hermes_tui.app import HermesApp
 from tests.support import wait_until_pilot as wait_for
 from tests.support import wait_workers
 from tests.support.scratch import HOUR, make_entry, target_of
-from widgets.prune_log_pane import PruneLogPane
-from widgets.prune_modal import PruneModal
-from widgets.scratch_pane import ScratchPane
+from widgets.prune_log.prune_log_pane import PruneLogPane
+from widgets.scratch.prune_modal import PruneModal
+from widgets.scratch.scratch_pane import ScratchPane
 
 WIDE = (160, 48)
 

@@ -197,7 +197,7 @@ async def test_the_scratch_pane_says_arrived_in_its_idle_column_and_detail_line(
     from engine.config import Settings
     from hermes_tui.app import HermesApp
     from tests.support import wait_until_pilot
-    from widgets.scratch_pane import ScratchPane
+    from widgets.scratch.scratch_pane import ScratchPane
 
     t = target_of(home)
     os.rename(_old_tree(tmp_path), t.scratch_dir / "old-work")

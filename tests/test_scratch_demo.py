@@ -6,7 +6,7 @@ from engine.config import load_config
 from engine.scratch.audit import LogTail
 from engine.scratch.entries import survey_scratch
 from engine.scratch.target import PruneOptions, PruneTarget
-from hermes_tui import demo_scratch
+from hermes_tui.demo import scratch as demo_scratch
 
 
 def test_demo_home_has_every_kind_of_entry_and_a_real_pass_in_the_log(home):

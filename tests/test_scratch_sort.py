@@ -11,8 +11,8 @@ from engine.config import Settings
 from hermes_tui.app import HermesApp
 from tests.support import wait_until_pilot as wait_for
 from tests.support.scratch import make_entry, target_of
-from widgets import scratch_pane
-from widgets.scratch_pane import ScratchPane
+from widgets.scratch import scratch_pane
+from widgets.scratch.scratch_pane import ScratchPane
 
 
 async def test_a_long_tables_sort_runs_in_a_thread_and_the_last_asked_lands(home, monkeypatch):

@@ -23,8 +23,8 @@ from hermes_tui.app import HermesApp
 from tests.conftest import run_cli
 from tests.support import wait_until, wait_until_pilot
 from tests.support.notes import capture_notes
-from widgets.board_modals import CardDetailsScreen
-from widgets.board_pane import BoardPane
+from widgets.board.board_modals import CardDetailsScreen
+from widgets.board.board_pane import BoardPane
 
 # What a worker prints, one per line; what must never be shown (and is in the raw log).
 SECRET_LINES = [

@@ -12,8 +12,8 @@ from textual.widgets import Static
 
 from engine.config import Settings
 from tests.support import wait_until_pilot
-from widgets.output_view import OutputView
-from widgets.scratch_pane import ScratchPane
+from widgets.processes.output_view import OutputView
+from widgets.scratch.scratch_pane import ScratchPane
 
 REPO = Path(__file__).resolve().parent.parent
 THREAD_CALLS = ("call_from_thread", "call_soon_threadsafe")
@@ -48,7 +48,7 @@ def offences(path: Path) -> list[str]:
 
 
 def test_the_ui_posts_messages_and_keeps_out_of_the_app_s_private_attributes():
-    assert (REPO / "widgets" / "output_view.py").exists()
+    assert (REPO / "widgets" / "processes" / "output_view.py").exists()
     found = [hit for package in ("widgets", "hermes_tui") for path in sorted((REPO / package).rglob("*.py"))
              for hit in offences(path)]
     assert found == []

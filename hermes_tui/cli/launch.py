@@ -36,7 +36,7 @@ def launch_app(ctx: Context) -> int:
     from pathlib import Path
 
     from engine.home import HomeLayout
-    from hermes_tui.demo import cleanup_demo_home, prepare_demo_home
+    from hermes_tui.demo.home import cleanup_demo_home, prepare_demo_home
 
     # The temp root exists before anything is built in it, and a hang-up while the demo
     # is being built ends the build by an exception: either way the finally below
@@ -97,7 +97,7 @@ def _run_app(ctx: Context, home, *, demo: bool) -> int:
         start_auto_prune(ctx)
     fill_home = None
     if demo:
-        from hermes_tui.demo import fill_demo_home as fill_home
+        from hermes_tui.demo.home import fill_demo_home as fill_home
     app = HermesApp(home, settings, demo=demo, fill_home=fill_home)
     ui_done = threading.Event()
     cleaning = threading.Lock()
@@ -110,7 +110,7 @@ def _run_app(ctx: Context, home, *, demo: bool) -> int:
             # A notice claimed just before quitting still goes out (its command has its limit).
             app.attention.notifier.wait_idle(timeout=settings.notify.command_timeout_seconds + 1)
             if demo and not cleaned.is_set():
-                from hermes_tui.demo import cleanup_demo_home
+                from hermes_tui.demo.home import cleanup_demo_home
 
                 # A fill still running would start processes after the clean-up: let
                 # it end first (its steps are bounded; the kanban one by its deadline).

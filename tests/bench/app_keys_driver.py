@@ -51,7 +51,7 @@ def make_app(which: str):
         return HermesApp(home, load_config(home.config_file)), lambda: None
     from engine.config import load_config
     from hermes_tui.app import HermesApp
-    from hermes_tui.demo import build_demo_home, cleanup_demo_home
+    from hermes_tui.demo.home import build_demo_home, cleanup_demo_home
 
     home = build_demo_home()
     return HermesApp(home, load_config(home.config_file), demo=True), lambda: cleanup_demo_home(home)
@@ -152,8 +152,8 @@ async def measure_board_key(app, pilot, request: str, state: dict) -> float:
 
 
 async def board_loaded(app, pilot, cards: int) -> None:
-    from widgets.board_pane import BoardPane
-    from widgets.card_list import CardList
+    from widgets.board.board_pane import BoardPane
+    from widgets.board.card_list import CardList
 
     pane = app.query_one(BoardPane)
     await until(pilot, lambda: len(pane.cards) >= cards, timeout=900)

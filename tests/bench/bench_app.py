@@ -201,7 +201,7 @@ def bench_frame(table: Table, runs: int) -> None:
     table.add(compare("first frame: hermes-tui --demo (fills its home after) vs bare app",
                       lambda: first_frame([CLI, "--demo"]), lambda: first_frame(BARE), runs, aim="<= 1.5x"))
     sys.path.insert(0, str(REPO))
-    from hermes_tui.demo import build_demo_home, cleanup_demo_home
+    from hermes_tui.demo.home import build_demo_home, cleanup_demo_home
 
     demo = build_demo_home()  # built once, outside the timing; no automatic pass rearranges it
     try:

@@ -81,7 +81,7 @@ def follow_decoded(path: Path, size: int) -> float:
 def follow_shown(path: Path, size: int) -> float:
     """What the output view pays: every byte read, only the newest DRAW_BYTES_PER_FLUSH
     of each flush decoded (a flush here takes everything new at once)."""
-    from widgets.output_view import DRAW_BYTES_PER_FLUSH
+    from widgets.processes.output_view import DRAW_BYTES_PER_FLUSH
 
     def go() -> None:
         with OutputFollower(path) as f:

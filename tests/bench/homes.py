@@ -34,7 +34,7 @@ def empty_home() -> Built:
 
 
 def demo_home() -> Built:
-    from hermes_tui.demo import build_demo_home, cleanup_demo_home
+    from hermes_tui.demo.home import build_demo_home, cleanup_demo_home
 
     home = build_demo_home()
     return home.root, lambda: cleanup_demo_home(home)

@@ -17,7 +17,7 @@ from textual.widgets import Static
 
 from engine.kanban.workers import read_tail
 from engine.text import escape_text
-from widgets.dialog import Dialog
+from widgets.common.dialog import Dialog
 
 TAIL_BYTES = 64 * 1024
 REFRESH_SECONDS = 2.0

@@ -11,7 +11,7 @@ removed or sorted, a column's width) still goes through Textual's own path.
 
 It relies on private caches of Textual's DataTable (Textual is pinned below 8.3 in
 pyproject.toml); tests/test_app_drawing.py checks what it draws against the plain widget.
-(The board's columns are widgets/card_list.py's CardList, which draws only the cards in
+(The board's columns are widgets/board/card_list.py's CardList, which draws only the cards in
 view.)
 """
 

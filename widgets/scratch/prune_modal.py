@@ -1,6 +1,6 @@
 """The prune approval dialog: the plan, exactly as it would run, default No.
 
-It is the product's confirm dialog (widgets/confirm.py) with the plan's own text:
+It is the product's confirm dialog (widgets/common/confirm.py) with the plan's own text:
 what goes and how many bytes, which processes get which signal, what expires from
 quarantine, and what stays and why.
 """
@@ -8,7 +8,7 @@ quarantine, and what stays and why.
 from __future__ import annotations
 
 from engine.text import human_bytes
-from widgets.confirm import ConfirmModal
+from widgets.common.confirm import ConfirmModal
 
 MAX_LISTED = 100
 

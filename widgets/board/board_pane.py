@@ -11,7 +11,7 @@ retried by an :class:`engine.kanban.link.BoardLink` (whose service is the proces
 Nothing here blocks the UI: the board is read and changed on its connection's own
 thread, the cards are built, checked for liveness and compared in a thread, and the
 columns are updated by keyed diff: an unchanged card keeps its view object, and a
-column (:class:`widgets.card_list.CardList`) draws only the cards in view, so only
+column (:class:`widgets.board.card_list.CardList`) draws only the cards in view, so only
 changed cards in view are redrawn. Every outside text (titles, paths, errors) is
 shown as plain text, never parsed as markup.
 
@@ -69,9 +69,9 @@ from engine.kanban.wording import (
 )
 from engine.processes.redact import maybe_redact
 from engine.text import count_of, escape_text
-from widgets.card_list import CardList, CardView, card_age
-from widgets.fit_table import DetailLine
-from widgets.pane import EmptyState, Pane
+from widgets.board.card_list import CardList, CardView, card_age
+from widgets.common.fit_table import DetailLine
+from widgets.common.pane import EmptyState, Pane
 
 # The store, the transitions, the workers' checks and the dialogs are
 # imported where they are first used: a home without a board never needs them, and
@@ -745,7 +745,7 @@ class BoardPane(Pane):
     async def action_switch_board(self) -> None:
         """List every board of the home (off the UI thread) and offer them."""
         from engine.kanban.boards import list_boards
-        from widgets.board_switcher import BoardSwitchScreen
+        from widgets.board.board_switcher import BoardSwitchScreen
 
         boards = await list_boards(self.home, self.settings)
         if not boards:
@@ -822,7 +822,7 @@ class BoardPane(Pane):
             return
         if self._refused_here():
             return
-        from widgets.board_modals import NewCardScreen
+        from widgets.board.board_modals import NewCardScreen
 
         k = self.settings.kanban
         screen = NewCardScreen(self.profiles, k.default_assignee)
@@ -845,7 +845,7 @@ class BoardPane(Pane):
         if task is None or self.service is None:
             return
 
-        from widgets.board_modals import CardDetailsScreen
+        from widgets.board.board_modals import CardDetailsScreen
 
         def closed(answer: str | None) -> None:
             if answer == "output":
@@ -880,7 +880,7 @@ class BoardPane(Pane):
             return
         log = self.service.log_path(task_id)  # a worker started elsewhere (hermes's gateway) logs here
         if await asyncio.to_thread(log.is_file):
-            from widgets.worker_log import WorkerLogScreen
+            from widgets.board.worker_log import WorkerLogScreen
 
             self.app.push_screen(WorkerLogScreen(task_id, log, self._shown_home_path(log)))
             return
@@ -919,7 +919,7 @@ class BoardPane(Pane):
         task = self._need_selected()
         if task is None or self._refused_here():
             return
-        from widgets.board_modals import AssignScreen
+        from widgets.board.board_modals import AssignScreen
 
         def chosen(name: str | None) -> None:
             if name is not None:
@@ -982,7 +982,7 @@ class BoardPane(Pane):
     def _confirm(self, words: Confirm, verb: str, change) -> None:
         """Ask in ``words``, then run ``change()`` (a coroutine giving a TransitionResult)
         and say what it did in the words of ``verb`` (wording.change_words)."""
-        from widgets.confirm import ConfirmModal
+        from widgets.common.confirm import ConfirmModal
 
         async def described() -> str:
             return change_words(verb, await change())

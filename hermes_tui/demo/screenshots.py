@@ -1,7 +1,7 @@
 """Render the real app on a fresh demo home into ``screenshots/*.svg``.
 
-    python -m hermes_tui.screenshots            # writes into ./screenshots
-    python -m hermes_tui.screenshots --out DIR
+    python -m hermes_tui.demo.screenshots            # writes into ./screenshots
+    python -m hermes_tui.demo.screenshots --out DIR
 
 Nothing is drawn by hand: each picture is the app itself (``App.run_test`` +
 ``save_screenshot``) after the demo home's real processes, board and scratch
@@ -49,7 +49,7 @@ async def _shoot(home, out: Path, name: str, size: tuple[int, int], keys: tuple[
 
 
 async def render_all(out: Path, only: list[str] | None = None) -> list[Path]:
-    from hermes_tui.demo import build_demo_home, cleanup_demo_home
+    from hermes_tui.demo.home import build_demo_home, cleanup_demo_home
 
     out.mkdir(parents=True, exist_ok=True)
     home = build_demo_home()
@@ -65,7 +65,7 @@ async def render_all(out: Path, only: list[str] | None = None) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hermes_tui.screenshots", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m hermes_tui.demo.screenshots", description=__doc__.split("\n")[0])
     parser.add_argument("--out", default="screenshots", help="output folder (default: ./screenshots)")
     parser.add_argument("names", nargs="*", help="only these files (default: all)")
     args = parser.parse_args(argv)

@@ -8,7 +8,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, Static
 
-from widgets.dialog import Dialog
+from widgets.common.dialog import Dialog
 
 
 class ConfirmModal(Dialog[bool]):

@@ -13,7 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from engine.home import HomeLayout
-from hermes_tui import demo_kanban, demo_processes, demo_scratch
+from hermes_tui.demo import kanban as demo_kanban
+from hermes_tui.demo import processes as demo_processes
+from hermes_tui.demo import scratch as demo_scratch
 
 DEMO_CONFIG = """\
 # The demo home's config: every key not listed here has its default (docs/config.md).

@@ -20,7 +20,7 @@ from textual.widgets.option_list import Option
 
 from engine.kanban.boards import BoardInfo
 from engine.text import escape_text
-from widgets.dialog import Dialog
+from widgets.common.dialog import Dialog
 
 
 def board_line(board: BoardInfo, shown: bool) -> Text:

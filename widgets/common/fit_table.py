@@ -38,7 +38,7 @@ from rich.text import Text
 from textual import events
 from textual.widgets import Static
 
-from widgets.partial_repaint import CellTable
+from widgets.common.partial_repaint import CellTable
 
 _ABSENT = object()
 

@@ -12,7 +12,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
-from widgets.dialog import Dialog
+from widgets.common.dialog import Dialog
 
 
 @dataclass(frozen=True)

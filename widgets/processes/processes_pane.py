@@ -32,12 +32,12 @@ from engine.processes.notify import NotificationCenter, ProcessEvent
 from engine.processes.redact import maybe_redact
 from engine.processes.session import KillOutcome, SessionSource, SessionStatus
 from engine.text import coarse_duration, escape_text, human_bytes
-from widgets.confirm import ConfirmModal
-from widgets.fit_table import Col, DetailLine, FitTable
-from widgets.notification_list import NotificationList
-from widgets.output_view import OutputView
-from widgets.pane import EmptyState, Pane
-from widgets.toast_groups import ToastGrouper
+from widgets.common.confirm import ConfirmModal
+from widgets.common.fit_table import Col, DetailLine, FitTable
+from widgets.common.pane import EmptyState, Pane
+from widgets.processes.notification_list import NotificationList
+from widgets.processes.output_view import OutputView
+from widgets.processes.toast_groups import ToastGrouper
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -601,7 +601,7 @@ class ProcessesPane(Pane):
         self.add_class("-has-notifications")
 
     def _toast(self, events: tuple[ProcessEvent, ...], now: float) -> None:
-        """At most one toast per refresh; alike events are grouped (widgets/toast_groups.py)."""
+        """At most one toast per refresh; alike events are grouped (widgets/processes/toast_groups.py)."""
         toast = self._toasts.offer(events, now)
         if toast is not None and self.settings.ui.notifications:
             self.app.notify(toast.body, title=toast.title, severity=toast.severity, markup=False)

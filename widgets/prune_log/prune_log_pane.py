@@ -20,8 +20,8 @@ from textual.widgets import DataTable, Input
 
 from engine.config import Settings
 from engine.home import HomeLayout
-from widgets.fit_table import Col, DetailLine, FitTable
-from widgets.pane import EmptyState, Pane
+from widgets.common.fit_table import Col, DetailLine, FitTable
+from widgets.common.pane import EmptyState, Pane
 
 ACTION_STYLES = {
     "removed": "bold red",

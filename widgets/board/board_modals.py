@@ -24,7 +24,7 @@ from engine.kanban.models import NewTask, TaskDetails
 from engine.kanban.service import BoardService
 from engine.kanban.workers import read_tail
 from engine.text import escape_text
-from widgets.dialog import Dialog
+from widgets.common.dialog import Dialog
 
 LOG_TAIL_BYTES = 6000
 LOG_TAIL_LINES = 30

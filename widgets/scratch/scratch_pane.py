@@ -27,8 +27,8 @@ from engine.config import Settings
 from engine.home import HomeLayout
 from engine.scratch.entries import EntryState
 from engine.text import human_bytes, human_duration
-from widgets.fit_table import Col, DetailLine, FitTable
-from widgets.pane import EmptyState, Pane
+from widgets.common.fit_table import Col, DetailLine, FitTable
+from widgets.common.pane import EmptyState, Pane
 
 if TYPE_CHECKING:
     from engine.scratch.execute import PruneResult
@@ -566,7 +566,7 @@ class ScratchPane(Pane):
         self._ask(message.plan, message.target, message.options)
 
     def _ask(self, plan, target, options) -> None:
-        from widgets.prune_modal import PruneModal
+        from widgets.scratch.prune_modal import PruneModal
 
         def answered(approved: bool | None) -> None:
             if approved:

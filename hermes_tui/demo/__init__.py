@@ -1,0 +1,1 @@
+"""The demo home's builders (board, processes, scratch) and the screenshot script."""

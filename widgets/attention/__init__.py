@@ -1,0 +1,1 @@
+"""The attention screen: what needs the user, across panes."""

@@ -1,0 +1,1 @@
+"""The processes pane: its table, output view and grouped toasts."""

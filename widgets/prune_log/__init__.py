@@ -1,0 +1,1 @@
+"""The prune-log pane: what the pruner removed and why."""

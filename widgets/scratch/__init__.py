@@ -1,0 +1,1 @@
+"""The scratch pane and its prune dialog."""
