@@ -63,7 +63,11 @@ NOTIFICATIONS_KEPT = 200
 STUCK_REFRESH_SECONDS = 30.0
 # The timer samples no sooner than this many times the last sample's cost after it: with
 # 1,000 sessions the listing is read less often than every second, a small home's is not.
+# The cost is the sampling thread's own CPU time, not its wall time: on a loaded machine
+# the wall time is mostly waiting for a core, and a gap grown from it (20 x 3 s) left the
+# table a minute behind. Never more than MAX_SAMPLE_GAP_SECONDS between samples.
 SAMPLE_COST_FACTOR = 20.0
+MAX_SAMPLE_GAP_SECONDS = 5.0
 NO_OUTPUT_NOTE = "output not available: hermes-agent keeps no output of its sessions that hermes-tui can read"
 
 
@@ -80,7 +84,7 @@ class Snapshot:
     styles: dict[str, str]
     events: tuple[ProcessEvent, ...]
     taken_at: float
-    took: float = 0.0  # seconds the thread spent taking it
+    took: float = 0.0  # CPU seconds the thread spent taking it
     stored: dict[str, int] = field(default_factory=dict)  # bytes of output on disk, by session
 
 
@@ -342,7 +346,7 @@ class ProcessesPane(Pane):
         """Everything one refresh needs (thread side): sessions, usage, cells, events.
         ``usage_of``: the sessions whose usage is read (None: every running one);
         ``size_of``: the session whose output size is read (the others keep theirs)."""
-        started = time.monotonic()
+        started = time.thread_time()
         sessions = list(self.registry.list_with_hermes(include_finished=True).sessions)  # hermes-agent's too
         running = [s for s in sessions if s.running]
         if self.sampler is None and running:
@@ -363,7 +367,7 @@ class ProcessesPane(Pane):
                 command = commands[s.id] = shown_command(s, self.redact)
             rows[s.id] = row_cells(s, usage.get(s.id), now, command)
             styles[s.id] = status_style(s)
-        return Snapshot(tuple(sessions), rows, styles, tuple(events), now, time.monotonic() - started,
+        return Snapshot(tuple(sessions), rows, styles, tuple(events), now, time.thread_time() - started,
                         self._stored_sizes(sessions, size_of))
 
     def _stored_sizes(self, sessions: list[ProcessSession], size_of: str | None) -> dict[str, int]:
@@ -408,7 +412,7 @@ class ProcessesPane(Pane):
         self.refresh_count += 1
         listed = {x.id for x in snap.sessions}  # a size read while the sample ran is kept
         self._stored = {k: v for k, v in {**self._stored, **snap.stored}.items() if k in listed}
-        self._next_sample_at = time.monotonic() + SAMPLE_COST_FACTOR * snap.took
+        self._next_sample_at = time.monotonic() + min(MAX_SAMPLE_GAP_SECONDS, SAMPLE_COST_FACTOR * snap.took)
         self.sessions = {s.id: s for s in snap.sessions}
         fg = self.foreground.id if self.foreground is not None else None
         wanted = {
