@@ -164,6 +164,17 @@ def _restarts_of(reg, session_id: str) -> list:
     return [s for s in reg.list() if s.restarted_from == session_id]
 
 
+def _restart_cut_short(home, reg, script: str, ready: Path, armed: Path):
+    """Start ``script`` as a session, arm it once it is ``ready``, and run a `proc restart`
+    of it that the script KILLs: (the old session, the restart's completed process)."""
+    old = reg.spawn(["sh", "-c", script])
+    wait_until(ready.exists, timeout=30, what="the old session to run")
+    armed.touch()
+    cut = _cli(home, "proc", "restart", old.id, "--grace", "30")
+    assert cut.returncode == -9 and not armed.exists(), cut.stderr
+    return old, cut
+
+
 def test_a_restart_killed_after_it_stopped_the_old_session_is_finished_by_the_next(home, reg, tmp_path):
     # The old command, on the TERM of `proc restart`, KILLs that very restart (the killer's
     # pid is in the kill record, written before the TERM): the restart dies between its
@@ -171,11 +182,7 @@ def test_a_restart_killed_after_it_stopped_the_old_session_is_finished_by_the_ne
     armed, running = tmp_path / "armed", tmp_path / "running"
     script = (f"on_term() {{ if rm {armed} 2>/dev/null; then kill -KILL {_pid_in('killed.json', 'by_pid')}; fi; "
               f"exit 0; }}; trap on_term TERM; touch {running}; while :; do sleep 0.05; done")
-    old = reg.spawn(["sh", "-c", script])
-    wait_until(running.exists, timeout=30, what="the old session to run")
-    armed.touch()
-    cut = _cli(home, "proc", "restart", old.id, "--grace", "30")
-    assert cut.returncode == -9 and not armed.exists(), cut.stderr
+    old, _cut = _restart_cut_short(home, reg, script, running, armed)
     assert not reg.get(old.id).running and _restarts_of(reg, old.id) == []  # stopped, nothing started
     running.unlink()
 
@@ -196,11 +203,7 @@ def test_a_restart_killed_after_it_started_the_new_session_is_not_repeated(home,
     armed, started = tmp_path / "armed", tmp_path / "started"
     script = (f"if rm {armed} 2>/dev/null; then kill -KILL {_pid_in('meta.json', 'spawner_pid')}; fi; "
               f"echo $HERMES_PROCESS_ID >>{started}; while :; do sleep 0.05; done")
-    old = reg.spawn(["sh", "-c", script])
-    wait_until(started.exists, timeout=30, what="the old session to run")
-    armed.touch()
-    cut = _cli(home, "proc", "restart", old.id, "--grace", "30")
-    assert cut.returncode == -9 and not armed.exists(), cut.stderr
+    old, _cut = _restart_cut_short(home, reg, script, started, armed)
     [new] = _restarts_of(reg, old.id)
     assert new.running and not reg.get(old.id).running
 
