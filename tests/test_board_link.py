@@ -99,6 +99,47 @@ async def test_two_links_share_the_one_service_of_the_process(home):
     assert not BoardService._open
 
 
+async def test_a_service_handed_out_while_its_other_holder_gives_it_back_stays_open(home, monkeypatch):
+    """The app's attention monitor opens and closes the board beside the pane. When both
+    opened at once, the pane found the monitor's service, closed its own spare connection,
+    and the monitor gave the service back during that close: the pane was handed a closed
+    service ("Cannot operate on a closed database" on every refresh, an empty board)."""
+    from engine.kanban.backends.sqlite.store import Board
+
+    await _card_from_elsewhere(home)
+    real_open, real_close = Board.open.__func__, Board.close
+    opened: list[Board] = []
+    let_the_late_one_finish = asyncio.Event()
+    monitor: list[BoardService] = []
+
+    async def paced_open(cls, *args, **kwargs):
+        board = await real_open(cls, *args, **kwargs)
+        opened.append(board)
+        if len(opened) == 1:  # the pane's open: it finishes after the monitor's
+            await let_the_late_one_finish.wait()
+        return board
+
+    async def close(board):
+        if board is opened[0] and monitor:  # the pane's spare: the monitor leaves meanwhile
+            await monitor.pop().close()
+        await real_close(board)
+
+    monkeypatch.setattr(Board, "open", classmethod(paced_open))
+    monkeypatch.setattr(Board, "close", close)
+    pane = asyncio.create_task(BoardService.open(home, SETTINGS, create=False))
+    while not opened:
+        await asyncio.sleep(0.01)
+    monitor.append(await BoardService.open(home, SETTINGS, create=False))
+    let_the_late_one_finish.set()
+    service = await pane
+    try:
+        assert not monitor  # the monitor gave it back while the spare closed
+        assert sum((await service.counts()).values()) == 1  # it answers: the card made elsewhere
+    finally:
+        await service.close()
+    assert not BoardService._open
+
+
 async def test_a_failed_link_tries_again_only_when_switched(home, tmp_path):
     home.kanban_db.parent.mkdir(parents=True, exist_ok=True)
     home.kanban_db.write_bytes(b"this is not a board\n" * 200)

@@ -18,7 +18,7 @@ from engine.config import Settings, UiSettings
 from engine.home import HomeLayout
 from engine.processes import ProcessRegistry
 from hermes_tui.app import HermesApp
-from tests.support import wait_settled, wait_until_pilot, wait_workers
+from tests.support import wait_settled, wait_until, wait_until_pilot, wait_workers
 from tests.support.commands import count_to_400
 from widgets.common.command_bar import CommandBar
 from widgets.common.confirm import ConfirmModal
@@ -113,6 +113,13 @@ async def test_submitting_while_one_runs_redirects(home, tmp_path, cleanup, spy_
         await submit(pilot, app, count_cmd(marker, half, rest))
         await wait_until_pilot(pilot, lambda: pane.foreground is not None and len(pane.output.lines) >= 100)
         first = pane.foreground
+        real_sample = pane.take_snapshot
+
+        def late_sample(*args, **kwargs):  # the sample that brings the first run's row lands after the second run started
+            wait_until(lambda: pane.foreground is not None and pane.foreground.id != first.id)
+            return real_sample(*args, **kwargs)
+
+        pane.take_snapshot = late_sample
         await submit(pilot, app, "echo second; sleep 30")
         await wait_until_pilot(pilot, lambda: pane.foreground is not None and pane.foreground.id != first.id)
         second = pane.foreground

@@ -105,8 +105,11 @@ class BoardService:
             board = await Board.open(path, clock=clock or time.time, create=create)
         shared = cls._open.get(key)  # another coroutine may have opened it meanwhile
         if shared is not None:
-            await board.close()
+            # Counted before the spare connection is closed: while that close is awaited
+            # the other holder may give the service back, and being its last holder it
+            # would close the connection this caller is about to be handed.
             shared._refs += 1
+            await board.close()
             return shared
         service = cls(board, home=home, settings=settings, spawner=spawner)
         service._key = key

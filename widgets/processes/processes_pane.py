@@ -625,6 +625,10 @@ class ProcessesPane(Pane):
             self.app.notify(str(exc), title="cannot run", severity="error", markup=False)
             return None
         self.foreground = s
+        if redirected is not None and self._wanted_selection == redirected.id:
+            # The view follows the new run: the moved one's row, when a refresh brings it,
+            # must not take the view back to it (that refresh may come before or after this).
+            self._wanted_selection = None
         self._foreground_timer.resume()
         self.sessions[s.id] = s
         self.output.show(s.id, s.output_path, self._title_of(s))
