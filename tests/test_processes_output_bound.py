@@ -171,6 +171,48 @@ def test_the_keeper_ends_once_nothing_bounded_runs(home, tmp_path):
     assert (reg.root / LOCK_FILE).exists()
 
 
+@pytest.mark.parametrize("group_too", [True, False], ids=["group-killed", "child-lives-on"])
+def test_a_session_killed_with_kill_is_forgotten_once_nothing_of_it_runs(home, tmp_path, group_too):
+    """A wrapper killed with KILL records no exit: the keeper watched that session, and
+    lived on, forever (one idle keeper per such home). It forgets the session once
+    nothing of it runs: at once when the whole group is gone, only after the last
+    process of the group when a child outlived the wrapper."""
+    import signal
+
+    from engine.processes.keeper import keeper_pid
+
+    reg = _registry(home, MIB)
+    gate = tmp_path / "go"
+    s = reg.spawn(["sh", "-c", f"sleep 600 & while [ ! -e {gate} ]; do sleep 0.05; done"])
+    wait_until(lambda: keeper_pid(reg.root), timeout=30, what="a keeper for the home")
+    keeper = keeper_pid(reg.root)
+    popen = reg.popen_of(s.id)
+    if group_too:
+        os.killpg(s.pid, signal.SIGKILL)
+    else:
+        os.kill(s.pid, signal.SIGKILL)  # the wrapper only: its command and the sleep live on
+    popen.wait(timeout=30)  # reaped: no zombie holds the group
+    assert not (s.output_path.parent / "exit").exists()
+    if not group_too:
+        gate.touch()  # the command ends; its sleep still holds the group
+        wait_until(lambda: not any(p.name == "sh" for p in _group(s.pid)), timeout=30, what="the command's end")
+        looker = Keeper(reg.root)  # a keeper's listing, step by step
+        looker.list_sessions()
+        assert s.id in looker.watched  # the sleep may still write
+        assert keeper_pid(reg.root) == keeper
+        os.killpg(s.pid, signal.SIGKILL)
+        wait_until(lambda: not _group(s.pid), timeout=30, what="the sleep's end")
+        looker.list_sessions()
+        assert looker.watched == {}
+    wait_until(lambda: not keeper_running(reg.root), timeout=60, what="the keeper to end")
+
+
+def _group(pgid: int) -> list:
+    from engine import identity
+
+    return list(identity.group_members(pgid).values())
+
+
 def test_a_session_without_a_bound_starts_no_keeper_and_is_never_cut(home, tmp_path):
     reg = _registry(home, 0)
     s = reg.spawn(["sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' 'z'"])

@@ -11,7 +11,10 @@ keeper another spawn started meanwhile).
 
 The keeper looks at each running session's ``output.log`` size once a second (one
 ``stat`` each; a folder listing every few seconds), sooner while some output grows
-fast, and cuts a file whose stored bytes passed twice its bound. A keeper that cannot
+fast, and cuts a file whose stored bytes passed twice its bound. A session is forgotten after
+one last cut when its exit is recorded, or, at a listing, when nothing of it runs any
+more (its wrapper and its process group are gone: killed with KILL, it recorded no
+exit), so the keeper still ends by itself. A keeper that cannot
 cut (a filesystem without holes) says so once per session in ``processes/keeper.log``
 and leaves the output alone.
 
@@ -98,14 +101,36 @@ def ensure_keeper(root: Path) -> bool:
 
 
 class _Watched:
-    __slots__ = ("bound", "output", "exit", "size", "told")
+    __slots__ = ("bound", "output", "exit", "size", "told", "pid", "fingerprint")
 
-    def __init__(self, bound: int, d: Path) -> None:
+    def __init__(self, bound: int, d: Path, pid: object = None, fingerprint: object = None) -> None:
         self.bound = bound
         self.output = str(d / "output.log")
         self.exit = d / "exit"
         self.size = 0
         self.told = False
+        self.pid = pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None
+        self.fingerprint = fingerprint if isinstance(fingerprint, str) else None
+
+
+def _may_still_write(w: _Watched) -> bool:
+    """Whether anything of a session without an exit record may still write its output:
+    its wrapper runs, or a process of its group does (a wrapper killed with KILL writes
+    no exit record, and what it started may live on). When in doubt (no pid recorded,
+    another user's group), it may: the session stays watched."""
+    from engine import identity
+
+    if w.pid is None or identity.liveness(w.pid, w.fingerprint) in identity.RUNS:
+        return True
+    try:
+        os.killpg(w.pid, 0)  # the wrapper led its group: any member left answers
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    # Something answered; a zombie (which never writes) answers too, and a pid 1 that
+    # does not reap keeps it: only a live member counts, when /proc can tell.
+    return bool(identity.group_members(w.pid)) or not identity.proc_readable()
 
 
 class Keeper:
@@ -150,11 +175,15 @@ class Keeper:
             if (d / "exit").exists():
                 self._cut(name, _Watched(bound, d))  # it ended before we saw it: one last cut
                 continue
-            self.watched[name] = _Watched(bound, d)
+            self.watched[name] = _Watched(bound, d, meta.get("pid"), meta.get("fingerprint"))
         present = set(names)
         for name in [n for n in self.watched if n not in present]:
             del self.watched[name]
         self.seen &= present
+        for name, w in list(self.watched.items()):  # ended without an exit record (killed with KILL)
+            if not w.exit.exists() and not _may_still_write(w):
+                self._cut(name, w)  # the last bytes, then forget it: nothing of it writes any more
+                del self.watched[name]
 
     def _root_changed(self) -> bool:
         """A session folder was made or removed since the last look (the folder's mtime)."""
