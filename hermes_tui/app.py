@@ -352,7 +352,7 @@ class HermesApp(AttentionMixin, App[int]):
     def on_board_pane_open_worker_output(self, message) -> None:
         """A card's worker is a process session: its output opens in the processes pane."""
         self.action_focus_pane("processes")
-        self.pane("processes").show_session(message.process_id)
+        self.pane("processes").show_session(message.session_id)
 
     def on_board_pane_open_worker_log(self, message) -> None:
         """A hermes-agent card's worker log (its own file): followed live in the output view."""

@@ -39,11 +39,11 @@ FIRST_TICK_SECONDS = 2.0
 class DispatchLoop:
     class WorkerExited(Message):
         """Posted to the app by the thread that waits for a worker this app started, once
-        it has exited (``process_id``, its session id); the app then wakes the loop."""
+        it has exited (``session_id``); the app then wakes the loop."""
 
-        def __init__(self, process_id: str) -> None:
+        def __init__(self, session_id: str) -> None:
             super().__init__()
-            self.process_id = process_id
+            self.session_id = session_id
 
     def __init__(self, app: App, home: HomeLayout, settings: Settings, spawner=None) -> None:
         self.app = app
@@ -119,7 +119,7 @@ class DispatchLoop:
         self.ticks += 1
         self.last_result = result
         for spawned in result.spawned:
-            self._watch_exit(spawned.process_id)
+            self._watch_exit(spawned.session_id)
         self._deliver(result)
         return result
 
@@ -150,19 +150,19 @@ class DispatchLoop:
         for pane in self.app.query(BoardPane):
             pane.post_message(BoardPane.TickDone(result))
 
-    def _watch_exit(self, process_id: str | None) -> None:
+    def _watch_exit(self, session_id: str | None) -> None:
         """Wake the loop when this worker (a child of this process) exits."""
-        if not process_id or process_id in self._watched:
+        if not session_id or session_id in self._watched:
             return
-        self._watched.add(process_id)
+        self._watched.add(session_id)
 
         def wait() -> None:
-            exited = self.spawner.wait_exit(process_id)
-            self._watched.discard(process_id)
+            exited = self.spawner.wait_exit(session_id)
+            self._watched.discard(session_id)
             if exited:
-                self.app.post_message(self.WorkerExited(process_id))  # refused once the app is closing
+                self.app.post_message(self.WorkerExited(session_id))  # refused once the app is closing
 
-        threading.Thread(target=wait, name=f"board-exit-{process_id}", daemon=True).start()
+        threading.Thread(target=wait, name=f"board-exit-{session_id}", daemon=True).start()
 
     def wake(self) -> None:
         """A worker this app started has exited: tick now, to judge its run."""

@@ -83,7 +83,7 @@ async def test_the_breaker_blocking_a_card_is_a_gave_up_item_with_its_last_failu
         t = await tr.create_task(board, NewTask("fragile", assignee="w"))
         for _ in range(2):
             result = await disp.tick()
-            wait_exit(spawner, result.spawned[0].process_id)
+            wait_exit(spawner, result.spawned[0].session_id)
             clock.advance(1)
         assert (await disp.tick()).auto_blocked == (t.id,)
         items = board_items(await read_board(board, clock()), clock())

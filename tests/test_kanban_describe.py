@@ -21,7 +21,7 @@ def _task(**kw) -> Task:
 
 def _run(run_id: int, outcome: str | None, **kw) -> Run:
     base = dict(id=run_id, task_id="t_00000001", profile="coder", status="ended" if outcome else "running",
-                claim_lock="host:1", worker_pid=4711, worker_started_at="b|1", process_id=None, output_path=None,
+                claim_lock="host:1", worker_pid=4711, worker_started_at="b|1", session_id=None, output_path=None,
                 log_offset=0, started_at=NOW - 600, ended_at=NOW - 60 if outcome else None, outcome=outcome,
                 error=None, summary=None)
     base.update(kw)

@@ -70,12 +70,12 @@ async def test_worker_completes_its_card_through_the_cli(world):
         t = await tr.create_task(board, NewTask("write docs", assignee="w"))
         result = await disp.tick()
         assert [s.task_id for s in result.spawned] == [t.id]
-        assert result.spawned[0].pid and result.spawned[0].process_id
+        assert result.spawned[0].pid and result.spawned[0].session_id
         running = await board.get_task(t.id)
         assert running.status == "running"
         assert running.worker_pid == result.spawned[0].pid
         assert identity.is_verifiable(running.worker_started_at)
-        wait_exit(spawner, result.spawned[0].process_id)
+        wait_exit(spawner, result.spawned[0].session_id)
         done = await board.get_task(t.id)
         assert (done.status, done.result, done.worker_pid) == ("done", "all good", None)
         await disp.tick()  # copies the rest of the output into the card log
@@ -97,7 +97,7 @@ async def test_crash_twice_gives_up_into_blocked_with_last_words(world):
     try:
         t = await tr.create_task(board, NewTask("fragile", assignee="w"))
         first = await disp.tick()
-        wait_exit(spawner, first.spawned[0].process_id)
+        wait_exit(spawner, first.spawned[0].session_id)
         clock.advance(1)
         second = await disp.tick()
         assert second.crashed == (t.id,)
@@ -105,7 +105,7 @@ async def test_crash_twice_gives_up_into_blocked_with_last_words(world):
         after_one = await board.get_task(t.id)
         assert after_one.consecutive_failures == 1
         assert after_one.last_failure_error.startswith(f"pid {first.spawned[0].pid} exited with code 3")
-        wait_exit(spawner, second.spawned[0].process_id)
+        wait_exit(spawner, second.spawned[0].session_id)
         clock.advance(1)
         third = await disp.tick()
         assert third.crashed == (t.id,) and third.auto_blocked == (t.id,)
@@ -130,7 +130,7 @@ async def test_task_max_retries_wins_over_failure_limit(world):
     try:
         t = await tr.create_task(board, NewTask("once", assignee="w", max_retries=1))
         first = await disp.tick()
-        wait_exit(spawner, first.spawned[0].process_id)
+        wait_exit(spawner, first.spawned[0].session_id)
         second = await disp.tick()
         assert second.auto_blocked == (t.id,)
         gave_up = (await board.events(t.id))[-1]
@@ -148,7 +148,7 @@ async def test_exit_zero_without_a_board_call_is_a_protocol_violation_with_its_o
         t = await tr.create_task(board, NewTask("forgetful", assignee="w"))
         result = await disp.tick()
         for round_ in range(3):
-            wait_exit(spawner, result.spawned[0].process_id)
+            wait_exit(spawner, result.spawned[0].session_id)
             clock.advance(1)
             result = await disp.tick()
             assert result.protocol_violations == (t.id,)
@@ -175,7 +175,7 @@ async def test_complete_on_exit_profile_finishes_the_card_on_exit_zero(world):
     try:
         t = await tr.create_task(board, NewTask("plain command", assignee="plain"))
         result = await disp.tick()
-        wait_exit(spawner, result.spawned[0].process_id)
+        wait_exit(spawner, result.spawned[0].session_id)
         result = await disp.tick()
         assert result.completed_on_exit == (t.id,)
         assert (await board.get_task(t.id)).status == "done"
@@ -191,7 +191,7 @@ async def test_rate_limited_exit_is_not_a_failure_and_waits_out_the_cooldown(wor
     try:
         t = await tr.create_task(board, NewTask("busy api", assignee="w"))
         first = await disp.tick()
-        wait_exit(spawner, first.spawned[0].process_id)
+        wait_exit(spawner, first.spawned[0].session_id)
         result = await disp.tick()
         assert result.rate_limited == (t.id,)
         card = await board.get_task(t.id)
@@ -261,7 +261,7 @@ async def test_stale_claim_with_a_dead_worker_is_reclaimed_and_counted(world):
     try:
         t = await tr.create_task(board, NewTask("vanishing", assignee="w"))
         first = await disp.tick()
-        wait_exit(spawner, first.spawned[0].process_id)
+        wait_exit(spawner, first.spawned[0].session_id)
         clock.advance(901)
         result = await disp.tick()
         assert result.reclaimed == (t.id,)
@@ -584,7 +584,7 @@ async def test_a_worker_s_leftover_children_end_with_its_run_and_it_is_logged(wo
     try:
         t = await tr.create_task(board, NewTask("leaves a child", assignee="w"))
         result = await disp.tick()
-        wait_exit(spawner, result.spawned[0].process_id)
+        wait_exit(spawner, result.spawned[0].session_id)
         leftover = int(pid_file.read_text())
         fp = identity.fingerprint(leftover)
         assert identity.is_alive(leftover, fp)

@@ -96,7 +96,7 @@ async def test_a_launch_cut_short_after_its_spawn_is_adopted_not_called_crashed(
     for card in cards:
         task = await board.get_task(card)
         run = (await board.runs_of(card))[-1]
-        meta = json.loads((spawner.registry.session_dir(run.process_id) / sess.META_FILE).read_text())
+        meta = json.loads((spawner.registry.session_dir(run.session_id) / sess.META_FILE).read_text())
         assert (task.status, run.status) == ("running", "running")
         assert (task.worker_pid, task.worker_started_at) == (meta["pid"], meta["fingerprint"])
         assert identity.is_alive(task.worker_pid, task.worker_started_at)
@@ -120,10 +120,10 @@ async def test_a_launch_cut_short_before_its_worker_ran_is_released_once_without
     # "looked up at once": its wrapper may still be at its gate: the lookup waits for it.
     if step == "ungated":
         # Its spawner is gone: the wrapper reads the end of its gate, marks it and leaves.
-        folder = spawner.registry.session_dir(first.process_id)
+        folder = spawner.registry.session_dir(first.session_id)
         wait_until(lambda: (folder / sess.NOT_STARTED_FILE).exists(), what="the wrapper's not_started mark")
         # Had it been adopted while still at its gate, its exit would say the same.
-        assert spawner.exit_of(first.process_id, None).started is False
+        assert spawner.exit_of(first.session_id, None).started is False
     result = await disp.tick()
     assert not result.crashed  # (before: crashed, a failure counted)
     assert result.launch_released == (card,)
@@ -140,7 +140,7 @@ async def test_a_launch_cut_short_before_its_worker_ran_is_released_once_without
     wait_until(lambda: (tmp_path / f"ran-{runs[1].id}").exists(), what="the second worker's command")
     assert not (tmp_path / f"ran-{first.id}").exists()
     with pytest.raises(Exception, match="exists already"):
-        spawner.registry.spawn("true", session_id=first.process_id)
+        spawner.registry.spawn("true", session_id=first.session_id)
 
 
 @pytest.mark.parametrize("damage", ["unverified_fingerprint", "unreadable_meta"])
@@ -153,7 +153,7 @@ async def test_a_launch_whose_worker_cannot_be_verified_is_held_and_nothing_spaw
     clock = FakeClock(time.time() + GRACE + 5)
     board, spawner, disp = await open_after(_settings(command), clock)
     [run] = await board.runs_of(card)
-    meta_file = spawner.registry.session_dir(run.process_id) / sess.META_FILE
+    meta_file = spawner.registry.session_dir(run.session_id) / sess.META_FILE
     meta = json.loads(meta_file.read_text())
     if damage == "unverified_fingerprint":  # a spawn that could not read its child's identity
         meta_file.write_text(json.dumps({**meta, "fingerprint": identity.UNVERIFIED}))
@@ -185,7 +185,7 @@ async def test_another_host_s_launching_run_is_not_resolved_here(launch_world, o
     assert not (result.launch_released or result.launch_adopted or result.launch_held or result.spawned)
     [run] = await board.runs_of(card)
     assert run.status == "launching"
-    assert not spawner.registry.session_dir(run.process_id).exists()  # not even fenced from here
+    assert not spawner.registry.session_dir(run.session_id).exists()  # not even fenced from here
 
 
 # -- a real dispatcher (kanban dispatch / kanban daemon) signalled by its first worker ------
@@ -251,7 +251,7 @@ async def _after_the_dispatcher(home, url, open_after, cards, command, recorded_
     live = _live_workers(spawner)
     if live != Counter(cards):  # say what the board and the sessions say of each card that differs
         odd = [c for c in cards if live[c] != 1]
-        seen = {c: ((await board.get_task(c)).status, [(r.status, r.outcome, r.process_id, r.worker_pid)
+        seen = {c: ((await board.get_task(c)).status, [(r.status, r.outcome, r.session_id, r.worker_pid)
                                                         for r in await board.runs_of(c)]) for c in odd}
         sessions = {s.id: (s.owner, s.status, s.exit_code) for s in spawner.registry.list()}
         raise AssertionError(f"cards with other than one live worker: {seen}; sessions: {sessions}")
@@ -263,7 +263,7 @@ async def _after_the_dispatcher(home, url, open_after, cards, command, recorded_
         assert [r.outcome for r in runs[:-1]] == ["not_started"] * (len(runs) - 1)  # released, never run
         current = runs[-1]
         assert (current.status, current.id) == ("running", task.current_run_id)
-        session = by_session[current.process_id]
+        session = by_session[current.session_id]
         assert (current.worker_pid, current.worker_started_at) == (session.pid, session.fingerprint)
         # Each run says what happened to it: recorded by its dispatcher (spawned) or found
         # again (launch_adopted), or released as never started (launch_released; also a
@@ -396,7 +396,7 @@ async def test_a_card_taken_by_a_person_while_its_worker_launches_has_that_worke
         assert [s.task_id for s in again.spawned] == [card]
         assert _live_workers(plain) == Counter([card])
         gate.touch()
-        plain.registry.wait(again.spawned[0].process_id, timeout=30)
+        plain.registry.wait(again.spawned[0].session_id, timeout=30)
 
 
 async def test_a_released_launch_neither_counts_nor_breaks_a_protocol_violation_streak(home, open_test_board,

@@ -355,7 +355,7 @@ async def test_worker_output_key_routes_to_the_processes_pane(home):
 
         def spy(message):
             if isinstance(message, BoardPane.OpenWorkerOutput):
-                seen.append(message.process_id)
+                seen.append(message.session_id)
             return original(message)
 
         pane.post_message = spy

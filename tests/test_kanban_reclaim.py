@@ -95,9 +95,9 @@ async def test_a_worker_killed_by_hand_through_proc_kill_is_recorded_as_killed_a
         card = await tr.create_task(board, NewTask("runaway", assignee="w"))
         spawned = (await dispatcher(board, home, settings, spawner).tick()).spawned
         assert [s.task_id for s in spawned] == [card.id]
-        killed = run_cli("--home", str(home.root), "proc", "kill", spawned[0].process_id)
+        killed = run_cli("--home", str(home.root), "proc", "kill", spawned[0].session_id)
         assert killed.returncode == 0, killed.stderr
-        wait_for_exit(spawner, spawned[0].process_id)
+        wait_for_exit(spawner, spawned[0].session_id)
         result = await dispatcher(board, home, settings, spawner).tick()
         assert not result.crashed and not result.spawned
         now = await board.get_task(card.id)

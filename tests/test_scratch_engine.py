@@ -16,9 +16,10 @@ import pytest
 from engine.scratch import activity, audit, execute
 from engine.scratch.activity import TouchState, scan_activity, scan_many
 from engine.scratch.delete import DeleteStop, WatchedDelete
-from engine.scratch.execute import PassFailed, PassLock, PruneBusy, execute_plan, prune_pass, restore
+from engine.scratch.execute import PassLock, execute_plan, prune_pass, restore
 from engine.scratch.plan import plan_prune
 from engine.scratch.quarantine import RestoreError, list_quarantine
+from engine.scratch.result import PassFailed, PruneBusy
 from engine.scratch.target import TRASH_PREFIX
 from tests.support.scratch import HOUR, age_tree, log_text, make_entry, options, target_of
 

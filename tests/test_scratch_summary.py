@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.scratch.execute import KeptRecord, PruneResult, QuarantineMove, RemovedEntry, SignalRecord
+from engine.scratch.result import KeptRecord, PruneResult, QuarantineMove, RemovedEntry, SignalRecord
 
 
 def test_summary_names_everything_that_happened():

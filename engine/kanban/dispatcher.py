@@ -320,13 +320,13 @@ class Dispatcher:
                     cur = await conn.execute(
                         f"UPDATE task_runs SET status = '{RUNNING}', worker_pid = ?, worker_started_at = ?, "
                         f"process_id = ?, output_path = ? WHERE id = ? AND status = '{LAUNCHING}' "
-                        "AND ended_at IS NULL", (w.pid, fp, w.process_id, w.output_path, run_id))
+                        "AND ended_at IS NULL", (w.pid, fp, w.session_id, w.output_path, run_id))
                     if cur.rowcount != 1:
                         continue
                     await conn.execute("UPDATE tasks SET worker_pid = ?, worker_started_at = ? WHERE id = ? "
                                        "AND current_run_id = ?", (w.pid, fp, task_id, run_id))
                     await add_event(conn, task_id, EventKind.LAUNCH_ADOPTED, {
-                        "pid": w.pid, "worker_started_at": fp, "process_id": w.process_id,
+                        "pid": w.pid, "worker_started_at": fp, "process_id": w.session_id,
                         "launch_token": token, "reason": look.reason}, now, run_id)
                 elif look.state is LaunchState.NOT_STARTED:
                     cur = await conn.execute(
@@ -424,7 +424,7 @@ class Dispatcher:
     # -- 2. stale claims ---------------------------------------------------------------------------
 
     async def _running(self, where: str = "", params: tuple = ()) -> list[tuple[Task, tuple]]:
-        """Running cards with their open run's (started_at, process_id, output_path, profile, status)."""
+        """Running cards with their open run's (started_at, session id, output_path, profile, status)."""
         rows = await self.board.fetch(
             f"SELECT {T_COLS}, r.started_at, r.process_id, r.output_path, r.profile, r.status FROM tasks t "
             f"LEFT JOIN task_runs r ON r.id = t.current_run_id WHERE t.status = '{RUNNING}' {where} "
@@ -564,14 +564,14 @@ class Dispatcher:
 
     async def _detect_crashed(self, tally: _Tally) -> None:
         now = self.board.now()
-        for task, (run_started, process_id, _output, profile_name, run_status) in await self._running():
+        for task, (run_started, session_id, _output, profile_name, run_status) in await self._running():
             if not is_host_local(task.claim_lock) or run_status == LAUNCHING:
                 continue  # a launch not recorded yet is resolved by its token (0c), never judged here
             if liveness(task.worker_pid, task.worker_started_at) in RUNS:
                 continue
             # A recorded exit is judged at once; the grace is only for a worker that is
             # gone without one (it may not have been recorded yet).
-            exit_ = await asyncio.to_thread(self.spawner.exit_of, process_id, task.worker_pid)
+            exit_ = await asyncio.to_thread(self.spawner.exit_of, session_id, task.worker_pid)
             started = run_started or task.started_at or now
             if exit_ is None and now - started < self.k.crash_grace_seconds:
                 continue
@@ -960,14 +960,14 @@ class Dispatcher:
                     f"UPDATE task_runs SET status = CASE WHEN status = '{LAUNCHING}' THEN '{RUNNING}' ELSE status END, "
                     "worker_pid = ?, worker_started_at = ?, process_id = ?, output_path = ? "
                     "WHERE id = ? AND worker_pid IS NULL",
-                    [(w.pid, fp, w.process_id, w.output_path, c.run_id) for c, w, fp in ok])
+                    [(w.pid, fp, w.session_id, w.output_path, c.run_id) for c, w, fp in ok])
                 # The worker may already have ended its run (a very fast worker): then only
                 # the run row keeps the evidence.
                 await conn.executemany(
                     "UPDATE tasks SET worker_pid = ?, worker_started_at = ? WHERE id = ? AND current_run_id = ?",
                     [(w.pid, fp, c.task_id, c.run_id) for c, w, fp in ok])
                 await add_events(conn, [(c.task_id, c.run_id, EventKind.SPAWNED, {
-                    "pid": w.pid, "worker_started_at": fp, "process_id": w.process_id, "profile": c.profile.name})
+                    "pid": w.pid, "worker_started_at": fp, "process_id": w.session_id, "profile": c.profile.name})
                     for c, w, fp in ok], now)
                 ids = [c.run_id for c, _w, _fp in ok]
                 return await conn.execute_fetchall(
@@ -976,7 +976,7 @@ class Dispatcher:
                     "AND outcome NOT IN (?, ?, ?)", (*ids, *WORKERS_OWN_ENDS))
 
             taken = await self.board.atomic(record)
-            tally.spawned.extend(SpawnedCard(c.task_id, c.profile.name, w.pid, w.process_id) for c, w, _fp in ok)
+            tally.spawned.extend(SpawnedCard(c.task_id, c.profile.name, w.pid, w.session_id) for c, w, _fp in ok)
             for run_id, task_id, outcome, pid, fp, lock in taken:
                 await self._stop_taken_launch(run_id, task_id, outcome, pid, fp, lock, tally)
         for c, error in failed:

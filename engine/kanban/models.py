@@ -119,10 +119,10 @@ class Task:
     result: str | None = None
     # Filled only by queries that ask for them (the board view); not columns.
     parent_ids: tuple[str, ...] = ()
-    process_id: str | None = None
+    session_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = _with_json_names(asdict(self))
         data["parent_ids"] = list(self.parent_ids)
         return data
 
@@ -139,7 +139,7 @@ class Run:
     claim_lock: str | None
     worker_pid: int | None
     worker_started_at: str | None
-    process_id: str | None
+    session_id: str | None
     output_path: str | None
     log_offset: int
     started_at: float
@@ -149,7 +149,7 @@ class Run:
     summary: str | None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return _with_json_names(asdict(self))
 
 
 @dataclass(frozen=True)
@@ -163,6 +163,15 @@ class Event:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _with_json_names(data: dict[str, Any]) -> dict[str, Any]:
+    """A model's fields under their ``--json`` names: a worker's ``session_id`` is
+    ``process_id`` there (and in the ``task_runs`` column), the name it had when the
+    JSON was first documented; scripts that read it keep working."""
+    if "session_id" in data:
+        data = {("process_id" if k == "session_id" else k): v for k, v in data.items()}
+    return data
 
 
 def dump_payload(payload: dict[str, Any] | None) -> str:
@@ -232,7 +241,7 @@ class SpawnedCard:
     task_id: str
     assignee: str
     pid: int | None
-    process_id: str | None = None
+    session_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -296,7 +305,7 @@ class DispatchResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "spawned": [asdict(s) for s in self.spawned],
+            "spawned": [_with_json_names(asdict(s)) for s in self.spawned],
             "reclaimed": list(self.reclaimed),
             "extended": list(self.extended),
             "deferred": list(self.deferred),

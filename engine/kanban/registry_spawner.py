@@ -58,7 +58,7 @@ class RegistrySpawner:
                                       owner=f"kanban:{launch.task_id}", notify=False, background=True,
                                       session_id=launch.token or None,
                                       labels={"kanban_task": launch.task_id, "kanban_run": launch.run_id})
-        return LaunchedWorker(pid=session.pid, fingerprint=session.fingerprint, process_id=session.id,
+        return LaunchedWorker(pid=session.pid, fingerprint=session.fingerprint, session_id=session.id,
                               output_path=str(session.output_path))
 
     def wait_exit(self, session_id: str) -> bool:
@@ -117,17 +117,17 @@ class RegistrySpawner:
         # Alive (verified), or gone: either way it was ours and may have run; recorded
         # now, the usual phases look after it (a gone worker is judged by its exit).
         return LaunchLookup(LaunchState.STARTED, f"session {token} found",
-                            LaunchedWorker(pid=pid, fingerprint=fp, process_id=token,
+                            LaunchedWorker(pid=pid, fingerprint=fp, session_id=token,
                                            output_path=str(d / sess.OUTPUT_FILE)))
 
-    def exit_of(self, process_id: str | None, pid: int | None) -> WorkerExit | None:
+    def exit_of(self, session_id: str | None, pid: int | None) -> WorkerExit | None:
         from engine.processes import ProcessLookupFailed
         from engine.processes import session as sess
 
-        if not process_id:
+        if not session_id:
             return None
         try:
-            session = self.registry.get(process_id)
+            session = self.registry.get(session_id)
         except ProcessLookupFailed:
             return None
         if session.running:

@@ -240,7 +240,7 @@ class WorkerLaunch:
 class LaunchedWorker:
     pid: int | None
     fingerprint: str
-    process_id: str | None = None
+    session_id: str | None = None
     output_path: str | None = None
 
 
@@ -273,7 +273,7 @@ class Spawner(Protocol):
     def launch(self, launch: WorkerLaunch) -> LaunchedWorker:
         """Start the worker (raise on failure). Called from a thread."""
 
-    def exit_of(self, process_id: str | None, pid: int | None) -> WorkerExit | None:
+    def exit_of(self, session_id: str | None, pid: int | None) -> WorkerExit | None:
         """The recorded exit of a finished worker, or None when nothing was recorded."""
 
     def find_launch(self, token: str, task_id: str, run_id: int) -> LaunchLookup:
@@ -297,7 +297,7 @@ class NullSpawner:
         self.launched.append(launch)
         return LaunchedWorker(pid=None, fingerprint=identity.UNVERIFIED)
 
-    def exit_of(self, process_id: str | None, pid: int | None) -> WorkerExit | None:
+    def exit_of(self, session_id: str | None, pid: int | None) -> WorkerExit | None:
         return None
 
     def find_launch(self, token: str, task_id: str, run_id: int) -> LaunchLookup:

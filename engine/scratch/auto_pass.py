@@ -29,8 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from engine import identity
         from engine.config import ConfigError, load_config
-        from engine.scratch.execute import PassFailed, PruneBusy, prune_pass
+        from engine.scratch.execute import prune_pass
         from engine.scratch.registered import RegistryUnreadable, registry_provider
+        from engine.scratch.result import PassFailed, PruneBusy
 
         lineage, lineage_error = None, args.lineage_unknown
         if args.lineage is not None:

@@ -39,8 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(ctx: Context) -> int:
     from engine.scratch.audit import AuditWriteError
     from engine.scratch.entries import SurveyError
-    from engine.scratch.execute import PassFailed, PruneBusy, execute_plan, result_of_plan
+    from engine.scratch.execute import execute_plan
     from engine.scratch.plan import describe_plan, plan_prune
+    from engine.scratch.result import PassFailed, PruneBusy, result_of_plan
     from engine.scratch.target import PruneOptions, PruneTarget
     from engine.text import escape_text
 

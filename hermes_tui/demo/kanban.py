@@ -90,8 +90,8 @@ async def _build(home: HomeLayout) -> None:
         while time.monotonic() < deadline:
             result = await board.tick()
             for spawned in result.spawned:
-                if spawned.process_id:
-                    await asyncio.to_thread(spawner.registry.wait, spawned.process_id, 15)
+                if spawned.session_id:
+                    await asyncio.to_thread(spawner.registry.wait, spawned.session_id, 15)
             counts = await board.counts()
             if counts.get("blocked") and counts.get("done", 0) >= 2:
                 break

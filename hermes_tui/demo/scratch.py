@@ -61,7 +61,8 @@ def append_config(home: HomeLayout) -> None:
 
 
 def build(home: HomeLayout) -> None:
-    from engine.scratch.execute import PassFailed, prune_pass
+    from engine.scratch.execute import prune_pass
+    from engine.scratch.result import PassFailed
     from engine.scratch.target import PruneOptions, PruneTarget
 
     settings = load_config(home.config_file)

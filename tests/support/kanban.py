@@ -61,10 +61,10 @@ def dispatcher(board: Board, home: HomeLayout, settings: Settings, spawner) -> D
     return Dispatcher(board, home=home, settings=settings, spawner=spawner)
 
 
-def wait_for_exit(spawner, process_id: str, timeout: float = 30.0) -> None:
+def wait_for_exit(spawner, session_id: str, timeout: float = 30.0) -> None:
     """Wait for a registry worker to end (its exit recorded or it is gone)."""
-    session = spawner.registry.wait(process_id, timeout=timeout)
-    assert session.finished, f"worker {process_id} still running after {timeout}s"
+    session = spawner.registry.wait(session_id, timeout=timeout)
+    assert session.finished, f"worker {session_id} still running after {timeout}s"
 
 
 def kill_all_workers(spawner) -> None:

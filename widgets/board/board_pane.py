@@ -146,9 +146,9 @@ class BoardPane(Pane):
     class OpenWorkerOutput(Message):
         """Show a worker's process session in the processes pane."""
 
-        def __init__(self, process_id: str, task_id: str) -> None:
+        def __init__(self, session_id: str, task_id: str) -> None:
             super().__init__()
-            self.process_id = process_id
+            self.session_id = session_id
             self.task_id = task_id
 
     class OpenWorkerLog(Message):
@@ -874,9 +874,9 @@ class BoardPane(Pane):
             self.post_message(self.OpenWorkerLog(path, task_id))
             return
         runs = await self.service.runs_of(task_id)
-        process_id = next((r.process_id for r in reversed(runs) if r.process_id), None)
-        if process_id is not None:
-            self.post_message(self.OpenWorkerOutput(process_id, task_id))
+        session_id = next((r.session_id for r in reversed(runs) if r.session_id), None)
+        if session_id is not None:
+            self.post_message(self.OpenWorkerOutput(session_id, task_id))
             return
         log = self.service.log_path(task_id)  # a worker started elsewhere (hermes's gateway) logs here
         if await asyncio.to_thread(log.is_file):

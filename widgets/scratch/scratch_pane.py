@@ -31,8 +31,8 @@ from widgets.common.fit_table import Col, DetailLine, FitTable
 from widgets.common.pane import EmptyState, Pane
 
 if TYPE_CHECKING:
-    from engine.scratch.execute import PruneResult
     from engine.scratch.plan import PrunePlan
+    from engine.scratch.result import PruneResult
     from engine.scratch.target import PruneOptions, PruneTarget
 
 STATE_STYLES = {

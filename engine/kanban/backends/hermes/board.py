@@ -99,7 +99,7 @@ def run_from_hermes(row: sqlite3.Row) -> Run:
     return Run(
         id=int(row["id"]), task_id=str(row["task_id"]), profile=_get(row, "profile"),
         status=str(_get(row, "status", "")), claim_lock=_get(row, "claim_lock"), worker_pid=_get(row, "worker_pid"),
-        worker_started_at=_get(row, "worker_started_at"), process_id=None, output_path=None, log_offset=0,
+        worker_started_at=_get(row, "worker_started_at"), session_id=None, output_path=None, log_offset=0,
         started_at=_float(row, "started_at") or 0.0, ended_at=_float(row, "ended_at"), outcome=_get(row, "outcome"),
         error=_get(row, "error"), summary=_get(row, "summary"),
     )

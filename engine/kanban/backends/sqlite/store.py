@@ -145,8 +145,8 @@ RUN_COLUMNS = (
 EVENT_COLUMNS = "id, task_id, run_id, kind, payload, created_at"
 
 
-def task_from_row(row: Sequence[Any], parent_ids: tuple[str, ...] = (), process_id: str | None = None) -> Task:
-    return Task(*row, parent_ids=parent_ids, process_id=process_id)
+def task_from_row(row: Sequence[Any], parent_ids: tuple[str, ...] = (), session_id: str | None = None) -> Task:
+    return Task(*row, parent_ids=parent_ids, session_id=session_id)
 
 
 def run_from_row(row: Sequence[Any]) -> Run:
