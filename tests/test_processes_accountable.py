@@ -18,6 +18,7 @@ from engine.config import Settings
 from engine.home import HomeLayout
 from engine.processes import ProcessRegistry, SpawnFailed
 from engine.processes import registry as registry_mod
+from engine.processes import start as start_mod
 from engine.processes.session import STATE_STARTING, SessionCorrupt
 from engine.scratch.registered import registry_provider
 from tests.support import run_cli, wait_until
@@ -39,14 +40,14 @@ def test_a_session_that_cannot_be_recorded_never_runs_its_command(reg, home, tmp
     boundary faked: the write of the final record fails with ENOSPC). The command is
     gated on that record, so it never runs, and its folder is gone."""
     marker = tmp_path / "ran"
-    real = registry_mod._write_meta_record
+    real = start_mod.write_meta_record
 
     def full_disk_for_the_record(d, meta, *a, **k):
         if meta.get("state") != STATE_STARTING:
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(d, meta, *a, **k)
 
-    monkeypatch.setattr(registry_mod, "_write_meta_record", full_disk_for_the_record)
+    monkeypatch.setattr(start_mod, "write_meta_record", full_disk_for_the_record)
     with pytest.raises(SpawnFailed, match="No space left on device.*did not run"):
         reg.spawn(["touch", str(marker)])
     assert not marker.exists()  # the wrapper has exited when spawn returns: it never will

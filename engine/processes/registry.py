@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import threading
 import time
@@ -18,11 +17,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from engine.processes import session as sess
+from engine.processes import start
 from engine.processes.finished_index import FinishedIndex, StatKey, indexable, stat_key
 from engine.processes.session import (
     ID_HEX_LEN,
     ID_PREFIX,
-    KillOutcome,
     ProcessLookupFailed,
     ProcessSession,
     SessionCorrupt,
@@ -105,13 +104,6 @@ def is_session_id(text: str) -> bool:
     """``proc_`` and 12 lowercase hex digits: a name safe as a folder of ours."""
     hexpart = text[len(ID_PREFIX):] if text.startswith(ID_PREFIX) else ""
     return len(hexpart) == ID_HEX_LEN and all(c in "0123456789abcdef" for c in hexpart)
-
-
-def _meta_key(st: os.stat_result) -> tuple[int, int, int]:
-    """What must be unchanged for a cached reading of ``meta.json`` to still hold. The
-    inode is in it: every rewrite renames a new file in, and two rewrites within one
-    tick of the file system's clock keep the same mtime."""
-    return (st.st_mtime_ns, st.st_ino, st.st_size)
 
 
 class _Cached:
@@ -234,10 +226,10 @@ class ProcessRegistry:
         environ = spawn_environment(home_root=self.home.root, scratch_dir=scratch, session_id=session_id,
                                     base=base_env, extra=env)
         try:
-            _write_env_record(d, environ)  # what `proc restart` runs it again with
+            start.write_env_record(d, environ)  # what `proc restart` runs it again with
             # Until its record below is written the folder has no meta.json, which reads
             # as "never started": the wrapper waits at its gate, nothing of it has run.
-            popen = self._start_gated(d, argv, workdir, environ,
+            popen = start.start_gated(d, argv, workdir, environ,
                                       restart.wrapper_args(d) if restart is not None and restart.active else None)
         except OSError as exc:
             self._release_name(name, session_id)
@@ -245,14 +237,14 @@ class ProcessRegistry:
             raise SpawnFailed(f"cannot start {display!r}: {exc.strerror or exc}; it did not run") from None
         meta.update(pid=popen.pid, fingerprint=identity.fingerprint(popen.pid), started_at=time.time())
         try:
-            key = _write_meta_record(d, meta)
+            key = start.write_meta_record(d, meta)
         except OSError as exc:
-            self._abort_gated(popen)
+            start.abort_gated(popen)
             self._release_name(name, session_id)
             _remove_tree(d)
             raise SpawnFailed(f"cannot record the session of {display!r} "
                               f"({exc.strerror or exc}): the command did not run") from None
-        self._open_gate(popen)
+        start.open_gate(popen)
         if bound:
             from engine.processes.keeper import ensure_keeper
 
@@ -336,58 +328,6 @@ class ProcessRegistry:
         except FileExistsError:
             return False
         return True
-
-    @staticmethod
-    def _start_gated(d: Path, argv: list[str], workdir: str, environ: dict[str, str],
-                     restart_args: list[str] | None = None) -> subprocess.Popen:
-        """Start the wrapper, waiting at its gate (stdin): the command does not run yet."""
-        import subprocess
-
-        from engine.processes.supervisor import WRAPPER_SHELL, wrapper_argv
-
-        folder = str(d)
-        if restart_args is None:
-            wrapper = wrapper_argv(f"{folder}/{sess.EXIT_FILE}", argv)
-        else:
-            from engine.processes.restart import RESTART_SCRIPT
-
-            wrapper = [WRAPPER_SHELL, "-c", RESTART_SCRIPT, f"{folder}/{sess.EXIT_FILE}", *restart_args, *argv]
-        out_fd = os.open(f"{folder}/{sess.OUTPUT_FILE}", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
-        try:
-            return subprocess.Popen(
-                wrapper,
-                cwd=workdir,
-                env=environ,
-                stdin=subprocess.PIPE,
-                stdout=out_fd,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                close_fds=True,
-            )
-        finally:
-            os.close(out_fd)
-
-    @staticmethod
-    def _open_gate(popen: subprocess.Popen) -> None:
-        """The session is recorded: let the command run."""
-        from engine.processes.supervisor import GO
-
-        assert popen.stdin is not None
-        try:
-            popen.stdin.write(GO)
-            popen.stdin.close()
-        except OSError:
-            pass  # the wrapper is already gone (killed): the session reads as lost
-
-    @staticmethod
-    def _abort_gated(popen: subprocess.Popen) -> None:
-        """Close the gate without "go": the wrapper exits and the command never runs."""
-        assert popen.stdin is not None
-        try:
-            popen.stdin.close()
-        except OSError:
-            pass
-        popen.wait()
 
     def _scratch_dir(self) -> Path | None:
         if not self._scratch_ready:
@@ -547,7 +487,7 @@ class ProcessRegistry:
             return done
         d = self.session_dir(session_id)
         try:
-            key = _meta_key(os.stat(f"{d}/{sess.META_FILE}"))  # taken before the read: a change makes it stale
+            key = start.meta_key(os.stat(f"{d}/{sess.META_FILE}"))  # taken before the read: a change makes it stale
         except FileNotFoundError:
             raise SessionNotStarted(f"{session_id}: no metadata: its command was never started") from None
         with self._lock:
@@ -747,77 +687,20 @@ class ProcessRegistry:
         return self.get(session_id)
 
     def kill(self, id_or_prefix: str, grace: float | None = None) -> KillReport:
-        """Verified terminate of the session's process group (TERM, grace, KILL).
+        """Verified terminate of the session's process group (TERM, grace, KILL); see
+        :func:`engine.processes.kill.kill_session`."""
+        from engine.processes.kill import kill_session
 
-        A leader whose fingerprint no longer matches is never signalled
-        (``pid_recycled``); survivors are reported and the session stays running.
-        """
-        from engine import identity
-        from engine.fsutil import atomic_write_json
-        from engine.processes.kill_report import KillReport
+        return kill_session(self, self.get(id_or_prefix), grace)
 
-        s = self.get(id_or_prefix)
-        if s.source is SessionSource.HERMES:
-            return self._kill_hermes(s, grace)
-        base = dict(id=s.id, pid=s.pid, command=s.command)
-        if s.status is sess.SessionStatus.LOST and _pid_reused(s):
-            return KillReport(**base, status=s.status, outcome=KillOutcome.PID_RECYCLED,
-                              detail=f"pid {s.pid} now belongs to another process: not signalled")
-        if s.status is sess.SessionStatus.LOST:
-            verified, unverified = _orphaned_group(s)
-            if verified:
-                return self._kill_orphans(s, verified, unverified, grace)
-            if unverified:
-                return KillReport(**base, status=s.status, outcome=KillOutcome.UNVERIFIED,
-                                  detail=f"its wrapper is gone and {len(unverified)} process(es) left in its group "
-                                  "could not be verified as its own: not signalled")
-        if s.finished:
-            return KillReport(**base, status=s.status, outcome=KillOutcome.ALREADY_FINISHED,
-                              detail=f"already {s.exit_text()}")
-        if not identity.is_verifiable(s.fingerprint):
-            return KillReport(**base, status=s.status, outcome=KillOutcome.UNVERIFIED,
-                              detail="no fingerprint was taken at spawn, so its pid is never signalled")
-        grace = self.settings.processes.kill_grace_seconds if grace is None else max(0.0, float(grace))
-        kill_file = s.dir / sess.KILLED_FILE
-        # Intent first: whoever looks while the command dies of our TERM sees "killed".
-        atomic_write_json(kill_file, {"pending": True, "signal": None, "at": time.time(), "by_pid": os.getpid()})
-        try:
-            report = identity.terminate(s.pid, s.fingerprint, grace)
-        except BaseException:
-            _unlink(kill_file)
-            raise
-        self.reap()
-        signals = tuple(report.signals)
-        survivors = tuple(report.survivors)
-        record = sess.read_exit_record(s.dir)
-        if report.outcome is identity.SignalOutcome.SENT and (record is None or record.signal is not None):
-            last = "SIGKILL" if any(sig == "SIGKILL" for _p, sig in signals) else "SIGTERM"
-            atomic_write_json(kill_file, {
-                "pending": bool(survivors), "signal": last, "at": time.time(), "by_pid": os.getpid(),
-                "signals": [{"pid": p, "signal": n} for p, n in signals],
-            })
-        else:
-            _unlink(kill_file)  # nothing was sent, or it had exited normally on its own
+    def kill_grace(self, grace: float | None) -> float:
+        """The grace between TERM and KILL: ``grace`` when given, else the configured one."""
+        return self.settings.processes.kill_grace_seconds if grace is None else max(0.0, float(grace))
+
+    def forget_finished(self, session_id: str) -> None:
+        """Drop the cached end of a session (a kill just wrote its record: read it again)."""
         with self._lock:
-            self._state.finished.pop(s.id, None)
-        after = self.get(s.id)
-        if report.outcome is identity.SignalOutcome.SENT:
-            if survivors:
-                outcome, detail = KillOutcome.SURVIVORS, f"{len(survivors)} process(es) still alive after SIGKILL"
-            elif after.status is sess.SessionStatus.KILLED:
-                outcome, detail = KillOutcome.KILLED, ""
-            else:
-                outcome, detail = KillOutcome.GONE, f"it ended on its own ({after.exit_text()})"
-        elif report.outcome is identity.SignalOutcome.PID_RECYCLED:
-            outcome, detail = KillOutcome.PID_RECYCLED, f"pid {s.pid} now belongs to another process: not signalled"
-        elif report.outcome is identity.SignalOutcome.GONE:
-            outcome, detail = KillOutcome.GONE, "the process had already exited"
-        elif report.outcome is identity.SignalOutcome.UNVERIFIED:
-            outcome, detail = KillOutcome.UNVERIFIED, report.detail or "identity not verified: not signalled"
-        else:
-            outcome, detail = KillOutcome.ERROR, report.detail or "the kernel refused the signal"
-        return KillReport(**base, status=after.status, outcome=outcome, detail=detail,
-                          signals=signals, survivors=survivors)
+            self._state.finished.pop(session_id, None)
 
     def restart(self, id_or_prefix: str, grace: float | None = None) -> Restarted:
         """The session's command again, as a new session linked to it (``restarted_from``):
@@ -838,7 +721,7 @@ class ProcessRegistry:
                 state = "running" if successor.running else successor.exit_text()
                 raise SpawnFailed(f"{s.id} was already restarted as {successor.id} ({state}): "
                                   f"restart {successor.id} instead; nothing was started")
-            environ = read_env_record(s.dir)
+            environ = start.read_env_record(s.dir)
             stopped = None
             if s.running:
                 stopped = self.kill(s.id, grace)
@@ -858,78 +741,6 @@ class ProcessRegistry:
             if other.restarted_from == session_id and not (other.dir / sess.NOT_STARTED_FILE).exists():
                 return other
         return None
-
-    def _kill_hermes(self, s: ProcessSession, grace: float | None) -> KillReport:
-        """TERM (grace, KILL) a process hermes-agent started, only when processes.json,
-        read again now, still names it and its start ticks verify the live pid. Nothing
-        of hermes's is written: no kill record, no change to processes.json."""
-        from engine import identity
-        from engine.processes.hermes_sessions import signal_target
-        from engine.processes.kill_report import KillReport
-
-        base = dict(id=s.id, pid=s.pid, command=s.command)
-        target = signal_target(self.home.root, s.id)
-        if target.fingerprint is None:
-            return KillReport(**base, status=sess.SessionStatus.LOST if target.refusal is KillOutcome.GONE else s.status,
-                              outcome=target.refusal, detail=target.detail)
-        grace = self.settings.processes.kill_grace_seconds if grace is None else max(0.0, float(grace))
-        report = identity.terminate(s.pid, target.fingerprint, grace)
-        signals, survivors = tuple(report.signals), tuple(report.survivors)
-        if report.outcome is identity.SignalOutcome.SENT:
-            outcome = KillOutcome.SURVIVORS if survivors else KillOutcome.KILLED
-            detail = f"{len(survivors)} process(es) still alive after SIGKILL" if survivors else ""
-        elif report.outcome is identity.SignalOutcome.GONE:
-            outcome, detail = KillOutcome.GONE, "the process had already exited"
-        elif report.outcome is identity.SignalOutcome.PID_RECYCLED:
-            outcome, detail = KillOutcome.PID_RECYCLED, f"pid {s.pid} now belongs to another process: not signalled"
-        else:
-            outcome, detail = KillOutcome(report.outcome.value), report.detail or "not signalled"
-        status = {KillOutcome.SURVIVORS: sess.SessionStatus.RUNNING, KillOutcome.KILLED: sess.SessionStatus.KILLED,
-                  KillOutcome.GONE: sess.SessionStatus.LOST}.get(outcome, s.status)
-        return KillReport(**base, status=status, outcome=outcome, detail=detail, signals=signals,
-                          survivors=survivors)
-
-    def _kill_orphans(self, s: ProcessSession, members: dict[int, str], unverified: list[int],
-                      grace: float | None) -> KillReport:
-        """The wrapper of ``s`` is gone but its command runs on: TERM each verified member
-        of its process group through its own fingerprint, grace, KILL survivors."""
-        import signal as signal_mod
-
-        from engine import identity
-        from engine.fsutil import atomic_write_json
-        from engine.processes.kill_report import KillReport
-
-        grace = self.settings.processes.kill_grace_seconds if grace is None else max(0.0, float(grace))
-        kill_file = s.dir / sess.KILLED_FILE
-        atomic_write_json(kill_file, {"pending": True, "signal": None, "at": time.time(), "by_pid": os.getpid()})
-        signals: list[tuple[int, str]] = []
-        for pid, fp in sorted(members.items()):
-            if identity.send_signal(pid, fp, signal_mod.SIGTERM).sent:
-                signals.append((pid, "SIGTERM"))
-        living = identity.wait_gone(members, time.monotonic() + grace)
-        for pid, fp in sorted(living.items()):
-            if identity.send_signal(pid, fp, signal_mod.SIGKILL).sent:
-                signals.append((pid, "SIGKILL"))
-        survivors = tuple(sorted(identity.wait_gone(living, time.monotonic() + 1.0)))
-        if not signals:
-            _unlink(kill_file)
-            return KillReport(id=s.id, pid=s.pid, command=s.command, status=s.status, outcome=KillOutcome.GONE,
-                              detail="its wrapper is gone and its group ended before any signal")
-        last = "SIGKILL" if any(sig == "SIGKILL" for _p, sig in signals) else "SIGTERM"
-        atomic_write_json(kill_file, {
-            "pending": bool(survivors), "signal": last, "at": time.time(), "by_pid": os.getpid(),
-            "signals": [{"pid": p, "signal": n} for p, n in signals], "orphans": True,
-        })
-        with self._lock:
-            self._state.finished.pop(s.id, None)
-        after = self.get(s.id)
-        detail = (f"its wrapper (pid {s.pid}) was gone; signalled the {len(members)} process(es) left in its "
-                  "group, each verified by its own fingerprint")
-        if unverified:
-            detail += f"; {len(unverified)} unverified one(s) not signalled: {', '.join(map(str, unverified))}"
-        outcome = KillOutcome.SURVIVORS if survivors else KillOutcome.KILLED
-        return KillReport(id=s.id, pid=s.pid, command=s.command, status=after.status, outcome=outcome,
-                          detail=detail, signals=tuple(signals), survivors=survivors)
 
     def remove_abandoned_starts(self, now: float | None = None) -> list[str]:
         """Remove folders whose command never started and whose spawn is over: no
@@ -983,90 +794,6 @@ def _pidfd_exited(fd: int) -> bool | None:
     return bool(revents & select.POLLIN)
 
 
-def _write_meta_record(d: Path, meta: dict[str, Any]) -> tuple[int, int, int]:
-    """``meta.json`` whole or not at all, for readers (written aside, then renamed in);
-    returns its :func:`_meta_key`.
-
-    Not fsynced: the record is what lets every instance verify and spare the session's
-    live processes, and no process outlives the machine crash that could lose an
-    unsynced write. A session left by such a crash reads as never started (no record)
-    or, on a file system that leaves a torn file, as unreadable (then the pruner signals
-    nobody: fail closed). The fsync was most of the cost of a spawn."""
-    folder = str(d)
-    tmp = f"{folder}/.{sess.META_FILE}.started"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            data = memoryview(json.dumps(meta).encode() + b"\n")
-            while data:  # a short write is followed by one that raises (ENOSPC)
-                data = data[os.write(fd, data):]
-            key = _meta_key(os.fstat(fd))
-        finally:
-            os.close(fd)
-        os.rename(tmp, f"{folder}/{sess.META_FILE}")
-    except BaseException:
-        _unlink(tmp)
-        raise
-    return key
-
-
-ENV_FILE = "env.json"
-
-
-def _write_env_record(d: Path, environ: Mapping[str, str]) -> None:
-    """The command's whole environment, for `proc restart` (0600, like the folder's
-    other files: the environment of one's own processes is readable in /proc anyway)."""
-    import json
-
-    fd = os.open(d / ENV_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as fh:
-        json.dump(dict(environ), fh)
-
-
-def read_env_record(d: Path) -> dict[str, str] | None:
-    import json
-
-    try:
-        data = json.loads((d / ENV_FILE).read_text(encoding="utf-8", errors="surrogateescape"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
-        return None
-    return data
-
-
-def _orphaned_group(s: ProcessSession) -> tuple[dict[int, str], list[int]]:
-    """Live members of the process group a lost session's wrapper led, split into the
-    verified (pid -> own fingerprint) and the rest. A member is verified when it was
-    born in this boot after the wrapper, and its environment names this session
-    (``HERMES_PROCESS_ID``, set for every command we spawn)."""
-    from engine import identity
-
-    if not identity.is_verifiable(s.fingerprint):
-        return {}, []
-    boot, _sep, ticks = s.fingerprint.partition("|")
-    verified: dict[int, str] = {}
-    unverified: list[int] = []
-    marker = f"HERMES_PROCESS_ID={s.id}".encode()
-    for pid, stat in sorted(identity.group_members(s.pid).items()):
-        fp = identity.fingerprint_of(stat)
-        if fp.partition("|")[0] == boot and stat.start_ticks >= int(ticks) and marker in _environ(pid):
-            verified[pid] = fp
-        else:
-            unverified.append(pid)
-    return verified, unverified
-
-
-def _environ(pid: int) -> list[bytes]:
-    from engine import identity
-
-    try:
-        with open(identity.PROC / str(pid) / "environ", "rb") as fh:
-            return fh.read().split(b"\0")
-    except OSError:
-        return []
-
-
 def _processes_under(cwd: str) -> list[tuple[int, str]]:
     """(pid, fingerprint) of every live process whose working directory is ``cwd`` or
     below it (a /proc scan: only done for a session with malformed metadata)."""
@@ -1090,14 +817,6 @@ def _processes_under(cwd: str) -> list[tuple[int, str]]:
             if identity.is_verifiable(fp):
                 found.append((int(name), fp))
     return found
-
-
-def _pid_reused(s: ProcessSession) -> bool:
-    """The session's pid exists now but is another process (fingerprint differs)."""
-    from engine import identity
-
-    now = identity.fingerprint(s.pid)
-    return now != identity.UNVERIFIED and identity.is_verifiable(s.fingerprint) and now != s.fingerprint
 
 
 def _mtime(path: Path) -> float:

@@ -30,7 +30,7 @@ async def main(root: str, url: str, step: str, grace: float, command: str) -> No
     from engine.home import HomeLayout
     from engine.kanban.dispatcher import Dispatcher
     from engine.kanban.registry_spawner import RegistrySpawner
-    from engine.processes import registry
+    from engine.processes import start
     from tests.support.kanban import kanban_settings, open_board
 
     home = HomeLayout(Path(root))
@@ -51,9 +51,9 @@ async def main(root: str, url: str, step: str, grace: float, command: str) -> No
             return worker
 
     if step == "unrecorded":
-        registry._write_meta_record = lambda *_a, **_k: die()
+        start.write_meta_record = lambda *_a, **_k: die()
     elif step == "ungated":
-        registry.ProcessRegistry._open_gate = staticmethod(lambda _popen: die())
+        start.open_gate = lambda _popen: die()
     await Dispatcher(board, home=home, settings=settings, spawner=Dying(home, settings)).tick()
     sys.exit(3)
 
