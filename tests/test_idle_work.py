@@ -9,7 +9,6 @@ from __future__ import annotations
 from engine.config import Settings
 from engine.kanban import transitions as tr
 from engine.kanban.models import NewTask
-from engine.kanban.service import BoardService
 from engine.processes import ProcessRegistry
 from engine.scratch.audit import AuditLog
 from hermes_tui.app import HermesApp
@@ -44,22 +43,28 @@ async def test_an_unchanged_prune_log_is_not_read_again_until_it_changes(home):
         assert pane.reads > reads
 
 
-async def test_a_missing_board_is_looked_for_again_only_when_its_place_changes(home, monkeypatch):
+async def test_a_missing_board_is_looked_for_again_only_when_its_place_changes(home):
     """Each tick of a home without a board asked, in two threads, where the board is and
     whether it exists; once it is made, the pane still finds it at the next tick."""
-    looked: list[bool] = []
-    real_exists = BoardService.exists.__func__
-
-    def exists(cls, *args, **kwargs):
-        found = real_exists(cls, *args, **kwargs)
-        looked.append(found)
-        return found
-
-    monkeypatch.setattr(BoardService, "exists", classmethod(exists))
     app = make_app(home, FAST)
     async with app.run_test(size=WIDE) as pilot:
         pane = app.query_one(BoardPane)
-        await wait_for(pilot, lambda: pane.skipped_missing >= 1, what="a tick that did not look again")
+        link = pane.link
+        looked: list[bool] = []  # the pane's own looks (the attention monitor asks on its own)
+        real_open = link._open_locked
+
+        async def open_locked(create):
+            looked.append(create)
+            return await real_open(create)
+
+        link._open_locked = open_locked
+        # The app's first looks at its home made what they make in it (a folder made
+        # changes the place a board would appear in): the pane rightly looked again then.
+        await wait_for(pilot, lambda: app.pane("processes").refresh_count >= 1
+                       and app.pane("scratch").last_survey is not None and app.attention.computations >= 1,
+                       what="the app's first looks at its home")
+        settled = pane.skipped_missing
+        await wait_for(pilot, lambda: pane.skipped_missing >= settled + 1, what="a tick that did not look again")
         seen, skipped = len(looked), pane.skipped_missing
         await wait_for(pilot, lambda: pane.skipped_missing >= skipped + 4, what="four more ticks")
         assert pane.service is None and len(looked) == seen

@@ -51,6 +51,16 @@ def launch_world(home, board_backend, open_test_board, tmp_path):
         board = await open_test_board(clock or FakeClock(time.time() + GRACE + 5), board_backend)
         spawner = RegistrySpawner(home, settings)
         opened.append(spawner)
+
+        async def lock_free() -> bool:
+            async with board.dispatch_guard() as held:
+                return held
+
+        # The killed dispatcher's lock goes with it, but not at once: on PostgreSQL its
+        # server session ends only once the server notices the client is gone (a loaded
+        # machine: a tick then was skipped as locked, and found nothing to resolve).
+        await wait_until_async(lock_free, what=lambda: "the killed dispatcher's lock let go (held by "
+                               f"{_holders_of_the_dispatch_lock(home)})")
         return board, spawner, dispatcher(board, home, settings, spawner)
 
     yield home, board_backend, gate, open_after
