@@ -214,6 +214,44 @@ def test_a_restart_killed_after_it_started_the_new_session_is_not_repeated(home,
     assert reg.kill(new.id, grace=30).ok
 
 
+# A `proc restart` that dies with KILL right after it recorded the new session, before it
+# opened that session's gate (the one step faked: the gate's opening is where it dies).
+_DIES_AT_THE_GATE = """
+import os, sys
+from pathlib import Path
+from engine.config import Settings
+from engine.home import HomeLayout
+from engine.processes import ProcessRegistry, start
+start.open_gate = lambda _popen: os.kill(os.getpid(), 9)
+ProcessRegistry(HomeLayout(Path(sys.argv[1])), Settings()).restart(sys.argv[2], grace=30)
+"""
+
+
+def test_a_restart_killed_between_the_new_record_and_its_gate_is_finished_by_the_next(home, reg, tmp_path):
+    import sys
+
+    runs = tmp_path / "runs"
+    old = reg.spawn(["sh", "-c", f"echo $HERMES_PROCESS_ID >>{runs}; while :; do sleep 0.05; done"])
+    wait_until(runs.exists, timeout=30, what="the old session to run")
+    cut = subprocess.run([sys.executable, "-c", _DIES_AT_THE_GATE, str(home.root), old.id],
+                         capture_output=True, text=True, timeout=120)
+    assert cut.returncode == -9, cut.stderr
+    [gated] = _restarts_of(reg, old.id)  # recorded, its gate never opened
+    wait_until(lambda: (gated.dir / "not_started").exists(), timeout=30, what="the cut session's proof it never ran")
+    assert not reg.get(old.id).running
+    cut_short = reg.get(gated.id)
+    assert cut_short.never_started and cut_short.status_text() == "never started"  # not "lost"
+    listed = json.loads(_cli(home, "ps", "--all", "--json").stdout)
+    assert [row["never_started"] for row in listed if row["id"] == gated.id] == [True]
+
+    again = _cli(home, "proc", "restart", old.id)
+    assert again.returncode == 0, again.stderr
+    new = reg.get(again.stdout.strip())
+    assert new.id != gated.id and new.restarted_from == old.id
+    wait_until(lambda: runs.read_text().split() == [old.id, new.id], timeout=30, what="the restart's command to run")
+    assert reg.kill(new.id, grace=30).ok
+
+
 def test_a_restart_session_cut_short_at_its_gate_says_it_never_ran(reg, tmp_path):
     # The restarting wrapper, like the plain one, leaves proof that its command never ran
     # when its gate is never opened; `proc restart` then does not count it as a successor.

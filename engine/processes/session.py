@@ -169,6 +169,7 @@ class ProcessSession:
     restart: str = "no"  # the restart policy: no | on-failure | always
     max_restarts: int = 0
     hermes_owner: HermesOwner | None = None  # hermes-agent's: who it is for (task, chat, session, watch)
+    never_started: bool = False  # lost with the wrapper's proof that its command never ran (a spawn cut short)
 
     @property
     def output_available(self) -> bool:
@@ -200,6 +201,8 @@ class ProcessSession:
         'exit 2', 'exit 143 (SIGTERM)', 'killed (SIGKILL)', 'lost'."""
         if self.status in (SessionStatus.EXITED, SessionStatus.KILLED):
             return self.exit_text()
+        if self.never_started:
+            return "never started"
         return str(self.status)
 
     def exit_text(self) -> str:
@@ -208,6 +211,8 @@ class ProcessSession:
             return "running"
         if self.status is SessionStatus.LOST and self.source is SessionSource.HERMES:
             return "not running (hermes keeps no exit record)"
+        if self.status is SessionStatus.LOST and self.never_started:
+            return "never started (its spawn was cut short)"
         if self.status is SessionStatus.LOST:
             return "lost (no exit record)"
         if self.status is SessionStatus.KILLED:
@@ -242,6 +247,7 @@ class ProcessSession:
             "restart": self.restart,
             "max_restarts": self.max_restarts,
             "hermes_owner": self.hermes_owner.to_json() if self.hermes_owner is not None else None,
+            "never_started": self.never_started,
         }
 
 
@@ -444,7 +450,7 @@ def derive(base: ProcessSession, alive: Callable[[ProcessSession], bool] = leade
         record = read_exit_record(d)
     kill = read_kill_record(d)
     if record is None and kill is None:
-        return replace(base, status=SessionStatus.LOST)
+        return replace(base, status=SessionStatus.LOST, never_started=os.path.exists(f"{d}/{NOT_STARTED_FILE}"))
     if kill is not None and (record is None or record.signal is not None):
         sig = kill.get("signal") if isinstance(kill.get("signal"), str) else None
         if sig is None and record is not None:
