@@ -31,6 +31,27 @@ os.environ.pop("STY", None)
 _schedule.mark_started()
 
 
+def _patient_pilot() -> None:
+    """Pilot waits after each key and click until every widget on the screen has handled
+    its pending messages, and fails after a fixed 30 s. On a loaded machine (two copies
+    of the suite on two cores) the app can be starved that long while it is correct:
+    the wait stays a wait for that condition, bounded like every wait of the suite
+    (tests/support/waiting.py: generous, costs nothing when the condition holds)."""
+    from textual.pilot import Pilot
+
+    from tests.support.waiting import DEFAULT_TIMEOUT
+
+    wait_for_screen = Pilot._wait_for_screen
+
+    async def patient(self, timeout: float = 2 * DEFAULT_TIMEOUT) -> bool:
+        return await wait_for_screen(self, max(timeout, 2 * DEFAULT_TIMEOUT))
+
+    Pilot._wait_for_screen = patient
+
+
+_patient_pilot()
+
+
 @pytest.fixture
 def home(tmp_path: Path) -> HomeLayout:
     """A fresh, created home in a temp dir, with hermes-tui's own folder (where its
