@@ -228,7 +228,14 @@ async def test_the_app_the_cli_and_real_workers_lose_nothing(home, tmp_path):
                 deleted.update(deleted_board_files())
                 return all(i in pane.cards and pane.cards[i].task.status == "done" for i in ids)
 
-            await wait_until_pilot(pilot, shown_done, WAIT_SECONDS, "the app showing every card done")
+            def shown_now() -> str:  # what the app showed when the wait gave up
+                behind = {i: pane.cards[i].task.status if i in pane.cards else None for i in ids
+                          if i not in pane.cards or pane.cards[i].task.status != "done"}
+                notes = [n.message for n in app._notifications][-3:]
+                return (f"the app showing every card done (not shown done: {behind}; board {pane.link.state.value}, "
+                        f"{pane.reads} reads, {app.dispatch_loop.ticks} ticks, last notes {notes})")
+
+            await wait_until_pilot(pilot, shown_done, WAIT_SECONDS, shown_now)
             assert app.dispatch_loop.ticks > 0
             # The app and the CLI agree, card for card.
             listed = await asyncio.to_thread(subprocess.run, cli_argv(home, "list", "--all", "--json"),
