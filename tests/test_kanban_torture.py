@@ -204,6 +204,7 @@ def test_a_board_service_process_the_cli_and_real_workers_lose_nothing(home, tmp
 
 
 @pytest.mark.slow  # heavy: real concurrent processes
+@pytest.mark.timeout(3 * WAIT_SECONDS)  # its own waits say what they waited for before the suite's limit would
 async def test_the_app_the_cli_and_real_workers_lose_nothing(home, tmp_path):
     from hermes_tui.app import HermesApp
     from widgets.board.board_pane import BoardPane
