@@ -336,9 +336,14 @@ class HermesApp(AttentionMixin, App[int]):
             self.action_focus_pane("processes")
 
     def on_processes_pane_foreground_changed(self, message: ProcessesPane.ForegroundChanged) -> None:
-        """The command bar says what runs in the foreground and the key that backgrounds it."""
-        self.query_one(CommandBar).set_running(message.command, self.key_display("processes.background"),
-                                               message.detail)
+        """The command bar says what runs in the foreground and the key that backgrounds it.
+        A change that arrives while the app takes its widgets down (ctrl+b posts it from
+        a thread, once the run is moved; `q` may come first) has no bar left to tell."""
+        try:
+            bar = self.query_one(CommandBar)
+        except NoMatches:
+            return
+        bar.set_running(message.command, self.key_display("processes.background"), message.detail)
 
     def on_command_bar_left(self, message: CommandBar.Left) -> None:
         self.action_focus_pane(self._active_pane)

@@ -554,6 +554,18 @@ async def test_restart_asks_first_then_runs_the_command_again_as_a_new_named_ses
     gate.touch()
 
 
+async def test_a_foreground_change_that_arrives_after_the_command_bar_is_gone_is_dropped(home):
+    """ctrl+b posts the change once the run is moved, from a thread: with `q` (or a test's
+    end) meanwhile it arrived while the app was taking its widgets down, and the app
+    stopped on NoMatches for the command bar (a paired run at load 14)."""
+    app = make_app(home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.query_one(CommandBar).remove()
+        app.post_message(ProcessesPane.ForegroundChanged(None, detail="last: exit 0"))
+        await pilot.pause()
+        assert app.return_code is None and app.is_running
+
+
 @pytest.mark.parametrize("variable, name", [("TMUX", "tmux"), ("STY", "screen")])
 async def test_inside_tmux_or_screen_ctrl_g_also_backgrounds_and_the_bar_and_help_say_so(
         home, cleanup, monkeypatch, variable, name):
