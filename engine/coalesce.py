@@ -14,23 +14,35 @@ from typing import Any
 
 
 class Coalesced:
-    """``request()`` runs ``job()`` through ``start`` (a function that runs a coroutine:
-    an app's ``run_worker``), or once more right after the run under way."""
+    """``request()`` runs ``job()`` through ``start`` (a function that runs a coroutine
+    function: an app's ``run_worker``), or once more right after the run under way.
 
-    def __init__(self, start: Callable[[Coroutine[Any, Any, None]], object], job: Callable[[], Awaitable[Any]]) -> None:
+    ``start`` is handed the coroutine function, not a coroutine: a run cancelled before
+    it began (the app closing) leaves no coroutine that was never awaited. Such a run
+    would also never have said it ended: when ``start``'s handle says it finished
+    before the run began, the next request starts a new one instead of waiting for it."""
+
+    def __init__(self, start: Callable[[Callable[[], Coroutine[Any, Any, None]]], object],
+                 job: Callable[[], Awaitable[Any]]) -> None:
         self._start = start
         self._job = job
         self.running = False
         self._again = False
+        self._began = False  # the run under way has begun (its loop is running)
+        self._handle: object = None  # what ``start`` returned for it (a Textual Worker)
 
     def request(self) -> None:
-        if self.running:
+        if self.running and not self._never_began():
             self._again = True
             return
-        self.running = True
-        self._start(self._runs())
+        self.running, self._began = True, False
+        self._handle = self._start(self._runs)
+
+    def _never_began(self) -> bool:
+        return not self._began and bool(getattr(self._handle, "is_finished", False))
 
     async def _runs(self) -> None:
+        self._began = True
         try:
             while True:
                 self._again = False
