@@ -184,6 +184,39 @@ class _Tally:
         )
 
 
+class QuietTick:
+    """What a tick that changed nothing found, kept for the next tick of the same board
+    (the board service keeps one): a board with 100,000 held-back ready cards is read
+    whole again only when it may have changed.
+
+    A tick is quiet when no card ran (nor a closed run kept a worker's pid), none was
+    promoted and none picked: it only held cards back, each for a reason that depends
+    on the board, the settings and, for a rate-limit cooldown, the time. The next tick
+    gives the same result without reading when the board's data version is the one read
+    *before* the quiet tick's reads (any commit after it, by another connection or this
+    one, the tick's own first-time events too, moves it), the settings are the same
+    object and no cooldown has run out. A board without a version (None: a server
+    board) is always read."""
+
+    def __init__(self) -> None:
+        self._kept: tuple[object, Settings, float, DispatchResult] | None = None
+
+    def result_for(self, version: object, settings: Settings, now: float) -> DispatchResult | None:
+        kept = self._kept
+        if kept is None or version is None:
+            return None
+        was, kept_settings, wake_at, result = kept
+        if was != version or kept_settings is not settings or now >= wake_at:
+            return None
+        return result
+
+    def keep(self, version: object, settings: Settings, wake_at: float, result: DispatchResult) -> None:
+        self._kept = None if version is None else (version, settings, wake_at, result)
+
+    def forget(self) -> None:
+        self._kept = None
+
+
 @dataclass(frozen=True)
 class _Claimed:
     task_id: str
@@ -197,13 +230,16 @@ class _Claimed:
 class Dispatcher:
     """Ticks one board for one home. Cheap to keep; each tick is independent."""
 
-    def __init__(self, board: Board, *, home: HomeLayout, settings: Settings, spawner: Spawner) -> None:
+    def __init__(self, board: Board, *, home: HomeLayout, settings: Settings, spawner: Spawner,
+                 quiet: QuietTick | None = None) -> None:
         self.board = board
         self.home = home
         self.settings = settings
         self.k = settings.kanban
         self.spawner = spawner
         self.grace = settings.processes.kill_grace_seconds
+        self.quiet = quiet  # the last quiet tick of this board (see QuietTick); None: read every tick
+        self._wake_at = float("inf")  # when the earliest held-back cooldown runs out
 
     # -- the tick --------------------------------------------------------------------------
 
@@ -215,6 +251,14 @@ class Dispatcher:
             reap = getattr(self.spawner, "reap", None)
             if reap is not None:
                 await asyncio.to_thread(reap)
+            version = None
+            if self.quiet is not None:
+                # Read before the tick's reads: whatever commits after it moves it.
+                version = await self.board.data_version()
+                unchanged = self.quiet.result_for(version, self.settings, self.board.now())
+                if unchanged is not None:
+                    return unchanged
+                self.quiet.forget()
             # One round trip looks first: is there a running card, or a closed run that
             # keeps a worker's pid (else phases 0 and 1-4b have nothing to look at), and
             # which cards could be promoted or spawned (still true below when nothing
@@ -234,7 +278,10 @@ class Dispatcher:
                 await self._end_leftover_groups(tally)
             promoted = await self._promote(tally, None if live else promotable)
             await self._spawn(tally, None if live or promoted else ready)
-            return tally.result()
+            result = tally.result()
+            if self.quiet is not None and not live and result == DispatchResult(skipped=result.skipped):
+                self.quiet.keep(version, self.settings, self._wake_at, result)
+            return result
 
     # -- 0. output ---------------------------------------------------------------------------
 
@@ -769,6 +816,7 @@ class Dispatcher:
                 continue
             if (last_outcome == RunOutcome.RATE_LIMITED and last_ended is not None
                     and now - last_ended < self.k.rate_limit_cooldown_seconds):
+                self._wake_at = min(self._wake_at, last_ended + self.k.rate_limit_cooldown_seconds)
                 skipped.append(Skip(task_id, HoldReason.RATE_LIMIT_COOLDOWN, profile=assignee))
                 continue
             if budget <= 0:

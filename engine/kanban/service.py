@@ -59,6 +59,7 @@ class BoardService:
         self._spawner = spawner
         self._refs = 1
         self._key: tuple[Path | str, int] | None = None
+        self._quiet_tick = None  # the dispatcher's QuietTick, made at the first tick
 
     # -- opening and closing ---------------------------------------------------------------
 
@@ -292,7 +293,9 @@ class BoardService:
     async def tick(self, spawner=None) -> DispatchResult:
         """One dispatch tick (skipped_locked when another dispatcher holds the board).
         ``spawner`` overrides the service's own for this tick (the app's loop has its own)."""
-        from engine.kanban.dispatcher import Dispatcher
+        from engine.kanban.dispatcher import Dispatcher, QuietTick
 
+        if self._quiet_tick is None:
+            self._quiet_tick = QuietTick()
         return await Dispatcher(self._board, home=self.home, settings=self.settings,
-                                spawner=spawner or self.spawner).tick()
+                                spawner=spawner or self.spawner, quiet=self._quiet_tick).tick()
