@@ -364,6 +364,22 @@ def group_members(pgid: int) -> dict[int, ProcStat]:
     return members
 
 
+def live_groups() -> set[int]:
+    """The process groups that have a live (non-zombie) member: one pass over /proc for
+    a caller that asks of many groups at once."""
+    groups: set[int] = set()
+    try:
+        names = os.listdir(PROC)
+    except OSError:
+        return groups
+    for entry in names:
+        if entry.isdigit():
+            stat = read_stat(int(entry))
+            if stat is not None and not stat.is_zombie:
+                groups.add(stat.pgrp)
+    return groups
+
+
 @dataclass
 class TerminateReport:
     """What :func:`terminate` did: every signal sent, and who is still alive."""

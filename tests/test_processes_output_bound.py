@@ -285,3 +285,39 @@ def test_a_session_that_ends_before_the_keeper_looks_is_still_cut(home):
     with OutputFollower(s.output_path) as f:
         data = f.read_all().data
     assert b"left out here" in data and b"\0" not in data
+
+
+def test_one_listing_reads_proc_once_however_many_sessions_lost_their_wrapper(home, tmp_path, monkeypatch):
+    """Each session whose wrapper was killed with KILL while its group lives on was
+    looked up with a pass over all of /proc, each listing: now one pass serves them all."""
+    import signal
+
+    from engine import identity
+
+    reg = _registry(home, MIB)
+    gate = tmp_path / "go"
+    sessions = [reg.spawn(["sh", "-c", f"sleep 600 & while [ ! -e {gate} ]; do sleep 0.05; done"])
+                for _ in range(3)]
+    try:
+        for s in sessions:
+            popen = reg.popen_of(s.id)
+            os.kill(s.pid, signal.SIGKILL)  # the wrapper only: its command and the sleep live on
+            popen.wait(timeout=30)
+        passes = []
+        real = identity.live_groups
+
+        def counted():
+            passes.append(1)
+            return real()
+
+        monkeypatch.setattr(identity, "live_groups", counted)
+        looker = Keeper(reg.root)
+        looker.list_sessions()
+        assert sorted(looker.watched) == sorted(s.id for s in sessions)  # each group still may write
+        assert len(passes) == 1
+    finally:
+        for s in sessions:
+            try:
+                os.killpg(s.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

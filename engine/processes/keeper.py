@@ -29,6 +29,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 LOCK_FILE = ".keeper.lock"
@@ -113,11 +114,12 @@ class _Watched:
         self.fingerprint = fingerprint if isinstance(fingerprint, str) else None
 
 
-def _may_still_write(w: _Watched) -> bool:
+def _may_still_write(w: _Watched, live_groups: Callable[[], set[int]]) -> bool:
     """Whether anything of a session without an exit record may still write its output:
     its wrapper runs, or a process of its group does (a wrapper killed with KILL writes
     no exit record, and what it started may live on). When in doubt (no pid recorded,
-    another user's group), it may: the session stays watched."""
+    another user's group), it may: the session stays watched. ``live_groups``: the
+    groups with a live member, read from /proc once per listing, when first asked."""
     from engine import identity
 
     if w.pid is None or identity.liveness(w.pid, w.fingerprint) in identity.RUNS:
@@ -130,7 +132,18 @@ def _may_still_write(w: _Watched) -> bool:
         return True
     # Something answered; a zombie (which never writes) answers too, and a pid 1 that
     # does not reap keeps it: only a live member counts, when /proc can tell.
-    return bool(identity.group_members(w.pid)) or not identity.proc_readable()
+    return w.pid in live_groups() or not identity.proc_readable()
+
+
+def _once(read: Callable[[], set[int]]) -> Callable[[], set[int]]:
+    kept: list[set[int]] = []
+
+    def first() -> set[int]:
+        if not kept:
+            kept.append(read())
+        return kept[0]
+
+    return first
 
 
 class Keeper:
@@ -180,8 +193,11 @@ class Keeper:
         for name in [n for n in self.watched if n not in present]:
             del self.watched[name]
         self.seen &= present
+        from engine.identity import live_groups
+
+        groups = _once(live_groups)
         for name, w in list(self.watched.items()):  # ended without an exit record (killed with KILL)
-            if not w.exit.exists() and not _may_still_write(w):
+            if not w.exit.exists() and not _may_still_write(w, groups):
                 self._cut(name, w)  # the last bytes, then forget it: nothing of it writes any more
                 del self.watched[name]
 
