@@ -31,6 +31,22 @@ os.environ.pop("STY", None)
 _schedule.mark_started()
 
 
+def _terminal_signals() -> None:
+    """The suite's children react to INT and HUP as a terminal's do. A suite started in
+    the background (``cmd &`` ignores INT, ``nohup`` ignores HUP) handed those ignores to
+    every process it started, and an ignored signal stays ignored across exec: every
+    test that sends a Ctrl+C or a closed terminal's HUP failed, 17 of them, in both
+    copies of one paired round. The product keeps such inherited ignores, as a program
+    started with nohup must; the tests start theirs as a terminal would."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+_terminal_signals()
+
+
 def _patient_pilot() -> None:
     """Pilot waits after each key and click until every widget on the screen has handled
     its pending messages, and fails after a fixed 30 s. On a loaded machine (two copies
