@@ -186,6 +186,8 @@ def test_a_session_killed_with_kill_is_forgotten_once_nothing_of_it_runs(home, t
     s = reg.spawn(["sh", "-c", f"sleep 600 & while [ ! -e {gate} ]; do sleep 0.05; done"])
     wait_until(lambda: keeper_pid(reg.root), timeout=30, what="a keeper for the home")
     keeper = keeper_pid(reg.root)
+    # The command runs (a wrapper killed at its gate leaves nothing that writes).
+    wait_until(lambda: any(p.name == "sleep" for p in _group(s.pid)), timeout=30, what="the command")
     popen = reg.popen_of(s.id)
     if group_too:
         os.killpg(s.pid, signal.SIGKILL)
@@ -300,6 +302,8 @@ def test_one_listing_reads_proc_once_however_many_sessions_lost_their_wrapper(ho
                 for _ in range(3)]
     try:
         for s in sessions:
+            # The command runs (a wrapper killed at its gate leaves nothing that writes).
+            wait_until(lambda s=s: any(p.name == "sleep" for p in _group(s.pid)), timeout=30, what="the command")
             popen = reg.popen_of(s.id)
             os.kill(s.pid, signal.SIGKILL)  # the wrapper only: its command and the sleep live on
             popen.wait(timeout=30)
