@@ -137,6 +137,42 @@ def test_a_card_held_back_three_ticks_in_a_row_is_an_item_with_the_reason_in_wor
     assert failing.kind is Kind.DISPATCH_FAILING and "2 ticks in a row failed: database is locked" in failing.why
 
 
+def test_the_same_tick_given_again_is_counted_without_walking_its_held_cards():
+    """The dispatcher gives an unchanged board's tick again (the same result): each held
+    card is held one tick more, and only the cards about to reach three ticks are looked
+    at, not every held card (a big board holds back 100,000)."""
+
+    class Counted(tuple):
+        walks = 0
+
+        def __iter__(self):
+            Counted.walks += 1
+            return super().__iter__()
+
+    skips = Counted(Skip(f"t_{n}", "skipped_unassigned") for n in range(1000))
+    result = DispatchResult(skipped=skips)
+    watch = DispatchWatch()
+    watch.tick_done(result, 100.0)
+    walked = Counted.walks
+    watch.tick_done(result, 101.0)
+    assert watch.items() == []
+    version = watch.version
+    watch.tick_done(result, 102.0)  # the third tick in a row: every card is an item
+    assert watch.version != version and len(watch.items()) == 1000
+    assert watch.items()[0].since == 100.0 and "held back 3 ticks in a row" in watch.items()[0].why
+    version = watch.version
+    watch.tick_done(result, 103.0)
+    assert watch.version == version and "held back 4 ticks in a row" in watch.items()[0].why
+    assert Counted.walks == walked, "a tick given again walked its held cards"
+    late = Skip("t_new", "skipped_unassigned")
+    grown = DispatchResult(skipped=(*skips, late))  # a new result: read whole, the new card starts at 1
+    watch.tick_done(grown, 104.0)
+    for now in (105.0, 106.0):
+        watch.tick_done(grown, now)
+    assert [i.subject for i in watch.items()][-1] == "t_new"
+    assert "held back 3 ticks in a row" in [i for i in watch.items() if i.subject == "t_new"][0].why
+
+
 # -- process sessions ---------------------------------------------------------------------
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 
 import pytest
 from textual.app import App
@@ -301,6 +302,41 @@ async def test_dispatch_now_and_the_held_back_line(home):
         detail = pane.query_one("#board-detail")
         await wait_for(pilot, lambda: "held back: " + skip_reason(held) in detail.shown_text)
         assert held.task_id in detail.shown_text
+
+
+async def test_a_quiet_tick_given_again_is_not_summed_up_again(home, monkeypatch):
+    """The dispatcher gives an unchanged board's tick again, the same result (its
+    QuietTick): the pane made its held-back words again each tick, 100,000 reasons a
+    tick on a big board. It now only moves the tick's time; a new result is summed up."""
+    import widgets.board.board_pane as board_pane_module
+
+    board = await open_board(home, FakeClock())
+    try:
+        waiting = await tr.create_task(board, NewTask("waits for an assignee"))
+    finally:
+        await board.close()
+    app = make_app(home, CONFIG)
+    summed = []
+    real = board_pane_module._tick_summary
+
+    def counted(result):
+        summed.append(result)
+        return real(result)
+
+    monkeypatch.setattr(board_pane_module, "_tick_summary", counted)
+    async with app.run_test(size=WIDE) as pilot:
+        pane = app.query_one(BoardPane)
+        await wait_for(pilot, lambda: len(pane.cards) == 1)
+        app.dispatch_loop.spawner = NullSpawner()
+        for n in range(1, 4):
+            await pilot.press("D")
+            await wait_for(pilot, lambda n=n: app.dispatch_loop.ticks == n)
+            await wait_workers(app, ["board-tick"])
+        assert [s.task_id for s in pane.last_result.skipped] == [waiting.id]
+        assert len(summed) == 1, "the tick given again was summed up again"
+        assert "unassigned" in str(pane.query_one("#board-info").render())
+        assert time.strftime("%H:%M:%S", time.localtime(pane.last_tick_at)) in str(
+            pane.query_one("#board-info").render())
 
 
 async def test_in_app_dispatcher_ticks_on_its_interval_and_can_be_off(home):

@@ -240,43 +240,69 @@ _HELD_BACK_ACTIONS = {
 @dataclass
 class DispatchWatch:
     """What one process's dispatcher did tick after tick (only the process that ticks
-    knows): cards held back again and again, ticks that keep failing."""
+    knows): cards held back again and again, ticks that keep failing.
 
-    held: dict = field(default_factory=dict)  # card id -> (first held at, ticks, Skip)
+    A dispatcher that found the board unchanged gives its last tick's result again (the
+    same object, see engine.kanban.dispatcher.QuietTick): then every held card is held
+    one tick more, and only the cards about to reach HELD_BACK_TICKS are looked at, not
+    the 100,000 a big board may hold back."""
+
+    held: dict = field(default_factory=dict)  # card id -> (first held at, tick it was first held, Skip)
+    ticks: int = 0  # the ticks that ended (failed ones not counted)
     failures: int = 0
     failing_since: float | None = None
     last_error: str = ""
     version: int = 0  # changes when the items may have
+    _last: object = None  # the result of the last tick, while its cards are held
+    _young: dict = field(default_factory=dict)  # tick first held -> cards not yet held HELD_BACK_TICKS
+
+    def held_ticks(self, since: int) -> int:
+        return self.ticks - since + 1
 
     def tick_done(self, result, now: float) -> None:
-        before = self._shape()
+        changed = self.failures >= FAILING_TICKS or self.failing_since is not None
         self.failures, self.failing_since, self.last_error = 0, None, ""
-        held = {}
-        if not result.spawned:
-            for skip in result.skipped:
-                first, ticks, _ = self.held.get(skip.task_id, (now, 0, skip))
-                held[skip.task_id] = (first, ticks + 1, skip)
-        self.held = held
-        if self._shape() != before:
+        if result is self._last:  # the same cards held, one tick more
+            self.ticks += 1
+            ripe = [since for since in self._young if self.held_ticks(since) >= HELD_BACK_TICKS]
+            for since in ripe:
+                del self._young[since]
+            changed = changed or bool(ripe)
+        else:
+            before = self._ripe()
+            self.ticks += 1
+            held = {}
+            if not result.spawned:
+                for skip in result.skipped:
+                    first, since, _ = self.held.get(skip.task_id, (now, self.ticks, skip))
+                    held[skip.task_id] = (first, since, skip)
+            self.held = held
+            self._young = {}
+            for _first, since, _skip in held.values():
+                if self.held_ticks(since) < HELD_BACK_TICKS:
+                    self._young[since] = self._young.get(since, 0) + 1
+            changed = changed or self._ripe() != before
+        self._last = None if result.spawned else result
+        if changed:
             self.version += 1
 
     def tick_failed(self, error: str, now: float) -> None:
-        before = self._shape()
+        before = self.failures >= FAILING_TICKS, self.failing_since
         self.failures += 1
         self.failing_since = self.failing_since or now
         self.last_error = error
-        if self._shape() != before:
+        if (self.failures >= FAILING_TICKS, self.failing_since) != before:
             self.version += 1
 
-    def _shape(self) -> tuple:
-        held = tuple(sorted((k, ticks >= HELD_BACK_TICKS) for k, (_f, ticks, _s) in self.held.items()))
-        return held, self.failures >= FAILING_TICKS, self.failing_since
+    def _ripe(self) -> set[str]:
+        return {k for k, (_f, since, _s) in self.held.items() if self.held_ticks(since) >= HELD_BACK_TICKS}
 
     def items(self) -> list[Item]:
         from engine.kanban.wording import skip_reason
 
         items = []
-        for card, (first, ticks, skip) in sorted(self.held.items()):
+        for card, (first, since, skip) in sorted(self.held.items()):
+            ticks = self.held_ticks(since)
             if ticks >= HELD_BACK_TICKS:
                 items.append(Item(f"{Kind.HELD_BACK}:{card}:{int(first)}", Kind.HELD_BACK, card, first,
                                   f"held back {ticks} ticks in a row: {skip_reason(skip)}",

@@ -710,8 +710,12 @@ class BoardPane(Pane):
         if self.board_override is not None:  # the app's dispatch loop ticks the default board, not this one
             return
         result = message.result
+        again = result is self.last_result  # the dispatcher's quiet tick, given again: its words stand
         self.last_result = result
         self.last_tick_at = self.clock()
+        if again:
+            self._show_info()  # its time only
+            return
         for warning in result.warnings:
             self.notify(warning, severity="warning", timeout=8, markup=False)
         self._request_refresh()  # the board's version says whether the tick changed a card
