@@ -16,7 +16,7 @@ from engine.attention import state
 from engine.attention.board import board_items, read_board
 from engine.attention.collect import collect
 from engine.attention.model import Item, Kind, grouped, kind_of_key, newest_first
-from engine.attention.sources import DispatchWatch, disk_items, pass_items, read_log_tail
+from engine.attention.sources import GROUP_HELD_AT, DispatchWatch, disk_items, pass_items, read_log_tail
 from engine.config import ConfigError, Settings, parse_config
 from engine.kanban import transitions as tr
 from engine.kanban.models import DispatchResult, NewTask, Skip
@@ -157,20 +157,20 @@ def test_the_same_tick_given_again_is_counted_without_walking_its_held_cards():
     watch.tick_done(result, 101.0)
     assert watch.items() == []
     version = watch.version
-    watch.tick_done(result, 102.0)  # the third tick in a row: every card is an item
-    assert watch.version != version and len(watch.items()) == 1000
-    assert watch.items()[0].since == 100.0 and "held back 3 ticks in a row" in watch.items()[0].why
+    watch.tick_done(result, 102.0)  # the third tick in a row: the cards are an item
+    [item] = watch.items()  # one for the 1,000, not 1,000
+    assert watch.version != version and item.subject == "t_0" and item.since == 100.0
+    assert item.why == ("1000 cards held back up to 3 ticks in a row (t_0 and 999 more): "
+                        "unassigned, and no default assignee is set")
     version = watch.version
     watch.tick_done(result, 103.0)
-    assert watch.version == version and "held back 4 ticks in a row" in watch.items()[0].why
+    assert watch.version == version and "up to 4 ticks in a row" in watch.items()[0].why
     assert Counted.walks == walked, "a tick given again walked its held cards"
-    late = Skip("t_new", "skipped_unassigned")
-    grown = DispatchResult(skipped=(*skips, late))  # a new result: read whole, the new card starts at 1
-    watch.tick_done(grown, 104.0)
-    for now in (105.0, 106.0):
-        watch.tick_done(grown, now)
-    assert [i.subject for i in watch.items()][-1] == "t_new"
-    assert "held back 3 ticks in a row" in [i for i in watch.items() if i.subject == "t_new"][0].why
+    few = DispatchResult(skipped=tuple(Skip(f"t_{n}", "skipped_unassigned") for n in range(GROUP_HELD_AT)))
+    for now in (104.0, 105.0):
+        watch.tick_done(few, now)
+    assert [i.subject for i in watch.items()] == [f"t_{n}" for n in range(GROUP_HELD_AT)]  # still held: 6 ticks
+    assert "held back 6 ticks in a row: unassigned" in watch.items()[0].why
 
 
 # -- process sessions ---------------------------------------------------------------------

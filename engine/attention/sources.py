@@ -224,6 +224,7 @@ def doctor_items(warnings) -> list[Item]:
 # -- the app's dispatcher -----------------------------------------------------------------
 
 HELD_BACK_TICKS = 3  # a card held back this many ticks in a row is an item
+GROUP_HELD_AT = 5  # more such cards than this for one reason are one item
 FAILING_TICKS = 2  # this many failed ticks in a row are an item
 
 
@@ -255,6 +256,7 @@ class DispatchWatch:
     version: int = 0  # changes when the items may have
     _last: object = None  # the result of the last tick, while its cards are held
     _young: dict = field(default_factory=dict)  # tick first held -> cards not yet held HELD_BACK_TICKS
+    _items: tuple | None = None  # (what they were made of, the items), see items()
 
     def held_ticks(self, since: int) -> int:
         return self.ticks - since + 1
@@ -298,18 +300,38 @@ class DispatchWatch:
         return {k for k, (_f, since, _s) in self.held.items() if self.held_ticks(since) >= HELD_BACK_TICKS}
 
     def items(self) -> list[Item]:
+        """The cards held back HELD_BACK_TICKS ticks or more, one item each; more than
+        GROUP_HELD_AT of them for one reason are one item (named by the first card, which
+        ``enter`` selects), not 100,000. Made once per tick (the monitor asks more often)."""
         from engine.kanban.wording import skip_reason
 
-        items = []
+        shape = (self.ticks, self.version, self.failures, self.last_error)
+        if self._items is not None and self._items[0] == shape:
+            return list(self._items[1])
+        by_reason: dict[str, list] = {}
         for card, (first, since, skip) in sorted(self.held.items()):
             ticks = self.held_ticks(since)
             if ticks >= HELD_BACK_TICKS:
+                by_reason.setdefault(skip.reason, []).append((card, first, ticks, skip))
+        items = []
+        for reason, cards in by_reason.items():
+            action = _HELD_BACK_ACTIONS.get(reason, "look at why, on the board's detail line")
+            if len(cards) > GROUP_HELD_AT:
+                card, _first, _ticks, skip = cards[0]
+                first = min(c[1] for c in cards)
+                most = max(c[2] for c in cards)
+                items.append(Item(f"{Kind.HELD_BACK}:{reason}:cards:{int(first)}", Kind.HELD_BACK, card, first,
+                                  f"{plural(len(cards), 'card')} held back up to {most} ticks in a row "
+                                  f"({card} and {plural(len(cards) - 1, 'more', 'more')}): {skip_reason(skip)}",
+                                  action))
+                continue
+            for card, first, ticks, skip in cards:
                 items.append(Item(f"{Kind.HELD_BACK}:{card}:{int(first)}", Kind.HELD_BACK, card, first,
-                                  f"held back {ticks} ticks in a row: {skip_reason(skip)}",
-                                  _HELD_BACK_ACTIONS.get(skip.reason, "look at why, on the board's detail line")))
+                                  f"held back {ticks} ticks in a row: {skip_reason(skip)}", action))
         if self.failures >= FAILING_TICKS and self.failing_since is not None:
             items.append(Item(f"{Kind.DISPATCH_FAILING}:{int(self.failing_since)}", Kind.DISPATCH_FAILING,
                               "dispatcher", self.failing_since,
                               f"{plural(self.failures, 'tick')} in a row failed: {outside(self.last_error)}",
                               "check the board (hermes-tui doctor, hermes-tui kanban dispatch)"))
+        self._items = (shape, tuple(items))
         return items
