@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -203,7 +204,14 @@ def test_a_restart_killed_after_it_started_the_new_session_is_not_repeated(home,
     armed, started = tmp_path / "armed", tmp_path / "started"
     script = (f"if rm {armed} 2>/dev/null; then kill -KILL {_pid_in('meta.json', 'spawner_pid')}; fi; "
               f"echo $HERMES_PROCESS_ID >>{started}; while :; do sleep 0.05; done")
-    old, _cut = _restart_cut_short(home, reg, script, started, armed)
+    old = reg.spawn(["sh", "-c", script])
+    wait_until(started.exists, timeout=30, what="the old session to run")
+    armed.touch()
+    # The restart waits after it opened the new session's gate, until the new command
+    # KILLs it: a restart quicker than its command's first line finished before it (CI).
+    cut = subprocess.run([sys.executable, "-c", _HELD_AFTER_THE_GATE, str(home.root), old.id],
+                         capture_output=True, text=True, timeout=120)
+    assert cut.returncode == -9 and not armed.exists(), cut.stderr
     [new] = _restarts_of(reg, old.id)
     assert new.running and not reg.get(old.id).running
 
@@ -216,6 +224,22 @@ def test_a_restart_killed_after_it_started_the_new_session_is_not_repeated(home,
 
 # A `proc restart` that dies with KILL right after it recorded the new session, before it
 # opened that session's gate (the one step faked: the gate's opening is where it dies).
+_HELD_AFTER_THE_GATE = """
+import sys, time
+from pathlib import Path
+from engine.config import Settings
+from engine.home import HomeLayout
+from engine.processes import ProcessRegistry, start
+real = start.open_gate
+def held(popen):
+    real(popen)
+    while True:
+        time.sleep(0.05)
+start.open_gate = held
+ProcessRegistry(HomeLayout(Path(sys.argv[1])), Settings()).restart(sys.argv[2], grace=30)
+"""
+
+
 _DIES_AT_THE_GATE = """
 import os, sys
 from pathlib import Path
