@@ -348,36 +348,28 @@ def send_signal(pid: int, fp: str | None, sig: int, *, group: bool = False) -> S
 # --------------------------------------------------------------------------------------
 
 
-def group_members(pgid: int) -> dict[int, ProcStat]:
-    """Live (non-zombie) processes whose process group is ``pgid``."""
-    members: dict[int, ProcStat] = {}
+def _live_stats():
+    """Every live (non-zombie) process's stat, one pass over /proc."""
     try:
         names = os.listdir(PROC)
     except OSError:
-        return members
+        return
     for entry in names:
-        if not entry.isdigit():
-            continue
-        stat = read_stat(int(entry))
-        if stat is not None and stat.pgrp == pgid and not stat.is_zombie:
-            members[stat.pid] = stat
-    return members
+        if entry.isdigit():
+            stat = read_stat(int(entry))
+            if stat is not None and not stat.is_zombie:
+                yield stat
+
+
+def group_members(pgid: int) -> dict[int, ProcStat]:
+    """Live (non-zombie) processes whose process group is ``pgid``."""
+    return {stat.pid: stat for stat in _live_stats() if stat.pgrp == pgid}
 
 
 def live_groups() -> set[int]:
     """The process groups that have a live (non-zombie) member: one pass over /proc for
     a caller that asks of many groups at once."""
-    groups: set[int] = set()
-    try:
-        names = os.listdir(PROC)
-    except OSError:
-        return groups
-    for entry in names:
-        if entry.isdigit():
-            stat = read_stat(int(entry))
-            if stat is not None and not stat.is_zombie:
-                groups.add(stat.pgrp)
-    return groups
+    return {stat.pgrp for stat in _live_stats()}
 
 
 @dataclass

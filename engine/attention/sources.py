@@ -255,7 +255,7 @@ class DispatchWatch:
     last_error: str = ""
     version: int = 0  # changes when the items may have
     _last: object = None  # the result of the last tick, while its cards are held
-    _young: dict = field(default_factory=dict)  # tick first held -> cards not yet held HELD_BACK_TICKS
+    _young: set = field(default_factory=set)  # ticks first held of cards not yet held HELD_BACK_TICKS
     _items: tuple | None = None  # (what they were made of, the items), see items()
 
     def held_ticks(self, since: int) -> int:
@@ -267,8 +267,7 @@ class DispatchWatch:
         if result is self._last:  # the same cards held, one tick more
             self.ticks += 1
             ripe = [since for since in self._young if self.held_ticks(since) >= HELD_BACK_TICKS]
-            for since in ripe:
-                del self._young[since]
+            self._young.difference_update(ripe)
             changed = changed or bool(ripe)
         else:
             before = self._ripe()
@@ -279,10 +278,8 @@ class DispatchWatch:
                     first, since, _ = self.held.get(skip.task_id, (now, self.ticks, skip))
                     held[skip.task_id] = (first, since, skip)
             self.held = held
-            self._young = {}
-            for _first, since, _skip in held.values():
-                if self.held_ticks(since) < HELD_BACK_TICKS:
-                    self._young[since] = self._young.get(since, 0) + 1
+            self._young = {since for _first, since, _skip in held.values()
+                           if self.held_ticks(since) < HELD_BACK_TICKS}
             changed = changed or self._ripe() != before
         self._last = None if result.spawned else result
         if changed:

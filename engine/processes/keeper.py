@@ -135,17 +135,6 @@ def _may_still_write(w: _Watched, live_groups: Callable[[], set[int]]) -> bool:
     return w.pid in live_groups() or not identity.proc_readable()
 
 
-def _once(read: Callable[[], set[int]]) -> Callable[[], set[int]]:
-    kept: list[set[int]] = []
-
-    def first() -> set[int]:
-        if not kept:
-            kept.append(read())
-        return kept[0]
-
-    return first
-
-
 class Keeper:
     """The loop, separated from the process so a test can drive it step by step."""
 
@@ -193,9 +182,11 @@ class Keeper:
         for name in [n for n in self.watched if n not in present]:
             del self.watched[name]
         self.seen &= present
+        from functools import cache
+
         from engine.identity import live_groups
 
-        groups = _once(live_groups)
+        groups = cache(live_groups)  # read when first asked, once for this listing
         for name, w in list(self.watched.items()):  # ended without an exit record (killed with KILL)
             if not w.exit.exists() and not _may_still_write(w, groups):
                 self._cut(name, w)  # the last bytes, then forget it: nothing of it writes any more
