@@ -243,6 +243,37 @@ def test_live_processes_lists_verified_running_leaders(reg):
     assert reg.live_processes() == [(running.pid, running.fingerprint, running.id)]
 
 
+def test_a_listing_reads_nothing_again_of_a_running_session_that_did_not_change(reg, monkeypatch, tmp_path):
+    """The pane lists every second: a running session whose leader's pidfd still says
+    it runs and whose meta.json is unchanged costs one stat and one shared poll, not its
+    exit record, metadata and a new copy (1,000 running sessions took 40 ms a listing).
+    What does change is still seen at the next listing: its metadata, its end, its loss."""
+    from engine.processes import session as sess_mod
+
+    gate = tmp_path / "gate"
+    ends = reg.spawn(["sh", "-c", 'while [ ! -e "$1" ]; do sleep 0.01; done; exit 3', "sh", str(gate)])
+    moved = reg.spawn(["sleep", "30"])
+    killed = reg.spawn(["sleep", "30"])
+    assert {s.status for s in reg.list()} == {"running"}
+    reads: list[str] = []
+    for name in ("read_exit_record", "read_meta", "read_kill_record"):
+        real = getattr(sess_mod, name)
+        monkeypatch.setattr(sess_mod, name, lambda d, _real=real, _name=name: reads.append(_name) or _real(d))
+    again = {s.id: s for s in reg.list()}
+    assert reads == []
+    assert {s.status for s in again.values()} == {"running"}
+
+    ProcessRegistry(reg.home, reg.settings).move_to_background(moved.id)  # another process rewrites meta.json
+    identity.send_signal(killed.pid, killed.fingerprint, signal.SIGKILL, group=True)
+    wait_until(lambda: not identity.is_alive(killed.pid, killed.fingerprint))
+    gate.touch()
+    reg.wait(ends.id, timeout=10)
+    now = {s.id: s for s in reg.list()}
+    assert now[moved.id].status == "running" and now[moved.id].notify is True
+    assert now[killed.id].status == "lost"
+    assert now[ends.id].status == "exited" and now[ends.id].exit_code == 3
+
+
 # -- yield ------------------------------------------------------------------------------
 
 

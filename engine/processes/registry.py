@@ -107,11 +107,16 @@ def is_session_id(text: str) -> bool:
 
 
 class _Cached:
-    __slots__ = ("meta_key", "base")
+    """A running session's ``meta.json`` as read under ``meta_key``, and the session as
+    last derived while its leader ran (``running``: reused while that leader's pidfd
+    says it still runs and the metadata is unchanged)."""
+
+    __slots__ = ("meta_key", "base", "running")
 
     def __init__(self, meta_key: tuple[int, int, int], base: ProcessSession) -> None:
         self.meta_key = meta_key
         self.base = base
+        self.running: ProcessSession | None = None
 
 
 class _State:
@@ -497,7 +502,9 @@ class ProcessRegistry:
             with self._lock:
                 self._state.bases[session_id] = cached
         current = sess.derive(cached.base, self._leader_alive)
-        if current.finished and sess.is_settled(current):
+        if current.running:
+            cached.running = current
+        elif current.finished and sess.is_settled(current):
             with self._lock:
                 self._state.finished[session_id] = current
                 self._state.bases.pop(session_id, None)
@@ -505,6 +512,37 @@ class ProcessRegistry:
                 if fd is not None:
                     os.close(fd)
         return current
+
+    def _still_running(self, root: str, session_id: str, leaders_alive: frozenset[str]) -> ProcessSession | None:
+        """The session as last derived while it ran, when nothing can have changed since:
+        its verified leader still runs (``leaders_alive``: the pidfd poll of this listing)
+        and its ``meta.json`` is the one read (one stat). None: derive it again. A running
+        session's other records (exit, kill) only come with or after its leader's end."""
+        if session_id not in leaders_alive:
+            return None
+        with self._lock:
+            cached = self._state.bases.get(session_id)
+        if cached is None or cached.running is None:
+            return None
+        try:
+            key = start.meta_key(os.stat(f"{root}/{session_id}/{sess.META_FILE}"))
+        except OSError:
+            return None
+        return cached.running if key == cached.meta_key else None
+
+    def _leaders_alive(self) -> frozenset[str]:
+        """The sessions whose verified leader still runs by its pidfd: one poll() for all
+        of them (a pidfd polls readable once its process has exited)."""
+        import select
+
+        with self._lock:  # the fds are only used and closed under the lock (no fd-number reuse)
+            if not self._state.pidfds:
+                return frozenset()
+            poller = select.poll()
+            for fd in self._state.pidfds.values():
+                poller.register(fd, select.POLLIN)
+            ready = {fd for fd, _events in poller.poll(0)}
+            return frozenset(session_id for session_id, fd in self._state.pidfds.items() if fd not in ready)
 
     def _leader_alive(self, s: ProcessSession) -> bool:
         """Is the session's verified leader still running?
@@ -573,7 +611,13 @@ class ProcessRegistry:
             for session_id, s in indexed.items():
                 self._state.finished.setdefault(session_id, s)
         fresh: dict[str, tuple[StatKey, ProcessSession]] = {}
+        leaders_alive = self._leaders_alive()
+        root = os.fspath(self.root)
         for session_id in names:
+            still = self._still_running(root, session_id, leaders_alive)
+            if still is not None:  # the common case of a refresh: nothing of it to read again
+                found.append(still)
+                continue
             # The key is taken before the files are read (see FinishedIndex); only for sessions not known yet.
             key = None if session_id in indexed or session_id in known else stat_key(self.session_dir(session_id))
             try:
