@@ -16,7 +16,7 @@ from engine.home import HomeLayout
 from engine.processes import ProcessRegistry
 from engine.scratch import activity
 from hermes_tui.app import HermesApp
-from tests.support import wait_until, wait_until_pilot
+from tests.support import screen_shown, wait_until, wait_until_pilot
 from tests.support.scratch import make_entry, target_of
 from widgets.common.fit_table import Col, FitTable
 from widgets.processes.processes_pane import COLUMNS as PROC_COLUMNS
@@ -76,6 +76,65 @@ async def test_a_sort_keeps_the_cursor_on_its_row_even_on_another_page():
         table.sync()
         await pilot.pause()
         assert table.selected_key == "k005" and table.selected_index == 89
+
+
+async def test_a_sync_of_unchanged_rows_measures_and_cuts_nothing_again(monkeypatch):
+    """The processes pane syncs its table every second: a page of 200 unchanged rows was
+    measured and cut again each time (most of the idle app's UI work with 1,000
+    sessions). Now only a row whose cells changed, or a new plan, costs anything."""
+    from widgets.common import fit_table
+
+    app = TableApp(rows=95, page_rows=20)
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(FitTable)
+        await wait_until_pilot(pilot, lambda: table.row_count == 20)
+        cuts: list[str] = []
+        real_cut = fit_table.cut
+        monkeypatch.setattr(fit_table, "cut", lambda cell, width: cuts.append(cell.plain) or real_cut(cell, width))
+        table.sync()
+        assert cuts == []
+        table.update_rows({**table.values, "k003": "x3"}, lambda key, value: (Text(str(value)), Text(f"row {value}")))
+        table.sync()  # as wide as before: the same plan
+        await pilot.pause()
+        assert sorted(cuts) == ["row x3", "x3"]  # the changed row's two cells, no other
+        assert table.get_row("k003")[1].plain == "row x3"
+        cuts.clear()
+        table.update_rows({**table.values, "k004": "a value far longer than the column it is shown in, ever"},
+                          lambda key, value: (Text("4"), Text(str(value))))
+        table.sync()  # the flex column already takes the width left: the same plan
+        await pilot.pause()
+        assert len(cuts) == 2 and table.get_row("k004")[1].plain.endswith("…")
+        cuts.clear()
+        await pilot.resize_terminal(50, 20)  # a new plan: the page is cut again for it
+        await wait_until_pilot(pilot, lambda: len(cuts) >= 2 * 20, what="the page cut for the new width")
+        assert table.plan.widths[-1][1] < 50
+
+
+async def test_the_processes_pane_reads_usage_only_of_the_rows_near_the_screen(home):
+    """The page holds 200 rows; CPU and memory are read for the rows on screen and a
+    screenful either side (and the selected one), not for every row of the page; moving
+    to the end reads those rows instead."""
+    reg = ProcessRegistry(home, Settings())
+    sessions = [reg.spawn(["sleep", "120"], owner="test") for _ in range(48)]
+    rss = [c.key for c in PROC_COLUMNS].index("rss")
+    try:
+        app = _app(home)
+        async with app.run_test(size=NARROW) as pilot:
+            await pilot.press("2")
+            pane = app.query_one(ProcessesPane)
+            table = pane.table
+            await wait_until_pilot(pilot, lambda: table.row_count == 48, what="every session's row")
+            await wait_until_pilot(pilot, lambda: pane.row(table.keys[0])[rss] != "", what="the top row's memory")
+            wanted = pane._usage_wanted()
+            assert 0 < len(wanted) < 48 and table.keys[0] in wanted and table.keys[-1] not in wanted
+            # The first sample, before any row was laid out, read the newest sessions; the
+            # next ones read only those near the screen.
+            await wait_until_pilot(pilot, lambda: pane.row(table.keys[-1])[rss] == "", what="no memory far below")
+            await pilot.press("ctrl+end")
+            await wait_until_pilot(pilot, lambda: pane.row(table.keys[-1])[rss] != "", what="the last row's memory")
+    finally:
+        for s in sessions:
+            reg.kill(s.id, grace=0.2)
 
 
 def _app(home: HomeLayout) -> HermesApp:
@@ -169,7 +228,7 @@ async def test_the_prune_dialog_of_a_huge_plan_lists_a_bounded_number_of_lines(h
         pane = app.query_one(ScratchPane)
         await wait_until_pilot(pilot, lambda: pane.last_survey is not None)
         await pilot.press("3", "p")
-        await wait_until_pilot(pilot, lambda: isinstance(app.screen, PruneModal))
+        await wait_until_pilot(pilot, lambda: screen_shown(app, PruneModal))
         modal = app.screen
         assert len(modal.plan.candidates) == MAX_LISTED + 30  # the plan is whole
         assert f"Quarantine {MAX_LISTED + 30} idle" in modal.dialog_title() or \

@@ -148,6 +148,11 @@ class FitTable(CellTable):  # a changed cell repaints its row only
         self._leaving = False  # go_to is moving the page away from the selected row
         self.plan: Plan | None = None
         self._cursor_key: str | None = None  # select_key() of a row not drawn yet
+        # Per row, what was worked out from its full cells last time, kept while those very
+        # cells (the same tuple) stand: their widths, and their cut copy under a plan. A sync
+        # of a page of unchanged rows then measures and cuts nothing again.
+        self._widths: dict[str, tuple[tuple[Text, ...], tuple[int, ...]]] = {}
+        self._cut: dict[str, tuple[tuple[Text, ...], Plan, tuple[Text, ...]]] = {}
 
     # -- rows ------------------------------------------------------------------------------
 
@@ -225,6 +230,16 @@ class FitTable(CellTable):  # a changed cell repaints its row only
     def page_keys(self) -> list[str]:
         """The keys of the rows the page holds."""
         return list(self._shown)
+
+    def keys_in_view(self, margin: int = 0) -> list[str]:
+        """The keys of the rows on screen now (the scroll position and height of the
+        table), and ``margin`` rows either side; the whole page before the first layout."""
+        keys = list(self._shown)
+        height = self.scrollable_content_region.height
+        if height <= 0:
+            return keys
+        top = max(0, round(self.scroll_y) - margin)
+        return keys[top:top + height + 2 * margin]
 
     @property
     def page_start(self) -> int:
@@ -342,17 +357,37 @@ class FitTable(CellTable):  # a changed cell repaints its row only
         return max(0, width - self.styles.scrollbar_size_vertical)
 
     def _natural(self, page: list[str]) -> dict[str, int]:
-        natural = {c.key: len(c.label) for c in self.cols}
+        natural = [len(c.label) for c in self.cols]
         for key in page:
-            for c, cell in zip(self.cols, self.row_cells(key), strict=False):
-                if cell.cell_len > natural[c.key]:
-                    natural[c.key] = cell.cell_len
-        return natural
+            for i, width in enumerate(self._row_widths(key)):
+                if width > natural[i]:
+                    natural[i] = width
+        return {c.key: width for c, width in zip(self.cols, natural, strict=True)}
+
+    def _row_widths(self, key: str) -> tuple[int, ...]:
+        """The cell widths of row ``key``, one per column (0 for a cell it lacks)."""
+        cells = self.row_cells(key)
+        known = self._widths.get(key)
+        if known is not None and known[0] is cells:
+            return known[1]
+        widths = tuple(cell.cell_len for cell in cells[:len(self.cols)])
+        widths += (0,) * (len(self.cols) - len(widths))
+        if len(self._widths) > 4 * self.page_rows:  # only the page's are worth keeping
+            self._widths.clear()
+        self._widths[key] = (cells, widths)
+        return widths
 
     def _cells_for(self, plan: Plan, key: str) -> tuple[Text, ...]:
         cells = self.row_cells(key)
+        known = self._cut.get(key)
+        if known is not None and known[0] is cells and known[1] == plan:
+            return known[2]
         index = {c.key: i for i, c in enumerate(self.cols)}
-        return tuple(cut(cells[index[k]], width) for k, width in plan.widths)
+        shown = tuple(cut(cells[index[k]], width) for k, width in plan.widths)
+        if len(self._cut) > 4 * self.page_rows:
+            self._cut.clear()
+        self._cut[key] = (cells, plan, shown)
+        return shown
 
     def sync(self) -> None:
         """Show the page as it now is: redraw all when the plan or the order of the

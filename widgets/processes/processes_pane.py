@@ -68,6 +68,9 @@ STUCK_REFRESH_SECONDS = 30.0
 # table a minute behind. Never more than MAX_SAMPLE_GAP_SECONDS between samples.
 SAMPLE_COST_FACTOR = 20.0
 MAX_SAMPLE_GAP_SECONDS = 5.0
+# The first sample comes before any row is laid out: it reads the usage of the newest
+# running sessions only (they are the rows shown first), not of every one.
+FIRST_USAGE_ROWS = 100
 NO_OUTPUT_NOTE = "output not available: hermes-agent keeps no output of its sessions that hermes-tui can read"
 
 
@@ -303,12 +306,14 @@ class ProcessesPane(Pane):
         self.refresh_sessions()
 
     def _usage_wanted(self) -> frozenset[str]:
-        """The sessions whose CPU and memory are worth reading: those on the table's page
-        and the one selected, and none while the pane is not shown."""
+        """The sessions whose CPU and memory are worth reading: the rows on screen and a
+        screenful either side (a scroll shows them at once), and the one selected; none
+        while the pane is not shown. Not the whole page: it holds 200 rows, and reading
+        each one's processes every second was most of the pane's idle cost."""
         if not self.shown:
             return frozenset()
         table = self.table
-        wanted = set(table.page_keys)
+        wanted = set(table.keys_in_view(margin=table.scrollable_content_region.height))
         if table.selected_key:
             wanted.add(table.selected_key)
         return frozenset(wanted)
@@ -355,6 +360,8 @@ class ProcessesPane(Pane):
             self.sampler = SessionSampler()
         if usage_of is not None:
             running = [s for s in running if s.id in usage_of]
+        elif len(running) > FIRST_USAGE_ROWS:  # no row laid out yet: the newest, shown first
+            running = sorted(running, key=lambda s: s.started_at)[-FIRST_USAGE_ROWS:]
         usage = self.sampler.sample(running) if self.sampler is not None else {}
         events = self.center.poll([s for s in sessions if s.output_available])  # ours: hermes's are read-only
         now = self.clock()
