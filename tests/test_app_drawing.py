@@ -8,7 +8,7 @@ import threading
 from engine.config import load_config
 from hermes_tui.app import HermesApp
 from hermes_tui.demo.home import cleanup_demo_home, fill_demo_home, prepare_demo_home
-from tests.support import wait_until_pilot
+from tests.support import screen_shown, wait_until_pilot
 from widgets.board.board_pane import BoardPane
 from widgets.processes.processes_pane import ProcessesPane
 
@@ -109,7 +109,7 @@ async def test_the_help_dialog_opens_then_lists_every_key_laid_out_for_its_width
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         await pilot.press("question_mark")
-        await wait_until_pilot(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help dialog shown")
+        await wait_until_pilot(pilot, lambda: screen_shown(app, HelpScreen), what="the help dialog shown")
         keys = app.screen.query_one("#help-keys")
 
         def listed() -> str:

@@ -13,6 +13,7 @@ import pytest
 from engine.home import HomeLayout
 from engine.kanban import transitions as tr
 from engine.kanban.models import NewTask
+from tests.support import screen_shown
 from tests.support import wait_until_pilot as wait_for
 from tests.support.kanban import open_board
 from tests.test_hermes_board import FIXTURE, NO_HERMES, fake_hermes  # noqa: F401 (a fixture)
@@ -290,7 +291,7 @@ async def test_hermes_profiles_are_offered_and_its_worker_log_is_shown(hermes, f
         await wait_for(pilot, lambda: len(pane.cards) == 3)
         await focus(pilot, pane, "ready")
         await pilot.press("n")
-        await wait_for(pilot, lambda: isinstance(app.screen, NewCardScreen))
+        await wait_for(pilot, lambda: screen_shown(app, NewCardScreen))
         hint = " ".join(str(label.render()) for label in app.screen.query("Label"))
         assert "(default, writer)" in hint and "no profiles configured" not in hint
         await pilot.press("escape")

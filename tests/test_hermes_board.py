@@ -18,6 +18,7 @@ import pytest
 from engine.config import load_config
 from engine.home import HomeLayout
 from tests.conftest import REPO, run_cli
+from tests.support import screen_shown
 from tests.support.notes import capture_notes
 from tests.test_hermes_home import FIXTURE, tree_state
 from tests.test_kanban_pane import wait_for
@@ -313,7 +314,7 @@ async def test_the_pane_shows_hermes_cards_read_only_and_changes_nothing(hermes,
         cards.focus()
         cards.highlighted = 0
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, CardDetailsScreen)
+        await wait_for(pilot, lambda: screen_shown(app, CardDetailsScreen)
                         and "started on it" in app.screen._shown and "race on the gate" in app.screen._shown)
         await pilot.press("escape")
         for key in ("n", "a", "D"):  # unavailable here (the Footer shows them dimmed): they do nothing
@@ -347,7 +348,7 @@ async def test_pane_actions_go_through_hermes_kanban(hermes, fake_hermes, monkey
         cards.focus()
         cards.highlighted = 0
         await pilot.press("a")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await wait_for(pilot, lambda: screen_shown(app, ConfirmModal))
         await pilot.press("y")
         await wait_for(pilot, lambda: record.exists() and len(record.read_text().splitlines()) == 1)
         cards = pane.query_one("#cards-ready")
@@ -357,7 +358,7 @@ async def test_pane_actions_go_through_hermes_kanban(hermes, fake_hermes, monkey
         await wait_for(pilot, lambda: any("not available on hermes-agent's board" in n for n in notes))
         assert len(record.read_text().splitlines()) == 1
         await pilot.press("n")
-        await wait_for(pilot, lambda: isinstance(app.screen, NewCardScreen))
+        await wait_for(pilot, lambda: screen_shown(app, NewCardScreen))
         await pilot.press(*"From the pane")
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: len(record.read_text().splitlines()) == 2)

@@ -18,6 +18,7 @@ import pytest
 
 from engine.home import HomeLayout
 from tests.conftest import run_cli
+from tests.support import screen_shown
 from tests.test_hermes_board import install_fake_hermes
 from tests.test_hermes_home import tree_state
 
@@ -130,7 +131,7 @@ async def test_the_switcher_will_not_show_a_board_without_its_database(home, mon
         pane = app.query_one(BoardPane)
         await wait_until(pilot, lambda: set(pane.cards) == set(RESEARCH))
         await pilot.press("b")
-        await wait_until(pilot, lambda: isinstance(app.screen, BoardSwitchScreen))
+        await wait_until(pilot, lambda: screen_shown(app, BoardSwitchScreen))
         await pilot.press("up", "enter")  # default, ideas, research (shown, highlighted): the one above
         await wait_until(pilot, lambda: any("board ideas cannot be shown: no database yet" in n for n in notes))
         assert isinstance(app.screen, BoardSwitchScreen)
@@ -353,7 +354,7 @@ async def test_the_pane_shows_the_current_board_and_switches_to_another(home, mo
         info = str(pane.query_one("#board-info").render())
         assert "hermes-agent's board research (kanban/boards/research/kanban.db)" in info
         await pilot.press("b")
-        await wait_for(pilot, lambda: isinstance(app.screen, BoardSwitchScreen))
+        await wait_for(pilot, lambda: screen_shown(app, BoardSwitchScreen))
         listed = [str(app.screen.query_one("#boards").get_option_at_index(i).prompt) for i in range(2)]
         assert listed[0].startswith("  default  Default") and "blocked 1, done 2, ready 1, triage 1" in listed[0]
         assert listed[1].startswith("● research  Research") and "hermes's current board" in listed[1]
@@ -376,7 +377,7 @@ async def test_the_pane_shows_the_current_board_and_switches_to_another(home, mo
         cards.focus()
         cards.highlighted = cards.get_option_index(WORKED)
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, CardDetailsScreen)
+        await wait_for(pilot, lambda: screen_shown(app, CardDetailsScreen)
                        and "run 1: 12,000 in / 3,400 out tokens, $0.087" in app.screen._shown)
         await pilot.press("escape")
         await pilot.press("q")
@@ -523,7 +524,7 @@ async def test_acceptance_every_read_shows_what_hermes_knows_and_every_file_stay
         pane = app.query_one(BoardPane)
         await wait_until(pilot, lambda: set(pane.cards) == set(RESEARCH))
         await pilot.press("b")
-        await wait_until(pilot, lambda: isinstance(app.screen, BoardSwitchScreen))
+        await wait_until(pilot, lambda: screen_shown(app, BoardSwitchScreen))
         await pilot.press("up", "enter")
         await wait_until(pilot, lambda: GAVE_UP in pane.cards)
         await wait_until(pilot, lambda: "gave up after 1" in str(pane.cards[GAVE_UP].prompt(0)))
@@ -531,7 +532,7 @@ async def test_acceptance_every_read_shows_what_hermes_knows_and_every_file_stay
         cards.focus()
         cards.highlighted = cards.get_option_index(WORKED)
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, CardDetailsScreen) and "12,000 in" in app.screen._shown)
+        await wait_until(pilot, lambda: screen_shown(app, CardDetailsScreen) and "12,000 in" in app.screen._shown)
         await pilot.press("escape")
         await pilot.press("2")
         await wait_until(pilot, lambda: CARD_PROC in app.pane("processes").row_ids)

@@ -16,6 +16,7 @@ from engine.config import Settings, load_config
 from engine.processes import ProcessLookupFailed, ProcessRegistry
 from tests import test_hermes_home as hermes_home_tests
 from tests.conftest import run_cli
+from tests.support import screen_shown
 from tests.test_hermes_home import FIXTURE, register_with_hermes
 
 hermes_home = hermes_home_tests.hermes_home  # the fixture: a copy of the real home, a live registered process
@@ -167,7 +168,7 @@ async def test_the_pane_lists_a_hermes_session_and_kills_it_only_after_yes(herme
         assert "output not available" in pane.output.state
         assert NO_OUTPUT_NOTE in "\n".join(str(line) for line in pane.output.log.lines)
         await pilot.press("k")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await wait_until(pilot, lambda: screen_shown(app, ConfirmModal))
         await pilot.pause()
         assert "hermes-agent started it" in str(app.screen.body) and str(proc.pid) in str(app.screen.body)
         await pilot.press("enter")  # the focused default is No
@@ -176,7 +177,7 @@ async def test_the_pane_lists_a_hermes_session_and_kills_it_only_after_yes(herme
         assert proc.poll() is None
         pane.table.focus()
         await pilot.press("k")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await wait_until(pilot, lambda: screen_shown(app, ConfirmModal))
         await pilot.pause()
         await pilot.press("y")
         await wait_until(pilot, lambda: any(HERMES_ID in t and "killed" in t for t in toasts))

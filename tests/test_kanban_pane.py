@@ -18,8 +18,8 @@ from engine.kanban.models import NewTask
 from engine.kanban.wording import held_back_words, skip_reason
 from engine.kanban.workers import NullSpawner, claim_lock_here
 from hermes_tui.app import HermesApp
+from tests.support import screen_shown, wait_workers
 from tests.support import wait_until_pilot as wait_for
-from tests.support import wait_workers
 from tests.support.cli import run_cli
 from tests.support.kanban import FakeClock, open_board
 from tests.support.notes import capture_notes
@@ -467,7 +467,7 @@ async def test_a_home_without_a_board_gets_no_file_until_the_first_card(home):
         assert "No board yet" in str(pane.query_one("#board-info").render())
         assert pane.border_subtitle == "no board yet"
         await pilot.press("n")
-        await wait_for(pilot, lambda: isinstance(app.screen, NewCardScreen))
+        await wait_for(pilot, lambda: screen_shown(app, NewCardScreen))
         await pilot.press(*"first card")
         await pilot.press("enter")
         await wait_for(pilot, lambda: len(pane.cards) == 1)
@@ -494,7 +494,7 @@ async def test_card_texts_that_look_like_markup_show_literally(home):
         assert "[bold]x" in pane.query_one("#cards-blocked").get_option(bold.id).prompt.plain
         await select(pilot, pane, closer.id)
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, CardDetailsScreen))
+        await wait_for(pilot, lambda: screen_shown(app, CardDetailsScreen))
         body = app.screen.query_one("#details-body")
         await wait_for(pilot, lambda: "[red]body[/red]" in str(body.render()))
         assert "[/x]" in str(body.render())

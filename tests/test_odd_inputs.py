@@ -226,27 +226,34 @@ def _as_nobody(home_root, *argv: str):
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
 
 
-def _open_to_all(path) -> None:
-    import os
+@pytest.fixture
+def open_tmp():
+    """A folder that the user nobody may enter (0755), right under /tmp: not under pytest's
+    own temporary root, whose mode any other pytest run on the machine sets back to 0700
+    when it starts (a second suite beside this one made nobody's reads fail mid-test)."""
+    import shutil
+    import tempfile
+    from pathlib import Path
 
-    for p in [path, *path.parents]:
-        if str(p) in ("/", "/tmp"):
-            break
-        os.chmod(p, os.stat(p).st_mode | 0o755)
+    path = Path(tempfile.mkdtemp(prefix="hermes-tui-test-", dir="/tmp"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
-def test_another_users_home_session_and_board_are_one_line_each_and_exit_1(home, tmp_path):
+def test_another_users_home_session_and_board_are_one_line_each_and_exit_1(open_tmp):
     import os
 
     from engine.config import Settings
+    from engine.home import HomeLayout
     from engine.processes import ProcessRegistry
 
+    home = HomeLayout(open_tmp / "home").ensure()
     home.config_file.write_text("scratch:\n  auto_prune: false\n")
     assert run_cli("--home", str(home.root), "kanban", "create", "root's card").returncode == 0
     s = ProcessRegistry(home, Settings()).spawn("sleep 300", cwd=home.root, owner="test")
     try:
         os.chmod(home.root, 0o700)
-        _open_to_all(tmp_path)
         err = _one_line(_as_nobody(home.root, "doctor"), 1)  # a home nobody cannot read
         assert "permission denied: " in err and "another user" in err
         for p in [home.root, *home.root.rglob("*")]:  # now readable, not writable, by others
@@ -260,11 +267,10 @@ def test_another_users_home_session_and_board_are_one_line_each_and_exit_1(home,
         ProcessRegistry(home, Settings()).kill(s.id, grace=1.0)
 
 
-def test_a_read_only_board_of_ones_own_reads_and_refuses_a_write_in_one_line(tmp_path):
+def test_a_read_only_board_of_ones_own_reads_and_refuses_a_write_in_one_line(open_tmp):
     import os
 
-    _open_to_all(tmp_path)
-    mine = tmp_path / "mine"
+    mine = open_tmp / "mine"
     mine.mkdir(mode=0o777)
     os.chmod(mine, 0o777)
     assert _as_nobody(mine / "h", "kanban", "create", "my card").returncode == 0

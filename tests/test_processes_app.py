@@ -18,7 +18,7 @@ from engine.config import Settings, UiSettings
 from engine.home import HomeLayout
 from engine.processes import ProcessRegistry
 from hermes_tui.app import HermesApp
-from tests.support import wait_settled, wait_until, wait_until_pilot, wait_workers
+from tests.support import screen_shown, wait_settled, wait_until, wait_until_pilot, wait_workers
 from tests.support.commands import count_to_400
 from widgets.common.command_bar import CommandBar
 from widgets.common.confirm import ConfirmModal
@@ -167,7 +167,7 @@ async def test_kill_asks_first_with_no_as_default(home, cleanup):
         await wait_until_pilot(pilot, lambda: s.id in pane.row_ids)
         pane.table.focus()
         await pilot.press("k")
-        await wait_until_pilot(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await wait_until_pilot(pilot, lambda: screen_shown(app, ConfirmModal))
         await pilot.pause()
         body = str(app.screen.body)
         assert "sleep 30" in body and str(s.pid) in body
@@ -177,7 +177,7 @@ async def test_kill_asks_first_with_no_as_default(home, cleanup):
         assert identity.is_alive(s.pid, s.fingerprint)
         pane.table.focus()
         await pilot.press("k")
-        await wait_until_pilot(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await wait_until_pilot(pilot, lambda: screen_shown(app, ConfirmModal))
         await pilot.pause()
         await pilot.press("y")
         await wait_until_pilot(pilot, lambda: any("killed" in t for t in app.toasts))
@@ -514,7 +514,7 @@ async def test_the_pane_kills_what_is_left_of_a_session_whose_wrapper_was_killed
         app.action_focus_pane("processes")
         pane.table.focus()
         await pilot.press("k")
-        await wait_until_pilot(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await wait_until_pilot(pilot, lambda: screen_shown(app, ConfirmModal))
         assert "wrapper is gone" in str(app.screen.body)
         await pilot.press("y")
         await wait_until_pilot(pilot, lambda: any("killed" in t and "wrapper" in t for t in app.toasts))
@@ -533,7 +533,7 @@ async def test_restart_asks_first_then_runs_the_command_again_as_a_new_named_ses
         assert pane.row(s.id)[0] == "web"  # the ID column shows the name
         pane.table.focus()
         await pilot.press("r")
-        await wait_until_pilot(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await wait_until_pilot(pilot, lambda: screen_shown(app, ConfirmModal))
         await pilot.pause()
         assert "Stops it first" in str(app.screen.body)
         await pilot.press("enter")  # No: nothing happens
@@ -542,7 +542,7 @@ async def test_restart_asks_first_then_runs_the_command_again_as_a_new_named_ses
         assert identity.is_alive(s.pid, s.fingerprint)
         pane.table.focus()
         await pilot.press("r")
-        await wait_until_pilot(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await wait_until_pilot(pilot, lambda: screen_shown(app, ConfirmModal))
         await pilot.pause()
         await pilot.press("y")
         await wait_until_pilot(pilot, lambda: any("restarted as" in t for t in app.toasts))
@@ -586,7 +586,7 @@ async def test_inside_tmux_or_screen_ctrl_g_also_backgrounds_and_the_bar_and_hel
         await wait_until_pilot(pilot, lambda: pane.foreground is None)
         assert any("moved to background" in t for t in app.toasts)
         app.action_help()
-        await wait_until_pilot(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await wait_until_pilot(pilot, lambda: screen_shown(app, HelpScreen))
         (row,) = [r for r in app.screen.rows if r.binding_id == "processes.background"]
         assert row.keys == "^g, ^b"
         assert f"ctrl+b {'is' if name == 'tmux' else 'may be'} {name}'s" in row.description

@@ -11,8 +11,8 @@ from engine.config import ScratchSettings, Settings
 from engine.home import HomeLayout
 from engine.scratch.audit import AuditLog
 from hermes_tui.app import HermesApp
+from tests.support import screen_shown, wait_workers
 from tests.support import wait_until_pilot as wait_for
-from tests.support import wait_workers
 from tests.support.scratch import HOUR, make_entry, target_of
 from widgets.prune_log.prune_log_pane import PruneLogPane
 from widgets.scratch.prune_modal import PruneModal
@@ -84,7 +84,7 @@ async def test_modal_no_changes_nothing(home):
     async with app.run_test(size=WIDE) as pilot:
         await _surveyed(pilot, app)
         await pilot.press("3", "p")
-        assert await wait_for(pilot, lambda: isinstance(app.screen, PruneModal))
+        assert await wait_for(pilot, lambda: screen_shown(app, PruneModal))
         modal = app.screen
         assert [c.name for c in modal.plan.candidates] == ["idle-lane", "old-run"]
         body = str(modal.query_one(".body").render())
@@ -103,7 +103,7 @@ async def test_modal_yes_removes_exactly_the_plan_candidates(home):
     async with app.run_test(size=WIDE) as pilot:
         pane = await _surveyed(pilot, app)
         await pilot.press("3", "p")
-        assert await wait_for(pilot, lambda: isinstance(app.screen, PruneModal))
+        assert await wait_for(pilot, lambda: screen_shown(app, PruneModal))
         planned = {c.path for c in app.screen.plan.candidates}
         await pilot.click("#yes")
         assert await wait_for(pilot, lambda: not paths["idle-lane"].exists() and not pane.pruning)

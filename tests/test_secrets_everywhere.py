@@ -21,7 +21,7 @@ from engine.config import load_config
 from engine.processes.redact import MASK, redact, redact_data
 from hermes_tui.app import HermesApp
 from tests.conftest import run_cli
-from tests.support import wait_until, wait_until_pilot
+from tests.support import screen_shown, wait_until, wait_until_pilot
 from tests.support.notes import capture_notes
 from widgets.board.board_modals import CardDetailsScreen
 from widgets.board.board_pane import BoardPane
@@ -119,7 +119,7 @@ async def test_one_set_of_secrets_is_masked_on_every_surface(home, tmp_path):
         cards.highlighted = cards.get_option_index(failing)
         await pilot.pause()
         await pilot.press("enter")
-        await wait_until_pilot(pilot, lambda: isinstance(app.screen, CardDetailsScreen))
+        await wait_until_pilot(pilot, lambda: screen_shown(app, CardDetailsScreen))
         body = app.screen.query_one("#details-body")
         await wait_until_pilot(pilot, lambda: "Worker log" in str(body.render()))
         surfaces["the details dialog"] = str(body.render())

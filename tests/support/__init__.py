@@ -15,6 +15,7 @@ from tests.support.cli import run_cli
 from tests.support.waiting import (
     DEFAULT_TIMEOUT,
     READING_GROUPS,
+    screen_shown,
     wait_settled,
     wait_until,
     wait_until_async,
@@ -22,4 +23,4 @@ from tests.support.waiting import (
     wait_workers,
 )
 
-__all__ = ["DEFAULT_TIMEOUT", "READING_GROUPS", "run_cli", "wait_settled", "wait_until", "wait_until_async", "wait_until_pilot", "wait_workers"]
+__all__ = ["DEFAULT_TIMEOUT", "READING_GROUPS", "run_cli", "screen_shown", "wait_settled", "wait_until", "wait_until_async", "wait_until_pilot", "wait_workers"]

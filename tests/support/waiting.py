@@ -77,6 +77,15 @@ async def wait_until_async(predicate: Callable[[], T | Awaitable[T]], timeout: f
 
 
 # The app's one-shot reading workers (each started again by its pane's timer).
+def screen_shown(app, kind: type) -> bool:
+    """``app.screen`` is a ``kind`` whose widgets exist and whose ``on_mount`` has run. A
+    pushed screen is ``app.screen`` at once, before it is composed: a test that looked
+    into it then found no widgets (two paired -n 4 rounds, a prune dialog pushed from a
+    worker's result)."""
+    screen = app.screen
+    return isinstance(screen, kind) and screen.is_mounted
+
+
 READING_GROUPS = ("board-refresh", "processes-sample", "scratch-survey", "prune-log-read")
 
 
