@@ -172,3 +172,35 @@ def test_ps_json_of_indexed_sessions_loads_only_what_a_listing_needs(home):
     assert code == 0 and len(json.loads(out.stdout)) == 3
     assert [m for m in NOT_FOR_A_LISTING if m in modules] == []
     assert patterns == 0  # `sh -c 'exit N'` holds nothing a masking pattern could match
+
+
+def test_ps_of_running_sessions_builds_none_of_the_indexed_finished_ones(home, monkeypatch):
+    """A listing without --all drops every finished session: the index only says which
+    ids it still holds, and none of them is made into a ProcessSession (300 of them were
+    a visible part of `ps --json`)."""
+    from engine.processes import finished_index
+
+    ids = finished_sessions(home, 4)
+    ProcessRegistry(home, Settings()).list()  # writes the index
+    built: list[str] = []
+    real = finished_index._session_of
+    monkeypatch.setattr(finished_index, "_session_of", lambda d, rec: built.append(d.name) or real(d, rec))
+    reg = ProcessRegistry(home, Settings())
+    assert reg.list(include_finished=False) == [] and built == []
+    assert reg.list_with_hermes(include_finished=False).sessions == () and built == []
+    # Asked for afterwards, on the same registry, each is built from the index as before.
+    fresh = {s.id: s for s in ProcessRegistry(home, Settings()).list()}
+    assert reg.get(ids[2]) == fresh[ids[2]] and built[-1] == ids[2]
+    assert reg.list() == [fresh[sid] for sid in ids]
+
+
+def test_a_session_changed_after_a_listing_of_running_ones_is_read_from_its_folder(home):
+    ids = finished_sessions(home, 2)
+    ProcessRegistry(home, Settings()).list()  # writes the index
+    reg = ProcessRegistry(home, Settings())
+    assert reg.list(include_finished=False) == []
+    exit_file = home.processes_dir / ids[0] / sess.EXIT_FILE
+    exit_file.write_text("7\n")  # its stat key no longer matches the index
+    os.utime(exit_file, (time.time() - 1800,) * 2)
+    assert reg.get(ids[0]).exit_code == 7
+    assert [s.exit_code for s in reg.list()] == [7, 1]

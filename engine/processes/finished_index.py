@@ -92,29 +92,52 @@ class FinishedIndex:
     def load(self, names: list[str]) -> dict[str, ProcessSession]:
         """The indexed sessions among ``names`` whose key still matches their folder.
         The file is read once per instance; entries found stale are forgotten."""
+        valid: dict[str, ProcessSession] = {}
+        for session_id in self.holding(names):
+            s = self.session(session_id)
+            if s is not None:
+                valid[session_id] = s
+        return valid
+
+    def holding(self, names: list[str]) -> list[str]:
+        """The ids among ``names`` whose entry's key still matches their folder: sessions
+        that are finished, settled and unchanged, known without building one of them (a
+        listing of running sessions only drops them). Entries found stale are forgotten."""
         if self._loaded is None:
             self._records = self._read()
             self._loaded = len(self._records)
-        valid: dict[str, ProcessSession] = {}
         wanted = [session_id for session_id in names if session_id in self._records]
         if not wanted:
-            return valid
+            return []
         try:  # the folders are stat'ed relative to it: shorter paths for the kernel to walk
             dir_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError:
-            return valid
+            return []
+        held: list[str] = []
         try:
             for session_id in wanted:
-                held = self._records[session_id]
-                try:
-                    if stat_key(session_id, dir_fd) != held[0]:
-                        raise ValueError("stale")
-                    valid[session_id] = _session_of(self.root / session_id, held[1])
-                except (KeyError, TypeError, ValueError):
+                if stat_key(session_id, dir_fd) == self._records[session_id][0]:
+                    held.append(session_id)
+                else:
                     del self._records[session_id]  # rebuilt from its folder by the caller
         finally:
             os.close(dir_fd)
-        return valid
+        return held
+
+    def session(self, session_id: str, recheck: bool = False) -> ProcessSession | None:
+        """The session an entry holds, or None (no entry, a malformed one, or with
+        ``recheck`` one whose key no longer matches its folder: it is forgotten, and the
+        caller reads the folder)."""
+        held = self._records.get(session_id)
+        if held is None:
+            return None
+        try:
+            if recheck and stat_key(self.root / session_id) != held[0]:
+                raise ValueError("stale")
+            return _session_of(self.root / session_id, held[1])
+        except (KeyError, TypeError, ValueError):
+            del self._records[session_id]
+            return None
 
     def _read(self) -> dict[str, tuple[StatKey, dict[str, Any]]]:
         try:

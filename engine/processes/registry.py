@@ -120,11 +120,14 @@ class _Cached:
 
 
 class _State:
-    __slots__ = ("children", "finished", "bases", "pidfds")
+    __slots__ = ("children", "finished", "indexed", "bases", "pidfds")
 
     def __init__(self) -> None:
         self.children: dict[str, subprocess.Popen] = {}
         self.finished: dict[str, ProcessSession] = {}
+        # Finished sessions the index vouched for at a listing of running ones only: not
+        # built until asked for (then checked against their folder again, and moved to finished).
+        self.indexed: set[str] = set()
         self.bases: dict[str, _Cached] = {}
         self.pidfds: dict[str, int] = {}  # running session -> pidfd of its leader
 
@@ -488,6 +491,11 @@ class ProcessRegistry:
     def _load(self, session_id: str) -> ProcessSession:
         with self._lock:
             done = self._state.finished.get(session_id)
+            if done is None and session_id in self._state.indexed:
+                self._state.indexed.discard(session_id)
+                done = self._index.session(session_id, recheck=True)  # None: changed since, read below
+                if done is not None:
+                    self._state.finished[session_id] = done
         if done is not None:
             return done
         d = self.session_dir(session_id)
@@ -601,25 +609,35 @@ class ProcessRegistry:
         bad: dict[str, SessionCorrupt] = {}
         names = self._names()
         with self._lock:
-            known = set(self._state.finished)
+            known = set(self._state.finished) | self._state.indexed
         index = self._index
-        indexed = index.load([n for n in names if n not in known]) if names else {}
+        unknown = [n for n in names if n not in known]
+        # A listing of running sessions only asks the index which sessions it still holds
+        # (finished ones): it never builds them just to drop them.
+        indexed = index.load(unknown) if include_finished and names else {}
+        held = set(indexed) if include_finished else set(index.holding(unknown) if names else ())
         with self._lock:
-            gone = set(self._state.finished) - set(names)
+            present = set(names)
+            gone = set(self._state.finished) - present
             for session_id in gone:
                 self._state.finished.pop(session_id, None)
+            self._state.indexed &= present
             for session_id, s in indexed.items():
                 self._state.finished.setdefault(session_id, s)
+            self._state.indexed.update(held.difference(self._state.finished))
+            unbuilt = set() if include_finished else set(self._state.indexed)
         fresh: dict[str, tuple[StatKey, ProcessSession]] = {}
         leaders_alive = self._leaders_alive()
         root = os.fspath(self.root)
         for session_id in names:
+            if session_id in unbuilt:
+                continue  # finished, and not asked for
             still = self._still_running(root, session_id, leaders_alive)
             if still is not None:  # the common case of a refresh: nothing of it to read again
                 found.append(still)
                 continue
             # The key is taken before the files are read (see FinishedIndex); only for sessions not known yet.
-            key = None if session_id in indexed or session_id in known else stat_key(self.session_dir(session_id))
+            key = None if session_id in held or session_id in known else stat_key(self.session_dir(session_id))
             try:
                 s = self._load(session_id)
             except SessionNotStarted:
