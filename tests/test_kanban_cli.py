@@ -306,3 +306,24 @@ def test_create_from_stdin_usage_errors_create_nothing(home, args, stdin, words)
     err = r.stderr.decode()
     assert len(err.splitlines()) == 1 and words in err and "Traceback" not in err
     assert not home.kanban_db.exists()
+
+
+# What `kanban create` must not load: shutil came with argparse's own formatter (and bz2
+# and lzma with it) through the verbs' shared parent parser; the describing and wording
+# modules print other verbs' output. Each was start-up time of every card created.
+NOT_FOR_A_CREATE = ("shutil", "bz2", "lzma", "engine.kanban.describe", "engine.kanban.wording",
+                    "engine.processes.redact", "textual")
+
+
+def test_kanban_create_loads_only_what_a_create_needs(home):
+    code = (
+        "import sys\n"
+        "from hermes_tui.cli import main\n"
+        f"code = main(['--home', {str(home.root)!r}, 'kanban', 'create', 'a card', '--json'])\n"
+        "print(repr((code, sorted(sys.modules))), file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "HERMES_AUTO_PRUNE": "0", "HERMES_HOME": str(home.root)})
+    code, modules = eval(out.stderr.strip().splitlines()[-1])
+    assert code == 0 and json.loads(out.stdout)["status"] == "ready"
+    assert [m for m in NOT_FOR_A_CREATE if m in modules] == []

@@ -11,18 +11,7 @@ import argparse
 import os
 import sys
 import time
-from typing import Any
 
-from engine.kanban.describe import (
-    describe_task,
-    mask_details,
-    mask_event,
-    mask_task,
-    payload_text,
-    plain_text,
-)
-from engine.kanban.wording import LOCKED, assign_words, change_words, held_back_words, skip_reason
-from engine.text import human_duration, local_time
 from hermes_tui.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -33,6 +22,13 @@ from hermes_tui.cli.common import (
     number_arg,
     print_json,
 )
+
+# Not `from typing import ...` (its import is a few ms of every verb); the describing
+# and wording modules are imported by the verbs that print with them, so `create` and
+# the other writes load neither.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_PRIORITY = 1_000_000_000
 MAX_RETRIES = 1_000_000
@@ -56,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--board", metavar="SLUG", help=BOARD_HELP)
     p.set_defaults(func=_need_verb)
     verbs = p.add_subparsers(dest="verb", metavar="VERB", parser_class=type(p))
-    common = argparse.ArgumentParser(add_help=False)
+    common = type(p)(add_help=False)  # the CLI's parser: argparse's own formatter would import shutil
     common.add_argument("--db", metavar="PATH|URL", default=argparse.SUPPRESS, help="the board file or URL")
     common.add_argument("--board", metavar="SLUG", default=argparse.SUPPRESS, help=BOARD_HELP)
 
@@ -273,6 +269,8 @@ def _worker_call():
 
 
 def _ago(now: float, then: float | None) -> str:
+    from engine.text import human_duration
+
     return "-" if then is None else human_duration(now - then)
 
 
@@ -350,6 +348,8 @@ def run_list(ctx: Context) -> int:
         return board, tasks, await _hermes_knows(service, tasks), await service.usage()
 
     board, tasks, (reasons, gateway), usage = _run(ctx, body)
+    from engine.kanban.describe import mask_task
+
     tasks = [mask_task(t, ctx.settings.processes.redact) for t in tasks]
     if ctx.json:
         listed = [t.to_json() for t in tasks]
@@ -391,6 +391,8 @@ def run_show(ctx: Context) -> int:
         return details, await _hermes_knows(service, [details.task]), await service.usage(details.task.id)
 
     details, (reasons, gateway), usage = _run(ctx, body)
+    from engine.kanban.describe import describe_task, mask_details, plain_text
+
     redact = ctx.settings.processes.redact
     if ctx.json:
         data = mask_details(details, redact).to_json()
@@ -415,6 +417,8 @@ def _report(ctx: Context, verb: str, result) -> int:
     if ctx.json:
         print_json(result.to_json())
     else:
+        from engine.kanban.wording import change_words
+
         print(change_words(verb, result))
     return EXIT_OK
 
@@ -428,6 +432,8 @@ def run_assign(ctx: Context) -> int:
     checks_profiles, result = _run(ctx, body)
     _warn_unknown_profile(ctx, profile, checks_profiles)
     if not ctx.json:
+        from engine.kanban.wording import assign_words
+
         print(assign_words(result.task_id, profile))
         return EXIT_OK
     return _report(ctx, "assign", result)
@@ -506,6 +512,8 @@ def _tick(ctx: Context, spawner=None):
 
 def dispatch_lines(result) -> list[str]:
     """The plain-text report of one tick."""
+    from engine.kanban.wording import LOCKED, held_back_words, skip_reason
+
     if result.skipped_locked:
         return [f"Skipped: {LOCKED}."]
     lines = []
@@ -553,6 +561,7 @@ def run_daemon(ctx: Context) -> int:
     import signal
 
     from engine.kanban.registry_spawner import RegistrySpawner
+    from engine.text import human_duration
 
     interval = ctx.args.interval or ctx.settings.kanban.dispatch_interval_seconds
     try:
@@ -628,6 +637,8 @@ def _pause(stop: dict, seconds: float) -> None:
 def run_tail(ctx: Context) -> int:
     import asyncio
 
+    from engine.kanban.describe import mask_event
+
     a = ctx.args
     redact = ctx.settings.processes.redact
 
@@ -652,6 +663,9 @@ def run_tail(ctx: Context) -> int:
 
 
 def _print_event(e) -> None:
+    from engine.kanban.describe import payload_text
+    from engine.text import local_time
+
     print(f"[{local_time(e.created_at)}] {e.task_id} {e.kind} {payload_text(e.payload)}".rstrip(), flush=True)
 
 
