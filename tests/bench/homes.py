@@ -2,7 +2,9 @@
 process sessions, N scratch entries. Each builder returns (home root, clean-up).
 
 - sessions: N real background sessions of ``sleep`` started through the registry, as
-  ``hermes-tui run --bg`` starts them; the clean-up kills every one (verified by the
+  ``hermes-tui run --bg`` starts them, handed over once the newest is past its first
+  minute (a session's runtime shows seconds only then, so until then every row changes
+  every second: not an idle table); the clean-up kills every one (verified by the
   registry) and removes the home.
 - scratch: N entries of one small file each, 9 in 10 idle for three days (``os.utime``),
   1 in 10 written now.
@@ -22,6 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 Built = tuple[Path, Callable[[], None]]
+FIRST_MINUTE_SECONDS = 61.0
 
 
 def _tmp(prefix: str) -> Path:
@@ -49,6 +52,7 @@ def sessions_home(n: int) -> Built:
     home = HomeLayout(root / "home").ensure()
     reg = ProcessRegistry(home, Settings())
     ids = [reg.spawn(["sleep", "3600"], owner="bench", cwd=home.root).id for _ in range(n)]
+    time.sleep(FIRST_MINUTE_SECONDS)  # see the module doc: past the minute, a runtime shows minutes
 
     def clean_up() -> None:
         for session_id in ids:
