@@ -7,6 +7,11 @@
     (aim: within 1.5x). Both run headless in a fresh interpreter, imports included, and
     exit as soon as the first screen has been composed and refreshed; the figure is
     from the launch to that moment (shutting down is not part of it).
+(3) `hermes-tui kanban create` on a home whose board exists (aim: within 4x) and, to say
+    what of it is the floor no code of ours can go under, the standard library each
+    command needs: `import argparse, json, pathlib, dataclasses` with one parser built
+    (what `ps` loads) and `import asyncio, sqlite3` (what a board command adds), each
+    against `python -c pass`.
 Rounds are interleaved and alternate which side goes first (tests/bench/harness.py).
 """
 
@@ -51,6 +56,9 @@ HermesApp(home, load_config(home.config_file)).run(headless=True, size=(160, 48)
 """
 
 
+PS_FLOOR = "import argparse, json, pathlib, dataclasses; argparse.ArgumentParser().parse_args([])"
+
+
 def first_screen(script: str, *args: str) -> float:
     """Seconds from launching the interpreter until the app printed its first screen."""
     t0 = time.time()
@@ -73,6 +81,17 @@ def main() -> int:
         table.add(compare("(2) first screen, headless 160x48: app on an empty home vs bare App + Footer",
                           lambda: first_screen(HERMES_APP, tmp), lambda: first_screen(BARE_APP),
                           max(5, args.runs // 2), aim="<= 1.5x"))
+        home = str(Path(tmp) / "board-home")
+        run_process([script, "--home", home, "kanban", "create", "the first card"], env=user_env())
+        table.add(compare("(3) kanban create, a board of a few cards vs python -c pass",
+                          lambda: run_process([script, "--home", home, "kanban", "create", "one more card"],
+                                              env={**user_env(), "HERMES_AUTO_PRUNE": "0"}),
+                          lambda: run_process([py, "-c", "pass"]), args.runs, aim="<= 4.0x"))
+    table.add(compare("(3) floor of ps: argparse (one parser), json, pathlib, dataclasses vs python -c pass",
+                      lambda: run_process([py, "-c", PS_FLOOR]), lambda: run_process([py, "-c", "pass"]), args.runs))
+    table.add(compare("(3) floor of a board command: that and asyncio, sqlite3 vs python -c pass",
+                      lambda: run_process([py, "-c", PS_FLOOR + "; import asyncio, sqlite3"]),
+                      lambda: run_process([py, "-c", "pass"]), args.runs))
     table.print()
     return 0
 
