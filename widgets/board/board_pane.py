@@ -762,7 +762,7 @@ class BoardPane(Pane):
         if path is not None and path != self.db_path:
             self._reopen(path)
 
-    @work(exclusive=True, group="board-open")
+    @work(exclusive=True, group="board-open", description="open the board switched to")
     async def _reopen(self, path: Path) -> None:
         """Show another board: close this one's service, forget its cards, open that one."""
         self.workers.cancel_group(self, "board-refresh")  # a read of the old board must not land on the new one
@@ -867,7 +867,7 @@ class BoardPane(Pane):
     def _open_output(self, task_id: str) -> None:
         self._find_process(task_id)
 
-    @work(group="board-output")
+    @work(group="board-output", description="find the worker's output")
     async def _find_process(self, task_id: str) -> None:
         if self.service.capabilities.worker_log_files:  # hermes's worker writes its own log: follow that file
             path = self.service.log_path(task_id)
@@ -997,7 +997,7 @@ class BoardPane(Pane):
 
         self.app.push_screen(ConfirmModal(words.title, words.body, words.yes), answered)
 
-    @work(group="board-change")
+    @work(group="board-change", description="a change of a card")
     async def _run_change(self, coro) -> None:
         from engine.kanban.backend import StoreError
 

@@ -112,7 +112,7 @@ class HelpScreen(Dialog[None]):
         """The rows the screen lists."""
         return tuple(self._rows)
 
-    @work(thread=True, exclusive=True, group="help-layout")
+    @work(thread=True, exclusive=True, group="help-layout", description="lay the keys out")
     def _render_rows(self, width: int) -> None:
         self.post_message(self.LaidOut(help_text(self._rows, width)))
 

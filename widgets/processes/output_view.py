@@ -191,7 +191,7 @@ class OutputView(Vertical):
         except NoMatches:  # not composed yet, or already torn down
             pass
 
-    @work(thread=True, exclusive=True, group="output-follow")
+    @work(thread=True, exclusive=True, group="output-follow", description="follow the output")
     def _follow(self, path: Path, offset: int, generation: int) -> None:
         worker = get_current_worker()
         follower = OutputFollower(path, offset)

@@ -332,7 +332,7 @@ class ProcessesPane(Pane):
         detail line is the only place the size shows), none while the pane is not shown."""
         return self.table.selected_key if self.shown and self._rows else None
 
-    @work(thread=True, exclusive=True, group="processes-sample")
+    @work(thread=True, exclusive=True, group="processes-sample", description="sample the sessions")
     def _sample(self, usage_of: frozenset[str] | None = None, size_of: str | None = None) -> None:
         try:
             snap = self.take_snapshot(usage_of, size_of)
@@ -389,7 +389,7 @@ class ProcessesPane(Pane):
                 out[shown.id] = size
         return out
 
-    @work(thread=True, group="processes-size")
+    @work(thread=True, group="processes-size", description="read an output's size")
     def _read_size(self, session: ProcessSession) -> None:
         """A row selected whose output size was never read: read it now (thread side)."""
         size = _stored_size(session)
@@ -688,7 +688,7 @@ class ProcessesPane(Pane):
             return
         self._finish_foreground(fg)
 
-    @work(thread=True, group="processes-foreground")
+    @work(thread=True, group="processes-foreground", description="the foreground run ends")
     def _finish_foreground(self, fg: ProcessSession) -> None:
         try:
             done = self.registry.get(fg.id)
@@ -776,7 +776,7 @@ class ProcessesPane(Pane):
 
         self.app.push_screen(ConfirmModal(f"Restart {s.id} (pid {s.pid})?", body, yes_label="Restart"), answered)
 
-    @work(thread=True, group="processes-kill")
+    @work(thread=True, group="processes-kill", description="restart a session")
     def _restart(self, session_id: str) -> None:
         try:
             done = self.registry.restart(session_id)
@@ -785,7 +785,7 @@ class ProcessesPane(Pane):
             return
         self.post_message(self.KillReported(f"{done.old.id} restarted as {done.new.id}", "information"))
 
-    @work(thread=True, group="processes-kill")
+    @work(thread=True, group="processes-kill", description="kill a session")
     def _kill(self, session_id: str) -> None:
         try:
             report = self.registry.kill(session_id)

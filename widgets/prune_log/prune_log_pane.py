@@ -134,7 +134,7 @@ class PruneLogPane(Pane):
     def on_show(self) -> None:
         self._on_timer()  # shown again: catch up with what was appended meanwhile
 
-    @work(thread=True, exclusive=True, group="prune-log-read")
+    @work(thread=True, exclusive=True, group="prune-log-read", description="read the prune log")
     def _read(self, initial: bool = False) -> None:
         from engine.scratch.audit import LogTail
 

@@ -339,7 +339,7 @@ class ScratchPane(Pane):
             self._next_survey_at = self._survey_started + self._every  # none on its own while this one runs
             self._survey(self.SORTS[self._sort_index], self._sort_reverse, self._rows is None)
 
-    @work(thread=True, exclusive=True, group="scratch-survey")
+    @work(thread=True, exclusive=True, group="scratch-survey", description="survey the entries")
     def _survey(self, column: str, reverse: bool, first: bool) -> None:
         """The thread: stream the survey into rows (one value per entry, never the
         reports), sorted as the pane sorts; the first survey shows its first rows early.
@@ -496,7 +496,7 @@ class ScratchPane(Pane):
         table.set_order(order)
         table.sync()
 
-    @work(thread=True, exclusive=True, group="scratch-sort")
+    @work(thread=True, exclusive=True, group="scratch-sort", description="sort the rows")
     def _sort_in_thread(self, rows: Rows, column: str, reverse: bool) -> None:
         order = sorted_keys(rows.values, rows.base, column, reverse)
         if not get_current_worker().is_cancelled:
@@ -578,7 +578,7 @@ class ScratchPane(Pane):
 
         self.app.push_screen(PruneModal(plan), answered)
 
-    @work(thread=True, exclusive=True, group="scratch-prune")
+    @work(thread=True, exclusive=True, group="scratch-prune", description="the approved prune")
     def _execute(self, plan, target, options) -> None:
         from engine.scratch.execute import execute_plan
 
@@ -628,7 +628,7 @@ class ScratchPane(Pane):
             return
         self._restore(value[1])
 
-    @work(thread=True, exclusive=True, group="scratch-restore")
+    @work(thread=True, exclusive=True, group="scratch-restore", description="restore an entry")
     def _restore(self, file_name: str) -> None:
         from engine.scratch.execute import restore
         from engine.scratch.target import PruneTarget
