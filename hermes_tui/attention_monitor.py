@@ -114,7 +114,10 @@ class AttentionMonitor:
             self._again = True
             return
         self._running = True
-        self.app.run_worker(self._computations(), group="attention", exit_on_error=False)
+        # The coroutine function, not a coroutine: a worker cancelled before it starts (the
+        # app quitting) leaves no coroutine that was never awaited.
+        self.app.run_worker(self._computations, group="attention", exit_on_error=False,
+                            description="the attention items")
 
     def tick_done(self, result) -> None:
         self.dispatch.tick_done(result, self.clock())

@@ -264,3 +264,22 @@ async def test_the_app_keys_an_idle_entry_as_the_cli_does_to_the_second(home):
             return sorted(i.key for i in app.attention.attention.items if i.kind is Kind.PRUNE_DUE)
         await wait_until_pilot(pilot, lambda: len(keys()) == 5, what="five prune_due items in the app")
         assert keys() == expected
+
+
+async def test_a_computation_asked_for_as_the_app_quits_leaves_no_coroutine_behind(home):
+    """The monitor's worker is cancelled before it starts when the app quits right after
+    asking: no coroutine of it may be left never awaited (a RuntimeWarning seen in a
+    paired round; a coroutine made before its worker ran)."""
+    import gc
+    import warnings
+
+    app = app_of(home)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        async with app.run_test(size=(120, 36)) as pilot:
+            await wait_until_pilot(pilot, lambda: app.attention.computations >= 1, what="a first computation")
+            await wait_until_pilot(pilot, lambda: not app.attention._running, what="it has ended")
+            app.attention.request()  # asked for, and the app quits before its worker runs
+            app.exit()
+        gc.collect()
+    assert not [w for w in caught if "never awaited" in str(w.message)]
