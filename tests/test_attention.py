@@ -163,9 +163,14 @@ def test_the_same_tick_given_again_is_counted_without_walking_its_held_cards():
     assert item.why == ("1000 cards held back up to 3 ticks in a row (t_0 and 999 more): "
                         "unassigned, and no default assignee is set")
     version = watch.version
+    looks: list[int] = []
+    real_ticks = watch.held_ticks
+    watch.held_ticks = lambda since: looks.append(since) or real_ticks(since)
     watch.tick_done(result, 103.0)
     assert watch.version == version and "up to 4 ticks in a row" in watch.items()[0].why
     assert Counted.walks == walked, "a tick given again walked its held cards"
+    assert len(looks) < 10, "the items of a tick given again looked at every held card"
+    del watch.held_ticks
     few = DispatchResult(skipped=tuple(Skip(f"t_{n}", "skipped_unassigned") for n in range(GROUP_HELD_AT)))
     for now in (104.0, 105.0):
         watch.tick_done(few, now)

@@ -257,6 +257,7 @@ class DispatchWatch:
     _last: object = None  # the result of the last tick, while its cards are held
     _young: set = field(default_factory=set)  # ticks first held of cards not yet held HELD_BACK_TICKS
     _items: tuple | None = None  # (what they were made of, the items), see items()
+    _groups: tuple | None = None  # (the held dict, version, the ripe cards by reason), see _grouped()
 
     def held_ticks(self, since: int) -> int:
         return self.ticks - since + 1
@@ -296,6 +297,24 @@ class DispatchWatch:
     def _ripe(self) -> set[str]:
         return {k for k, (_f, since, _s) in self.held.items() if self.held_ticks(since) >= HELD_BACK_TICKS}
 
+    def _grouped(self) -> dict[str, tuple[list, float, int]]:
+        """The cards held back HELD_BACK_TICKS ticks or more by reason, each reason's
+        (cards as (card, first held at, tick first held, Skip) in card order, the earliest
+        first held at, the earliest tick first held). Kept while the held cards and the
+        version stand: a tick given again only adds one to every count, which the items
+        read off the earliest tick (a 100,000-card board was walked and sorted again at
+        every look of the monitor)."""
+        if self._groups is not None and self._groups[0] is self.held and self._groups[1] == self.version:
+            return self._groups[2]
+        by_reason: dict[str, list] = {}
+        for card, (first, since, skip) in sorted(self.held.items()):
+            if self.held_ticks(since) >= HELD_BACK_TICKS:
+                by_reason.setdefault(skip.reason, []).append((card, first, since, skip))
+        groups = {reason: (cards, min(c[1] for c in cards), min(c[2] for c in cards))
+                  for reason, cards in by_reason.items()}
+        self._groups = (self.held, self.version, groups)
+        return groups
+
     def items(self) -> list[Item]:
         """The cards held back HELD_BACK_TICKS ticks or more, one item each; more than
         GROUP_HELD_AT of them for one reason are one item (named by the first card, which
@@ -305,26 +324,20 @@ class DispatchWatch:
         shape = (self.ticks, self.version, self.failures, self.last_error)
         if self._items is not None and self._items[0] == shape:
             return list(self._items[1])
-        by_reason: dict[str, list] = {}
-        for card, (first, since, skip) in sorted(self.held.items()):
-            ticks = self.held_ticks(since)
-            if ticks >= HELD_BACK_TICKS:
-                by_reason.setdefault(skip.reason, []).append((card, first, ticks, skip))
         items = []
-        for reason, cards in by_reason.items():
+        for reason, (cards, first, oldest) in self._grouped().items():
             action = _HELD_BACK_ACTIONS.get(reason, "look at why, on the board's detail line")
             if len(cards) > GROUP_HELD_AT:
-                card, _first, _ticks, skip = cards[0]
-                first = min(c[1] for c in cards)
-                most = max(c[2] for c in cards)
+                card, _first, _since, skip = cards[0]
+                most = self.held_ticks(oldest)
                 items.append(Item(f"{Kind.HELD_BACK}:{reason}:cards:{int(first)}", Kind.HELD_BACK, card, first,
                                   f"{plural(len(cards), 'card')} held back up to {most} ticks in a row "
                                   f"({card} and {plural(len(cards) - 1, 'more', 'more')}): {skip_reason(skip)}",
                                   action))
                 continue
-            for card, first, ticks, skip in cards:
+            for card, first, since, skip in cards:
                 items.append(Item(f"{Kind.HELD_BACK}:{card}:{int(first)}", Kind.HELD_BACK, card, first,
-                                  f"held back {ticks} ticks in a row: {skip_reason(skip)}", action))
+                                  f"held back {self.held_ticks(since)} ticks in a row: {skip_reason(skip)}", action))
         if self.failures >= FAILING_TICKS and self.failing_since is not None:
             items.append(Item(f"{Kind.DISPATCH_FAILING}:{int(self.failing_since)}", Kind.DISPATCH_FAILING,
                               "dispatcher", self.failing_since,
