@@ -6,7 +6,6 @@ from __future__ import annotations
 import enum
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 # Statuses, in board (column) order (defined in engine.kanban.statuses, re-exported here).
 from engine.kanban.statuses import (  # noqa: F401 - re-exported
@@ -20,6 +19,10 @@ from engine.kanban.statuses import (  # noqa: F401 - re-exported
     STATUSES,
     TODO,
 )
+
+TYPE_CHECKING = False  # not typing's: every board command loads this module (typing is a few ms)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class RunOutcome(enum.StrEnum):

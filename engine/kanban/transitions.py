@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import enum
 import os
-import secrets
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -103,7 +102,7 @@ class TransitionRefused(StoreError):
 
 
 def new_task_id() -> str:
-    return "t_" + secrets.token_hex(4)
+    return "t_" + os.urandom(4).hex()  # secrets.token_hex's bytes, without importing secrets (hashlib, random)
 
 
 class CardChanged(TransitionRefused):

@@ -12,8 +12,8 @@ import os
 import urllib.parse
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # not typing's: every board command reads this module, and typing is a few ms
 if TYPE_CHECKING:  # sqlite3 is imported where a file is read: the CLI's parser needs only the statuses
     import sqlite3
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 import shlex
 import sqlite3
 import time
@@ -232,7 +231,7 @@ def _create_board_file(path: Path) -> None:
     once get exactly one. The temporary file is opened by nothing but SQLite once it has
     been created, and its connection is closed before the link.
     """
-    tmp = path.with_name(f".{path.name}.new-{os.getpid()}-{secrets.token_hex(4)}")
+    tmp = path.with_name(f".{path.name}.new-{os.getpid()}-{os.urandom(4).hex()}")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileNotFoundError:
