@@ -90,11 +90,9 @@ class HermesApp(AttentionMixin, App[int]):
     TITLE = "hermes-tui"
     BINDINGS = APP_BINDINGS  # hermes_tui/app_bindings.py: the keymap reads them without the app
 
-    class HomeFilled(Message):
+    class HomeFilled(Message, bubble=False):
         """Posted by the thread that fills the home (the demo's builders) to the app once
         they have ended; ``error`` says what stopped them, if anything did."""
-
-        bubble = False
 
         def __init__(self, error: str | None) -> None:
             super().__init__()
@@ -122,6 +120,10 @@ class HermesApp(AttentionMixin, App[int]):
         self.home_label = home_label or _home_label(home.root)
         self._statuses: dict[str, str] = {}
         self._active_pane = "board"
+        # The panes by id, kept at compose: a query walks the whole DOM (hundreds of
+        # widgets, each matched against the selector), and a pane switch or a dispatch
+        # tick asked for panes several times.
+        self._panes: dict[str, Pane] = {}
         # The app, not the board pane, spawns workers: see hermes_tui/dispatch_loop.py.
         self.dispatch_loop = DispatchLoop(self, home, settings)
         self.attention = AttentionMonitor(self, home, settings)
@@ -148,6 +150,7 @@ class HermesApp(AttentionMixin, App[int]):
         with Container(id="panes"):
             for cls in pane_classes():
                 pane = cls(home=self.home, settings=self.settings)
+                self._panes[cls.PANE_ID] = pane
                 # Born active: adding the class once mounted would restyle the pane's subtree.
                 pane.set_class(self._active_pane == cls.PANE_ID, "-active", update=False)
                 yield pane
@@ -256,7 +259,14 @@ class HermesApp(AttentionMixin, App[int]):
     # -- panes, focus, zoom -----------------------------------------------------------------
 
     def pane(self, pane_id: str) -> Pane:
-        return self.query_one(f"#{pane_id}", Pane)
+        pane = self._panes.get(pane_id)
+        if pane is not None and pane.is_attached:
+            return pane
+        return self.query_one(f"#{pane_id}", Pane)  # torn down (or never composed): NoMatches
+
+    def panes(self) -> list[Pane]:
+        """The panes that are mounted, in their order."""
+        return [p for p in self._panes.values() if p.is_attached]
 
     @property
     def active_pane_id(self) -> str:
@@ -269,7 +279,7 @@ class HermesApp(AttentionMixin, App[int]):
 
     def _set_active(self, pane_id: str) -> None:
         self._active_pane = pane_id
-        for p in self.query(Pane):
+        for p in self.panes():
             active = p.id == pane_id
             if p.has_class("-active") != active:  # the two panes that change, restyled alone
                 # The class styles the pane itself (its border; narrow, its display), never
@@ -315,7 +325,7 @@ class HermesApp(AttentionMixin, App[int]):
         panes = self.query_one("#panes")
         zoomed = panes.has_class("-zoomed")
         panes.styles.layout = "vertical" if zoomed else None
-        for pane in self.query(Pane):
+        for pane in self.panes():
             pane.styles.display = "none" if zoomed and pane.id != self._active_pane else None
 
     @property

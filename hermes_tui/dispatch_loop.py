@@ -29,9 +29,8 @@ from engine.home import HomeLayout
 from engine.kanban.link import BoardLink, LinkState
 
 if TYPE_CHECKING:
-    from textual.app import App
-
     from engine.kanban.models import DispatchResult
+    from hermes_tui.app import HermesApp
 
 FIRST_TICK_SECONDS = 2.0
 
@@ -45,7 +44,7 @@ class DispatchLoop:
             super().__init__()
             self.session_id = session_id
 
-    def __init__(self, app: App, home: HomeLayout, settings: Settings, spawner=None) -> None:
+    def __init__(self, app: HermesApp, home: HomeLayout, settings: Settings, spawner=None) -> None:
         self.app = app
         self.home = home
         self.settings = settings
@@ -145,10 +144,17 @@ class DispatchLoop:
         await self.link.close()
 
     def _deliver(self, result: DispatchResult) -> None:
+        from textual.css.query import NoMatches
+
         from widgets.board.board_pane import BoardPane
 
-        for pane in self.app.query(BoardPane):
-            pane.post_message(BoardPane.TickDone(result))
+        # The app keeps its panes by id: a query of the whole DOM every tick was most of
+        # an idle tick's cost on the UI thread.
+        try:
+            pane = self.app.pane(BoardPane.PANE_ID)
+        except NoMatches:  # closing
+            return
+        pane.post_message(BoardPane.TickDone(result))
 
     def _watch_exit(self, session_id: str | None) -> None:
         """Wake the loop when this worker (a child of this process) exits."""

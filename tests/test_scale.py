@@ -338,3 +338,90 @@ async def test_sorting_a_long_scratch_table_writes_no_repr_of_its_rows(home, mon
         await wait_until_pilot(pilot, lambda: pane.table.keys != first, what="the rows sorted by size")
         assert pane.table.keys[0].endswith("e3")
     assert reprs == []
+
+
+def test_a_message_meant_for_its_own_widget_does_not_bubble():
+    """Textual takes ``bubble`` from the class keyword (``class M(Message, bubble=False)``):
+    ``bubble = False`` in the class body is overwritten by ``Message.__init_subclass__``,
+    and such a message went up through the pane's container, the screen and the app,
+    each looking for a handler, several times a second. No class body sets it."""
+    import ast
+    from pathlib import Path
+
+    from hermes_tui.app import HermesApp as App_
+    from widgets.common.help_screen import HelpScreen
+    from widgets.processes.output_view import OutputView
+    from widgets.prune_log.prune_log_pane import PruneLogPane
+
+    repo = Path(__file__).resolve().parent.parent
+    in_body = []
+    for path in sorted([*(repo / "widgets").rglob("*.py"), *(repo / "hermes_tui").rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                for stmt in node.body:
+                    targets = stmt.targets if isinstance(stmt, ast.Assign) else \
+                        [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+                    if any(getattr(t, "id", None) == "bubble" for t in targets):
+                        in_body.append(f"{path.relative_to(repo)}:{stmt.lineno} {node.name}")
+    assert in_body == []
+    own = [ProcessesPane.Sampled, ProcessesPane.SizeRead, ProcessesPane.ForegroundEnded,
+           ProcessesPane.KillReported, OutputView.NewLines, OutputView.Restarted, HelpScreen.LaidOut,
+           PruneLogPane.Records, ScratchPane.Surveyed, ScratchPane.Sorted, ScratchPane.PruneProgress,
+           ScratchPane.PruneFinished, ScratchPane.Planned, ScratchPane.Restored, App_.HomeFilled]
+    assert [m.__qualname__ for m in own if m.bubble] == []
+
+
+class _Queries:
+    """Counts the DOM queries made of the app, a screen or a pane (``query()``: a walk
+    of the subtree that matches each widget against a selector; hundreds of widgets for
+    the app's). A small widget's own (Textual's Tabs asks for its few tabs) is not one."""
+
+    def __init__(self, monkeypatch) -> None:
+        from textual.css.query import DOMQuery
+        from textual.screen import Screen
+
+        from widgets.common.pane import Pane
+
+        self.made: list[str] = []
+        real = DOMQuery.__init__
+
+        def counting(query, node, *args, **kwargs):
+            if isinstance(node, App | Screen | Pane):
+                self.made.append(f"{type(node).__name__}.query")
+            real(query, node, *args, **kwargs)
+
+        monkeypatch.setattr(DOMQuery, "__init__", counting)
+
+
+async def test_a_dispatch_tick_and_a_pane_switch_walk_no_dom_query(home, monkeypatch):
+    """The app keeps its panes by id: a dispatch tick's result reaches the board pane, and
+    a pane switch restyles the two panes concerned, without a query of the whole DOM."""
+    from engine.kanban.backends.sqlite.store import Board
+    from engine.kanban.workers import NullSpawner
+
+    await (await Board.open(home.kanban_db)).close()
+    app = _app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        board = app.pane("board")
+        await wait_until_pilot(pilot, lambda: board.service is not None, what="the board")
+        app.dispatch_loop.spawner = NullSpawner()
+        queries = _Queries(monkeypatch)
+        result = await app.dispatch_loop.tick()
+        assert result is not None
+        await wait_until_pilot(pilot, lambda: board.last_result is result, what="the tick shown")
+        for key in ("2", "3", "4", "1"):
+            await pilot.press(key)
+            await pilot.pause()
+        assert app.active_pane_id == "board"
+        assert queries.made == [], queries.made
+
+
+async def test_the_scratch_progress_bar_keeps_no_clock(home):
+    """Textual's ProgressBar wakes every second for as long as it is mounted (an ETA);
+    the scratch pane's bar shows none and has no timer: an idle app does not wake for it."""
+    app = _app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        bar = app.query_one("#scratch-progress")
+        await pilot.pause()
+        assert bar.is_mounted
+        assert [t for t in bar._timers if t._active.is_set()] == []

@@ -160,7 +160,8 @@ class BoardPane(Pane):
             self.task_id = task_id
 
     class TickDone(Message):
-        """A dispatch tick ended: sent to the pane by the app's dispatch loop."""
+        """A dispatch tick ended: sent to the pane by the app's dispatch loop; it bubbles
+        on to the app, whose attention monitor counts the tick."""
 
         def __init__(self, result: DispatchResult) -> None:
             super().__init__()

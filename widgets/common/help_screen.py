@@ -65,11 +65,9 @@ class HelpScreen(Dialog[None]):
     HelpScreen .hint { padding: 1 0 0 0; }
     """
 
-    class LaidOut(Message):
+    class LaidOut(Message, bubble=False):
         """Posted by the layout thread to the screen itself: ``text``, every row laid out
         for the width the screen had. One laid out for an older width is moot."""
-
-        bubble = False
 
         def __init__(self, text) -> None:
             super().__init__()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.containers import Vertical
 from textual.message import Message
+from textual.walk import walk_depth_first
 from textual.widgets import Static
 
 
@@ -59,8 +60,10 @@ class Pane(Vertical, can_focus=True):
     @property
     def focus_target(self):
         """The widget that should hold focus when this pane is chosen (None: the pane)."""
-        for child in self.query("*"):
-            if child.focusable and child is not self:
+        # A walk that stops at the first focusable widget; a query would list and match
+        # the pane's every widget on each pane switch.
+        for child in walk_depth_first(self, with_root=False):
+            if child.focusable:
                 return child
         return None
 

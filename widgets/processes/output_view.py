@@ -73,14 +73,12 @@ class OutputView(Vertical):
         """The search box closed (Enter or Escape): the owner puts focus back where the
         user came from (the processes pane: its list), so the arrow keys move the list."""
 
-    class NewLines(Message):
+    class NewLines(Message, bubble=False):
         """Posted by the follower thread to the view itself: the next whole lines of the
         output shown (secrets masked), for the ``show`` numbered ``generation``, and how
         many bytes before them were read but not drawn (``skipped_bytes``). Every batch
         must arrive, so none replaces another. ``drawn`` is set once the view has handled
         it: the follower waits for that before it reads on, so batches never queue up."""
-
-        bubble = False
 
         def __init__(self, lines: list[str], generation: int, skipped_bytes: int) -> None:
             super().__init__()
@@ -89,11 +87,9 @@ class OutputView(Vertical):
             self.skipped_bytes = skipped_bytes
             self.drawn = threading.Event()
 
-    class Restarted(Message):
+    class Restarted(Message, bubble=False):
         """Posted by the follower thread to the view itself when the file was truncated
         or replaced: the view of ``show`` number ``generation`` starts over, empty."""
-
-        bubble = False
 
         def __init__(self, generation: int) -> None:
             super().__init__()

@@ -171,42 +171,34 @@ class ProcessesPane(Pane):
         """With None: how the last one ended."""
 
     @dataclass
-    class Sampled(Message):
+    class Sampled(Message, bubble=False):
         """Posted by the sampling thread to the pane itself. Not replaceable: a snapshot
         carries notifications that must all be shown."""
-
-        bubble = False
 
         snapshot: Snapshot | None = None
         """One refresh's sessions and rows (None with ``error``)."""
         error: str = ""
         """Why the sessions could not be read (the last table stays)."""
 
-    class SizeRead(Message):
+    class SizeRead(Message, bubble=False):
         """Posted by the thread that read a selected session's output size on disk."""
-
-        bubble = False
 
         def __init__(self, session_id: str, size: int) -> None:
             super().__init__()
             self.session_id = session_id
             self.size = size
 
-    class ForegroundEnded(Message):
+    class ForegroundEnded(Message, bubble=False):
         """Posted by the thread that reads a finished foreground run back: ``session`` as
         it ended (its exit recorded). The pane then lets go of it."""
-
-        bubble = False
 
         def __init__(self, session: ProcessSession) -> None:
             super().__init__()
             self.session = session
 
-    class KillReported(Message):
+    class KillReported(Message, bubble=False):
         """Posted by the kill thread to the pane itself: the outcome in one line and its
         severity for the notification; the pane then refreshes the table."""
-
-        bubble = False
 
         def __init__(self, text: str, severity: str) -> None:
             super().__init__()

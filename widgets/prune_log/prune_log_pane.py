@@ -67,12 +67,10 @@ class PruneLogPane(Pane):
     PruneLogPane.-empty .empty-state { display: block; }
     """
 
-    class Records(Message):
+    class Records(Message, bubble=False):
         """Posted by the reading thread to the pane itself: the log ``records`` new since
         the last read (``initial``: the first read, the file's tail). Every batch is
         appended, so none replaces another."""
-
-        bubble = False
 
         def __init__(self, records: list, initial: bool) -> None:
             super().__init__()

@@ -169,6 +169,16 @@ SORT_IN_THREAD = 5000  # rows above which the table is sorted in a thread
 FIRST_ROWS_SECONDS = 0.5
 
 
+class SurveyProgress(ProgressBar):
+    """Textual's progress bar without its clock: that one wakes every second for as long
+    as the bar is mounted, shown or not, to work out an ETA. This bar shows none; it
+    changes only when a prune reports its progress."""
+
+    def on_mount(self, event) -> None:
+        event.prevent_default()  # ProgressBar.on_mount would start the 1 s interval
+        self.update()
+
+
 class ScratchPane(Pane):
     PANE_ID = "scratch"
     TITLE = "Scratch"
@@ -192,12 +202,10 @@ class ScratchPane(Pane):
     """
 
     @dataclass
-    class Surveyed(Message):
+    class Surveyed(Message, bubble=False):
         """Posted by the survey thread to the pane itself, with a survey or an error. A
         survey still waiting is moot once a newer one has been taken (each is the whole
         folder, or the first part of it)."""
-
-        bubble = False
 
         survey: Listing | None = None
         """The counts of the scratch folder and its quarantine (None with ``error``)."""
@@ -210,10 +218,8 @@ class ScratchPane(Pane):
             return isinstance(message, ScratchPane.Surveyed) and message.error is None
 
     @dataclass
-    class Sorted(Message):
+    class Sorted(Message, bubble=False):
         """Posted by the sorting thread."""
-
-        bubble = False
 
         rows: Rows
         """The rows that were sorted (the order lands only if the pane still holds them)."""
@@ -223,10 +229,8 @@ class ScratchPane(Pane):
         """The rows' keys in that order."""
 
     @dataclass
-    class PruneProgress(Message):
+    class PruneProgress(Message, bubble=False):
         """Posted by the prune thread after each entry. Only the newest one waiting is shown."""
-
-        bubble = False
 
         done: int
         """Entries handled so far."""
@@ -241,10 +245,8 @@ class ScratchPane(Pane):
             return isinstance(message, ScratchPane.PruneProgress)
 
     @dataclass
-    class PruneFinished(Message):
+    class PruneFinished(Message, bubble=False):
         """Posted by the prune thread when the pass has ended."""
-
-        bubble = False
 
         result: PruneResult | None = None
         """What the pass did (None with ``error``)."""
@@ -252,11 +254,9 @@ class ScratchPane(Pane):
         """Why the pass could not run to its end."""
 
     @dataclass
-    class Planned(Message):
+    class Planned(Message, bubble=False):
         """Posted by the planning thread: a prune's plan, which the pane asks the user to
         approve, or why it could not be made."""
-
-        bubble = False
 
         plan: PrunePlan | None = None
         """What the pass would do (None with ``error``)."""
@@ -268,10 +268,8 @@ class ScratchPane(Pane):
         """Why no plan could be made."""
 
     @dataclass
-    class Restored(Message):
+    class Restored(Message, bubble=False):
         """Posted by the restore thread."""
-
-        bubble = False
 
         name: str = ""
         """The name the entry got back in scratch."""
@@ -300,7 +298,7 @@ class ScratchPane(Pane):
         yield Static(id="scratch-progress-label", markup=False)
         # A total from the start: a bar without one is indeterminate, and animates on a
         # 15-a-second timer for as long as it exists, hidden or not.
-        yield ProgressBar(id="scratch-progress", total=1, show_eta=False)
+        yield SurveyProgress(id="scratch-progress", total=1, show_eta=False)
         yield EmptyState("No scratch entries yet. Commands spawned here get <home>/cache/scratch as TMPDIR; "
                          "an entry idle for scratch.idle_hours can be pruned with p.")
 
@@ -595,7 +593,7 @@ class ScratchPane(Pane):
     def on_scratch_pane_prune_progress(self, message: PruneProgress) -> None:
         from engine.text import escape_text
 
-        bar = self.query_one("#scratch-progress", ProgressBar)
+        bar = self.query_one("#scratch-progress", SurveyProgress)
         label = self.query_one("#scratch-progress-label", Static)
         bar.add_class("-running")
         label.add_class("-running")
@@ -606,7 +604,7 @@ class ScratchPane(Pane):
 
     def on_scratch_pane_prune_finished(self, message: PruneFinished) -> None:
         self._pruning = False
-        self.query_one("#scratch-progress", ProgressBar).remove_class("-running")
+        self.query_one("#scratch-progress", SurveyProgress).remove_class("-running")
         self.query_one("#scratch-progress-label", Static).remove_class("-running")
         if message.error:
             self.notify(f"prune failed: {message.error}", severity="error", timeout=8, markup=False)
