@@ -80,11 +80,10 @@ class AttentionMonitor:
             scratch = app.pane("scratch")
         except Exception:  # not composed yet, or torn down
             return ()
-        sessions = getattr(processes, "sessions", {})
         return (
             tuple(board.column_ids(BLOCKED)), tuple(board.column_ids(REVIEW)), tuple(board.column_ids(RUNNING)),
             tuple(sorted(getattr(board, "counts", {}).items())),
-            tuple((s.id, s.status, s.exit_code) for s in sessions.values()),
+            getattr(processes, "sessions_version", 0),  # not each session's status: 1,000 every second
             len(getattr(processes, "notifications", ())),
             id(getattr(scratch, "last_survey", None)),
             self.dispatch.version, self._dismissals,

@@ -425,3 +425,64 @@ async def test_the_scratch_progress_bar_keeps_no_clock(home):
         await pilot.pause()
         assert bar.is_mounted
         assert [t for t in bar._timers if t._active.is_set()] == []
+
+
+def test_a_sample_makes_cells_only_for_the_sessions_whose_row_changed(home, monkeypatch):
+    """The listing gives back the same session while nothing of it changed: its row's
+    cells are kept (with 1,000 sessions, making every row's cells every sample was most
+    of it). A session whose status, usage or shown runtime changed gets new cells."""
+    from widgets.processes import processes_pane
+
+    made: list[str] = []
+    real = processes_pane.row_cells
+    monkeypatch.setattr(processes_pane, "row_cells", lambda s, *a: made.append(s.id) or real(s, *a))
+    reg = ProcessRegistry(home, Settings())
+    sessions = [reg.spawn(["sleep", "120"], owner="test") for _ in range(3)]
+    try:
+        now = [max(s.started_at for s in sessions) + 600.0]  # ten minutes on: minutes shown
+        pane = ProcessesPane(home=home, settings=Settings(), clock=lambda: now[0])
+        first = pane.take_snapshot(frozenset())
+        assert sorted(made) == sorted(s.id for s in sessions)
+        made.clear()
+        again = pane.take_snapshot(frozenset())
+        assert made == [] and again.rows == first.rows
+        now[0] += 60.0  # a minute on: every runtime cell changed
+        pane.take_snapshot(frozenset())
+        assert sorted(made) == sorted(s.id for s in sessions)
+        made.clear()
+        reg.kill(sessions[0].id, grace=0.2)
+        wait_until(lambda: not reg.get(sessions[0].id).running, what="the kill recorded")
+        after = pane.take_snapshot(frozenset())
+        assert made == [sessions[0].id]
+        assert after.rows[sessions[0].id][1] != first.rows[sessions[0].id][1]  # its status
+        assert after.sessions_key != first.sessions_key
+        made.clear()
+        assert pane.take_snapshot(frozenset()).sessions_key == after.sessions_key and made == []
+    finally:
+        for s in sessions:
+            reg.kill(s.id, grace=0.2)
+
+
+def test_session_items_mask_only_the_commands_of_the_sessions_they_name(monkeypatch):
+    """Masking and cutting a command costs a pass of the secret patterns: only a session
+    that makes an item (failed, or its watch matched or stopped) pays it."""
+    from pathlib import Path
+
+    from engine.attention import sources
+    from engine.processes.session import ProcessSession, SessionSource, SessionStatus
+
+    masked: list[str] = []
+    real = sources.outside
+    monkeypatch.setattr(sources, "outside", lambda text, *a: masked.append(text) or real(text, *a))
+
+    def session(n: int, status: SessionStatus, code: int | None) -> ProcessSession:
+        return ProcessSession(id=f"proc_{n:012d}", pid=100 + n, fingerprint="", command=f"job {n}", cwd="/w",
+                              owner="me", started_at=1000.0 + n, status=status, exit_code=code, signal=None,
+                              ended_at=None if status is SessionStatus.RUNNING else 2000.0,
+                              output_path=Path("/h/out"), notify=False, watch=(), source=SessionSource.OWN)
+
+    sessions = [session(n, SessionStatus.RUNNING, None) for n in range(50)]
+    sessions += [session(50, SessionStatus.EXITED, 0), session(51, SessionStatus.EXITED, 3)]
+    items = sources.session_items(sessions)
+    assert [i.subject for i in items] == [sessions[-1].id]
+    assert masked == ["job 51"]

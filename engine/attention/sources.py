@@ -33,16 +33,19 @@ def session_items(sessions, watch_states: dict | None = None) -> list[Item]:
         latest_start[k] = max(latest_start.get(k, 0.0), s.started_at)
     items: list[Item] = []
     for s in ours:
-        command = outside(s.command, 60)
         worker = s.owner.startswith(WORKER_OWNER_PREFIX)
-        if not worker and s.finished and latest_start[(s.command, s.cwd)] <= s.started_at and (
-                s.status is not SessionStatus.EXITED or s.exit_code != 0):
+        failed = not worker and s.finished and latest_start[(s.command, s.cwd)] <= s.started_at and (
+            s.status is not SessionStatus.EXITED or s.exit_code != 0)
+        state = watch_states.get(s.id) or {}
+        hits = state.get("hits") if isinstance(state.get("hits"), int) else 0
+        if not (failed or hits > 0 or state.get("disabled")):
+            continue  # no item: its command is not masked and cut for nothing (1,000 running sessions)
+        command = outside(s.command, 60)
+        if failed:
             items.append(Item(
                 f"{Kind.SESSION_FAILED}:{s.id}", Kind.SESSION_FAILED, s.id, s.ended_at or s.started_at,
                 f"{command}: {s.exit_text()} after {human_duration(s.runtime())}",
                 f"read its output (hermes-tui proc log {s.short_id}), then run it again or dismiss this"))
-        state = watch_states.get(s.id) or {}
-        hits = state.get("hits") if isinstance(state.get("hits"), int) else 0
         since = state.get("_mtime") if isinstance(state.get("_mtime"), float) else None
         patterns = ", ".join(repr(outside(p, 40)) for p in s.watch)
         if hits > 0:

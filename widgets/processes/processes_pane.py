@@ -89,12 +89,22 @@ class Snapshot:
     taken_at: float
     took: float = 0.0  # CPU seconds the thread spent taking it
     stored: dict[str, int] = field(default_factory=dict)  # bytes of output on disk, by session
+    sessions_key: tuple = ()  # each session's id, status and exit code: equal, nothing to look at again
 
 
 def status_style(s: ProcessSession) -> str:
     if s.status == SessionStatus.EXITED:  # == : a status read back from the finished index is plain text
         return "red" if s.exit_code else "dim"
     return STATUS_STYLES.get(s.status, "")
+
+
+def runtime_key(s: ProcessSession, now: float) -> tuple[bool, int] | None:
+    """What the RUNTIME cell shows of ``s`` at ``now``, as a cheap value: equal keys,
+    equal cells (seconds in the first minute, whole minutes after it)."""
+    seconds = s.runtime(now)
+    if seconds is None:
+        return None
+    return (True, int(seconds)) if seconds < 60 else (False, int(seconds // 60))
 
 
 def row_cells(s: ProcessSession, usage: Usage | None, now: float, command: str) -> tuple[str, ...]:
@@ -221,6 +231,9 @@ class ProcessesPane(Pane):
         self.sessions: dict[str, ProcessSession] = {}
         self.notifications: list[ProcessEvent] = []
         self._commands: dict[str, str] = {}  # session id -> masked, shortened command
+        self._row_memo: dict[str, tuple] = {}  # session id -> (what its cells show, cells, style); thread side
+        self._sessions_key: tuple = ()
+        self.sessions_version = 0  # goes up when a session came, went, or changed status
         self._stored: dict[str, int] = {}  # session id -> bytes of output on disk (the last snapshot's)
         self._sorted_once = False
         self._wanted_selection: str | None = None  # show_session() of a row not in the table yet
@@ -360,14 +373,28 @@ class ProcessesPane(Pane):
         rows: dict[str, tuple[str, ...]] = {}
         styles: dict[str, str] = {}
         commands = self._commands
+        # A session the listing gives back as the same object (nothing of it changed),
+        # with the same usage and the same shown runtime, keeps the cells made last time:
+        # with 1,000 sessions, making every row's cells was most of a sample.
+        memo, made = self._row_memo, {}
         for s in sessions:
-            command = commands.get(s.id)
-            if command is None:
-                command = commands[s.id] = shown_command(s, self.redact)
-            rows[s.id] = row_cells(s, usage.get(s.id), now, command)
-            styles[s.id] = status_style(s)
+            use = usage.get(s.id)
+            key = (s, (use.cpu_percent, use.rss) if use is not None else None, runtime_key(s, now))
+            held = memo.get(s.id)
+            if held is not None and held[0] == key and s.restart == "no":  # a restart's status counts down
+                cells, style = held[1], held[2]
+            else:
+                command = commands.get(s.id)
+                if command is None:
+                    command = commands[s.id] = shown_command(s, self.redact)
+                cells, style = row_cells(s, use, now, command), status_style(s)
+            made[s.id] = (key, cells, style)
+            rows[s.id] = cells
+            styles[s.id] = style
+        self._row_memo = made
+        sessions_key = tuple((s.id, s.status, s.exit_code) for s in sessions)
         return Snapshot(tuple(sessions), rows, styles, tuple(events), now, time.thread_time() - started,
-                        self._stored_sizes(sessions, size_of))
+                        self._stored_sizes(sessions, size_of), sessions_key)
 
     def _stored_sizes(self, sessions: list[ProcessSession], size_of: str | None) -> dict[str, int]:
         """Output sizes on disk (thread side): one stat, of the shown session (a running
@@ -413,6 +440,9 @@ class ProcessesPane(Pane):
         self._stored = {k: v for k, v in {**self._stored, **snap.stored}.items() if k in listed}
         self._next_sample_at = time.monotonic() + min(MAX_SAMPLE_GAP_SECONDS, SAMPLE_COST_FACTOR * snap.took)
         self.sessions = {s.id: s for s in snap.sessions}
+        if snap.sessions_key != self._sessions_key:
+            self._sessions_key = snap.sessions_key
+            self.sessions_version += 1
         fg = self.foreground.id if self.foreground is not None else None
         wanted = {
             s.id: snap.rows[s.id]
