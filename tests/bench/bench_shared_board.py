@@ -2,16 +2,27 @@
 reference, hermes-agent 0.19.0, when its virtual environment can be had), in one run.
 
     python tests/bench/bench_shared_board.py [--runs N] [--cards N] [--no-reference]
+                                             [--only tick|reference|claims]... [--latency-ms MS]
 
 Rows:
 - a tick on the same 10,000-card board (100 ready; bench_kanban's shape), claim limit
-  100, a spawner that starts nothing: PostgreSQL vs SQLite, then PostgreSQL vs the
-  reference. Each tick runs on a fresh copy of its side's board (a file copy; a
-  ``CREATE DATABASE ... TEMPLATE``), opening it is not timed; rounds alternate sides;
+  100, then 4, a spawner that starts nothing: PostgreSQL vs SQLite, then (claim 100)
+  PostgreSQL vs the reference. Each tick runs on a fresh copy of its side's board (a
+  file copy; a ``CREATE DATABASE ... TEMPLATE``), opening it is not timed (so each
+  PostgreSQL tick runs on a new connection: every statement is prepared on it for the
+  first time); rounds alternate sides. The note gives the statements and round trips
+  of one PostgreSQL tick (an extra, untimed tick, counted by the forwarder below);
 - 4 hosts x 2 dispatchers (8 processes, host ids host-0..3) claiming N cards on one
   PostgreSQL board, each finishing its claims at once as their worker would: claims per
   second, cards claimed twice (must be 0), and the claim latency (the duration of the
   tick that claimed a card) at p50/p95.
+
+``--latency-ms MS``: the PostgreSQL side as a remote server: every connection of the run
+(the board's, the claimers', the set-up's) goes through tests/bench/latency_forwarder.py,
+which adds MS milliseconds to each round trip (half each way; ``--latency-ms 0`` is the
+forwarder alone, to see what it costs). Nothing of the machine's network is changed; the
+forwarder is a child of the bench and ends with it. The SQLite side is the same in both.
+Without it, the server is reached over loopback (a round trip of about 0.1-0.2 ms here).
 
 The server is the one on 127.0.0.1:5432 ($HERMES_BENCH_PG_ADMIN_URL); every database
 made here is dropped at the end.
@@ -32,6 +43,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -61,6 +73,77 @@ from engine.kanban.workers import NullSpawner  # noqa: E402
 
 ADMIN_URL = os.environ.get("HERMES_BENCH_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 TABLES = ("tasks", "task_runs", "task_events", "task_links")
+FORWARDER = Path(__file__).resolve().parent / "latency_forwarder.py"
+PARTS = ("tick", "reference", "claims")
+
+
+# -- a server farther away -------------------------------------------------------------------------
+
+
+class Forwarder:
+    """tests/bench/latency_forwarder.py as a child: ``url(u)`` is ``u`` through it (the
+    same server, ``rtt_ms`` farther away); ``turns()`` the round trips it has carried."""
+
+    def __init__(self, target_url: str, rtt_ms: float) -> None:
+        parts = urlsplit(target_url)
+        if not parts.hostname:
+            raise SystemExit(f"cannot forward to {target_url!r}: it names no host")
+        target = f"{parts.hostname}:{parts.port or 5432}"
+        self.proc = subprocess.Popen([sys.executable, str(FORWARDER), "--target", target, "--rtt-ms", str(rtt_ms)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline().split()
+        if len(line) != 2 or line[0] != "port":
+            self.close()
+            raise SystemExit(f"the latency forwarder did not start (it said {' '.join(line)!r})")
+        self.port = int(line[1])
+
+    def url(self, url: str) -> str:
+        parts = urlsplit(url)
+        user = parts.netloc.rpartition("@")[0]
+        return urlunsplit(parts._replace(netloc=(user + "@" if user else "") + f"127.0.0.1:{self.port}"))
+
+    def turns(self) -> int:
+        self.proc.stdin.write("turns\n")
+        self.proc.stdin.flush()
+        return int(self.proc.stdout.readline().split()[1])
+
+    def close(self) -> None:
+        """End the child (its stdin closes; killed by its pid if it does not go)."""
+        if self.proc.stdin and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class StatementCount:
+    """The statements asyncpg sends while it is open (BEGIN and COMMIT included)."""
+
+    METHODS = ("execute", "executemany", "fetch", "fetchrow", "fetchval")
+
+    def __enter__(self) -> StatementCount:
+        import asyncpg
+
+        self.count = 0
+        self._saved = {name: getattr(asyncpg.Connection, name) for name in self.METHODS}
+
+        def counting(original):
+            async def method(conn, *args, **kwargs):
+                self.count += 1
+                return await original(conn, *args, **kwargs)
+            return method
+
+        for name, original in self._saved.items():
+            setattr(asyncpg.Connection, name, counting(original))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import asyncpg
+
+        for name, original in self._saved.items():
+            setattr(asyncpg.Connection, name, original)
 
 
 # -- databases ----------------------------------------------------------------------------------
@@ -113,6 +196,27 @@ async def pg_tick(template: str, home: HomeLayout, limit: int) -> tuple[float, i
         finally:
             await board.close()
     finally:
+        await admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+async def pg_tick_counted(template: str, home: HomeLayout, limit: int) -> tuple[int, int]:
+    """One untimed tick on a fresh copy, through a forwarder of its own that adds
+    nothing: (statements, round trips) of the tick, opening the board not counted."""
+    name = "hk_bench_" + secrets.token_hex(6)
+    await admin(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+    counter = Forwarder(url_of(name), 0.0)
+    try:
+        board = await PgBoard.open(DatabaseUrl.parse(counter.url(url_of(name))))
+        try:
+            before = counter.turns()
+            with StatementCount() as statements:
+                _seconds, claimed = await timed_tick(board, home, limit)
+            assert claimed == limit, claimed
+            return statements.count, counter.turns() - before
+        finally:
+            await board.close()
+    finally:
+        counter.close()
         await admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
@@ -200,24 +304,48 @@ def claims_row(cards: int, hosts: int, per_host: int, cap: int, work: Path) -> t
 # -- the run --------------------------------------------------------------------------------------
 
 
+def latency(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"--latency-ms takes milliseconds from 0 to 1000, not {text!r}")
+    return value
+
+
 def main() -> int:
+    global ADMIN_URL
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7, help="interleaved rounds per tick row")
     ap.add_argument("--cards", type=int, default=2000, help="cards the 8 dispatchers claim")
     ap.add_argument("--cap", type=int, default=25, help="kanban.max_in_progress per host in the claim race")
     ap.add_argument("--no-reference", action="store_true", help="skip hermes-agent (PostgreSQL vs SQLite only)")
+    ap.add_argument("--only", action="append", choices=PARTS, help="measure only this part (repeatable)")
+    ap.add_argument("--latency-ms", type=latency, default=None,
+                    help="reach the server through a forwarder adding this round-trip time (0: forwarder only)")
     ap.add_argument("--ref-venv", type=Path, default=REF_VENV, help="where the reference is installed (cached)")
     args = ap.parse_args()
+    parts = set(args.only or PARTS)
+    if args.no_reference:
+        parts.discard("reference")
 
     BENCH_ROOT.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="shared-", dir=BENCH_ROOT))
+    forwarder = None
+    if args.latency_ms is not None:
+        forwarder = Forwarder(ADMIN_URL, args.latency_ms)
+        ADMIN_URL = forwarder.url(ADMIN_URL)
+    where = "over loopback" if forwarder is None else f"+{args.latency_ms:g} ms round trip (forwarder)"
     loop = asyncio.new_event_loop()
     run = loop.run_until_complete
-    python = None if args.no_reference else ensure_reference_venv(args.ref_venv)
+    python = ensure_reference_venv(args.ref_venv) if "reference" in parts else None
     ref = Reference(python, tmp / "ref-home") if python else None
     template = "hk_bench_tpl_" + secrets.token_hex(4)
-    table = Table("Shared board: PostgreSQL tick vs SQLite and hermes-agent " + REFERENCE_VERSION, "other side")
+    table = Table(f"Shared board: PostgreSQL ({where}) tick vs SQLite and hermes-agent {REFERENCE_VERSION}",
+                  "other side")
     counter = iter(range(10**6))
+    summary = ""
     try:
         sqlite_template = tmp / "sqlite-template.db"
         print(f"  SQLite board: {run(ours_build(sqlite_template))}", file=sys.stderr)
@@ -247,23 +375,33 @@ def main() -> int:
             shutil.rmtree(work)
             return answer["seconds"]
 
-        for limit in (100, 4):
-            table.add(compare(f"tick 10,000 cards / 100 ready, claim {limit}: PostgreSQL vs SQLite",
-                              lambda n=limit: pg_side(n), lambda n=limit: sqlite_side(n), args.runs,
-                              unit="ms", aim="<= 1.50x"))
-        table.add(compare(f"tick 10,000 cards / 100 ready: PostgreSQL vs hermes-agent {REFERENCE_VERSION}",
-                          pg_side, ref_side if ref else None, args.runs, unit="ms", aim="<= 0.20x (5x faster)",
-                          note="" if ref else "reference not measured (--no-reference or not installable)"))
-        row, summary = claims_row(args.cards, 4, 2, args.cap, tmp)
-        table.add(row)
+        if "tick" in parts:
+            for limit in (100, 4):
+                statements, turns = run(pg_tick_counted(template, HomeLayout(tmp / f"count-{limit}").ensure(),
+                                                        limit))
+                table.add(compare(f"tick 10,000 cards / 100 ready, claim {limit}: PostgreSQL vs SQLite",
+                                  lambda n=limit: pg_side(n), lambda n=limit: sqlite_side(n), args.runs,
+                                  unit="ms", aim="<= 1.50x",
+                                  note=f"PostgreSQL {where}; one tick = {statements} statements, "
+                                       f"{turns} round trips (a new connection: each statement prepared once)"))
+        if "reference" in parts:
+            table.add(compare(f"tick 10,000 cards / 100 ready: PostgreSQL vs hermes-agent {REFERENCE_VERSION}",
+                              pg_side, ref_side if ref else None, args.runs, unit="ms", aim="<= 0.20x (5x faster)",
+                              note="" if ref else "reference not measured (not installable)"))
+        if "claims" in parts:
+            row, summary = claims_row(args.cards, 4, 2, args.cap, tmp)
+            table.add(row)
     finally:
         if ref:
             ref.close()
         loop.close()
         asyncio.run(admin(f'DROP DATABASE IF EXISTS "{template}" WITH (FORCE)'))
+        if forwarder is not None:
+            forwarder.close()
         shutil.rmtree(tmp, ignore_errors=True)
     table.print()
-    print(summary)
+    if summary:
+        print(summary)
     return 0
 
 
