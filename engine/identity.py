@@ -63,6 +63,12 @@ def _read_stat_bytes(pid: int) -> bytes | None:
         return None
 
 
+def stat_bytes(pid: int) -> bytes | None:
+    """The raw ``/proc/<pid>/stat`` of ``pid`` (None when it cannot be read), for a
+    reader of fields that :class:`ProcStat` does not keep (the sampler's CPU ticks)."""
+    return _read_stat_bytes(pid)
+
+
 @dataclass(frozen=True)
 class ProcStat:
     """The fields of /proc/<pid>/stat we use. ``comm`` stays bytes (may be non-UTF-8)."""

@@ -1,23 +1,26 @@
 """CPU and memory of our own sessions, for the processes table.
 
-Only the processes of our sessions are sampled, through cached ``psutil.Process``
-objects (``cpu_percent`` needs the previous sample of the same object). A session's
-members are found from its leader through ``/proc/<pid>/task/<pid>/children`` (a few
-small reads), never by scanning every process on the machine.
+Only the processes of our sessions are sampled. A session's members are found from its
+leader through ``/proc/<pid>/task/<pid>/children`` (a few small reads), never by
+scanning every process on the machine; each member costs one read of its
+``/proc/<pid>/stat`` a sample (its CPU ticks, resident pages and start time), and its
+CPU share is the ticks it used since the previous sample over the time between them.
 """
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-
-import psutil
 
 from engine import identity
 from engine.processes.session import ProcessSession
 
 MAX_MEMBERS = 64
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,31 @@ class Usage:
     cpu_percent: float
     rss: int
     processes: int
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """What one read of /proc/<pid>/stat gives the sampler."""
+
+    start_ticks: int  # the process's start: another process on the same pid has another
+    cpu_ticks: int  # user and system time so far
+    rss_pages: int
+    at: float  # time.monotonic() of the read
+
+
+def _read(pid: int) -> _Reading | None:
+    """One read of the member's stat (fields 14, 15, 22 and 24); None when it is gone,
+    a zombie (nothing left to count) or unreadable."""
+    raw = identity.stat_bytes(pid)
+    if raw is None:
+        return None
+    rest = raw[raw.rfind(b")") + 1:].split()  # rest[0] is field 3; field N is rest[N - 3]
+    if len(rest) < 22 or rest[0] in (b"Z", b"X", b"x"):
+        return None
+    try:
+        return _Reading(int(rest[19]), int(rest[11]) + int(rest[12]), int(rest[21]), time.monotonic())
+    except ValueError:
+        return None
 
 
 def _children(pid: int) -> list[int]:
@@ -48,16 +76,17 @@ def session_members(leader: int) -> list[int]:
 
 
 class SessionSampler:
-    """Keeps one psutil.Process per member pid; drops them when the pid goes away.
+    """Keeps each member's last reading; drops it when the pid goes away.
 
     Members are the leader's descendants (the command and what it started; the
     supervising wrapper itself is idle and not counted). They are re-discovered every
     ``members_every`` samples; in between, the cached list is used and members that
-    exited simply drop out.
+    exited simply drop out. A member's first reading (or the first of a new process on a
+    reused pid) counts no CPU: there is nothing before it to measure from.
     """
 
     def __init__(self, members_every: int = 5) -> None:
-        self._procs: dict[int, psutil.Process] = {}
+        self._last: dict[int, _Reading] = {}
         self._members: dict[str, tuple[int, list[int]]] = {}  # session id -> (age, pids)
         self.members_every = members_every
 
@@ -72,7 +101,7 @@ class SessionSampler:
     def sample(self, sessions: Iterable[ProcessSession]) -> dict[str, Usage]:
         """Usage of each running session (its leader is verified by the caller's listing)."""
         usage: dict[str, Usage] = {}
-        live: set[int] = set()
+        last, seen = self._last, {}
         for s in sessions:
             if not s.running or not identity.is_verifiable(s.fingerprint):
                 continue
@@ -80,27 +109,17 @@ class SessionSampler:
             rss = 0
             count = 0
             for pid in self._members_of(s):
-                proc = self._procs.get(pid)
-                try:
-                    if proc is None:
-                        proc = psutil.Process(pid)
-                        proc.cpu_percent(None)  # primes the counter; the next call is real
-                        self._procs[pid] = proc
-                        first = True
-                    else:
-                        first = False
-                    with proc.oneshot():
-                        c = proc.cpu_percent(None)
-                        rss += proc.memory_info().rss
-                    cpu += 0.0 if first else c
-                    count += 1
-                    live.add(pid)
-                except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-                    self._procs.pop(pid, None)
+                now = _read(pid)
+                if now is None:
+                    continue
+                before = last.get(pid)
+                if before is not None and before.start_ticks == now.start_ticks and now.at > before.at:
+                    cpu += 100.0 * (now.cpu_ticks - before.cpu_ticks) / CLOCK_TICKS / (now.at - before.at)
+                rss += now.rss_pages * PAGE_BYTES
+                count += 1
+                seen[pid] = now
             usage[s.id] = Usage(cpu, rss, count)
-        for pid in list(self._procs):
-            if pid not in live:
-                del self._procs[pid]  # a pid that left a session is never reused from cache
+        self._last = seen  # a pid that left every session is forgotten: never measured from
         for session_id in list(self._members):
             if session_id not in usage:
                 del self._members[session_id]

@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from harness import Table, compare, sync_disks  # noqa: E402
 
+from engine import identity  # noqa: E402
 from engine.config import Settings  # noqa: E402
 from engine.home import HomeLayout  # noqa: E402
 from engine.processes import ProcessRegistry  # noqa: E402
@@ -84,13 +85,11 @@ def main() -> None:
 def _cpu(pid: int | None) -> float:
     if pid is None:
         return 0.0
-    try:
-        import psutil
-
-        t = psutil.Process(pid).cpu_times()
-        return t.user + t.system
-    except Exception:
+    raw = identity.stat_bytes(pid)
+    if raw is None:
         return 0.0
+    fields = raw[raw.rfind(b")") + 1:].split()  # field N is fields[N - 3]: utime 14, stime 15
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 if __name__ == "__main__":

@@ -221,7 +221,7 @@ class ProcessesPane(Pane):
         self.settings = settings
         self.clock = clock
         self.registry = ProcessRegistry(home, settings)
-        # Made (psutil imported) when a session first runs: a home with nothing running
+        # Made when a session first runs: a home with nothing running
         # never pays for it, and a new sampler with nothing to sample has nothing cached.
         self.sampler: SessionSampler | None = None
         self.center = NotificationCenter(self.registry, redact=settings.processes.redact)

@@ -1,0 +1,97 @@
+"""The processes table's CPU and memory, read from /proc with real processes: a busy
+session uses CPU and an idle one none, memory is counted, a session's children are its
+members, and a pid taken by another process is not measured from the old one's ticks."""
+
+from __future__ import annotations
+
+import os
+
+from engine import identity
+from engine.config import Settings
+from engine.processes import ProcessRegistry
+from engine.processes.sampler import SessionSampler, session_members
+from tests.support import wait_until
+
+
+def _state(pid: int) -> str | None:
+    stat = identity.read_stat(pid)
+    return stat.state if stat else None
+
+
+def test_a_busy_session_uses_cpu_an_idle_one_none_and_both_use_memory(home, tmp_path):
+    gate = tmp_path / "stop"
+    reg = ProcessRegistry(home, Settings())
+    busy = reg.spawn(["sh", "-c", f'while [ ! -e "{gate}" ]; do :; done'], owner="test")
+    idle = reg.spawn(["sleep", "120"], owner="test")
+    sampler = SessionSampler(members_every=1)
+    try:
+        wait_until(lambda: session_members(busy.pid)[1:], what="the busy loop started")
+        sleeper = wait_until(lambda: session_members(idle.pid)[1:], what="sleep started")[0]
+        wait_until(lambda: _state(sleeper) == "S", what="sleep asleep")  # no more ticks of its start
+        first = sampler.sample([busy, idle])
+        assert first[busy.id].cpu_percent == 0.0  # a first reading has nothing to measure from
+        usage = wait_until(lambda: (u := sampler.sample([busy, idle]))[busy.id].cpu_percent > 0 and u,
+                           what="the busy loop's CPU")
+        assert usage[idle.id].cpu_percent == 0.0
+        assert usage[busy.id].cpu_percent <= 100.0 * (os.cpu_count() or 1) + 1
+        assert usage[busy.id].rss > 0 and usage[idle.id].rss > 0
+        assert usage[busy.id].processes == 1 and usage[idle.id].processes == 1
+    finally:
+        gate.touch()
+        for s in (busy, idle):
+            reg.kill(s.id, grace=0.2)
+
+
+def test_a_session_counts_its_commands_children(home):
+    reg = ProcessRegistry(home, Settings())
+    s = reg.spawn("sleep 120 & sleep 120 & wait", owner="test")
+    sampler = SessionSampler(members_every=1)
+    try:
+        usage = wait_until(lambda: (u := sampler.sample([s]))[s.id].processes == 3 and u,
+                           what="the shell and its two sleeps")
+        assert usage[s.id].rss > 0
+    finally:
+        reg.kill(s.id, grace=0.2)
+
+
+def test_a_pid_taken_by_another_process_is_not_measured_from_the_old_ones_ticks(home, monkeypatch):
+    """The member's pid now belongs to a process started later (another start time):
+    its ticks are not compared with the old process's (a huge or negative share)."""
+    reg = ProcessRegistry(home, Settings())
+    s = reg.spawn(["sleep", "120"], owner="test")
+    sampler = SessionSampler(members_every=1)
+    try:
+        pid = wait_until(lambda: session_members(s.pid)[1:], what="sleep started")[0]
+        real = identity.stat_bytes(pid)
+        head, rest = real[: real.rfind(b")") + 1], real[real.rfind(b")") + 1:].split()
+
+        def stat_with(start: int, ticks: int) -> bytes:
+            fields = list(rest)
+            fields[11], fields[12], fields[19] = str(ticks).encode(), b"0", str(start).encode()
+            return head + b" " + b" ".join(fields) + b"\n"
+
+        readings = iter([stat_with(1000, 50_000), stat_with(2000, 3)])
+        monkeypatch.setattr(identity, "_read_stat_bytes", lambda p: next(readings) if p == pid else real)
+        assert sampler.sample([s])[s.id].cpu_percent == 0.0  # the first reading
+        after = sampler.sample([s])[s.id]
+        assert after.cpu_percent == 0.0 and after.processes == 1
+    finally:
+        monkeypatch.undo()
+        reg.kill(s.id, grace=0.2)
+
+
+def test_a_zombie_member_is_not_counted(home, monkeypatch):
+    reg = ProcessRegistry(home, Settings())
+    s = reg.spawn(["sleep", "120"], owner="test")
+    sampler = SessionSampler(members_every=1)
+    try:
+        pid = wait_until(lambda: session_members(s.pid)[1:], what="sleep started")[0]
+        real = identity.stat_bytes(pid)
+        cut = real.rfind(b")") + 1
+        zombie = real[:cut] + b" Z " + real[cut:].split(b" ", 2)[2]  # its state field, Z
+        monkeypatch.setattr(identity, "_read_stat_bytes", lambda p: zombie if p == pid else real)
+        usage = sampler.sample([s])[s.id]
+        assert usage.processes == 0 and usage.rss == 0
+    finally:
+        monkeypatch.undo()
+        reg.kill(s.id, grace=0.2)
