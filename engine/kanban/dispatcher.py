@@ -40,6 +40,10 @@ the tick itself is a coroutine over the board's connection. Round trips to the b
 thread are counted: a first look reads in one call whether any worker needs looking after
 (else phases 0 and 1-4b are skipped) and what 5 and 6 would read; each transaction is one
 call (:meth:`Board.atomic`); the workers start in a few threads (LAUNCHES_PER_THREAD).
+On a server board each statement is a round trip over the network: there the first look
+also renews the host's lease (0b), and the claim and the record are one statement each
+(``PgBoard.first_look``, ``claim_cards``, ``record_launches``, present on that board only;
+engine.kanban.backends.postgres.tick): a tick that claims is 5 statements, not 20.
 """
 
 from __future__ import annotations
@@ -115,19 +119,23 @@ LAUNCHING = "launching"
 # Outcomes a worker gives its own run (its worker then ends by itself).
 WORKERS_OWN_ENDS = (RunOutcome.COMPLETED, RunOutcome.BLOCKED, RunOutcome.REVIEW)
 # Running cards whose run is still launching (the claim wrote it; no worker recorded).
-LAUNCHING_SQL = ("SELECT r.id, r.task_id, r.process_id, r.claim_lock, t.claim_expires FROM tasks t "
-                 f"JOIN task_runs r ON r.id = t.current_run_id WHERE t.status = '{RUNNING}' "
-                 f"AND r.status = '{LAUNCHING}' AND r.ended_at IS NULL ORDER BY r.id")
+LAUNCHING_PARTS = ("r.id, r.task_id, r.process_id, r.claim_lock, t.claim_expires",
+                   f"tasks t JOIN task_runs r ON r.id = t.current_run_id WHERE t.status = '{RUNNING}' "
+                   f"AND r.status = '{LAUNCHING}' AND r.ended_at IS NULL", "r.id")
+LAUNCHING_SQL = "SELECT {} FROM {} ORDER BY {}".format(*LAUNCHING_PARTS)
 # Todo cards whose parents are all done or archived.
 PROMOTABLE_SQL = (f"SELECT t.id FROM tasks t WHERE t.status = '{TODO}' AND NOT EXISTS ("
                   "SELECT 1 FROM task_links l JOIN tasks p ON p.id = l.parent_id "
                   "WHERE l.child_id = t.id AND p.status NOT IN ('done', 'archived'))")
 # Ready, unclaimed cards in dispatch order, with the outcome and end of their last closed run
 # (their titles and bodies are read for the cards chosen only: a board may hold 100,000).
-READY_SQL = ("SELECT t.id, t.assignee, r.outcome, r.ended_at FROM tasks t "
-             "LEFT JOIN task_runs r ON r.id = (SELECT max(id) FROM task_runs WHERE task_id = t.id "
-             "AND ended_at IS NOT NULL) "
-             f"WHERE t.status = '{READY}' AND t.claim_lock IS NULL ORDER BY t.priority DESC, t.created_at, t.id")
+# (In parts, (columns, source, order), as LAUNCHING_PARTS: a server board's first look
+# aggregates them in that order, PgBoard.first_look.)
+READY_PARTS = ("t.id, t.assignee, r.outcome, r.ended_at",
+               "tasks t LEFT JOIN task_runs r ON r.id = (SELECT max(id) FROM task_runs WHERE task_id = t.id "
+               f"AND ended_at IS NOT NULL) WHERE t.status = '{READY}' AND t.claim_lock IS NULL",
+               "t.priority DESC, t.created_at, t.id")
+READY_SQL = "SELECT {} FROM {} ORDER BY {}".format(*READY_PARTS)
 
 CLASSIFY_IN_THREAD = 1000  # ready cards above which a tick sorts them out in a thread
 
@@ -227,6 +235,17 @@ class _Claimed:
     token: str  # the launch token: the worker's session id
 
 
+def _claim_events(profile: str, newly: bool, lock: str, token: str) -> list[tuple[EventKind, dict, bool]]:
+    """A claimed card's events in order, each (kind, payload, whether it names the new
+    run): ``assigned`` when the claim gave it the default assignee, then ``claimed``."""
+    events = [(EventKind.ASSIGNED, {"assignee": profile, "source": "kanban.default_assignee"}, False)] if newly else []
+    return [*events, (EventKind.CLAIMED, {"claim_lock": lock, "profile": profile, "launch_token": token}, True)]
+
+
+def _spawned_payload(c: _Claimed, w: LaunchedWorker, fp: str) -> dict:
+    return {"pid": w.pid, "worker_started_at": fp, "process_id": w.session_id, "profile": c.profile.name}
+
+
 class Dispatcher:
     """Ticks one board for one home. Cheap to keep; each tick is independent."""
 
@@ -263,12 +282,20 @@ class Dispatcher:
             # keeps a worker's pid (else phases 0 and 1-4b have nothing to look at), and
             # which cards could be promoted or spawned (still true below when nothing
             # before them wrote: the look stands for their reads).
-            look, promotable, ready, launching = await self.board.fetch_many([
-                (LIVE_SQL, ()), (PROMOTABLE_SQL, ()), (READY_SQL, ()), (LAUNCHING_SQL, ())])
+            first_look = getattr(self.board, "first_look", None)
+            lost = None
+            if first_look is None:
+                look, promotable, ready, launching = await self.board.fetch_many([
+                    (LIVE_SQL, ()), (PROMOTABLE_SQL, ()), (READY_SQL, ()), (LAUNCHING_SQL, ())])
+            else:  # a server board: the same reads and the lease renewal (0b) in one statement
+                look, promotable, ready, launching, lost = await first_look(
+                    live=LIVE_SQL, promotable=PROMOTABLE_SQL, ready=READY_PARTS, launching=LAUNCHING_PARTS,
+                    host_id=hostname(), boot=boot_id(), now=self.board.now(),
+                    lease_seconds=self.k.host_lease_seconds)
             live = bool(look[0][0])
             if live:
                 await self._copy_output()
-            await self._reclaim_lost_hosts(tally)
+            await self._reclaim_lost_hosts(tally, lost)
             if live:
                 await self._resolve_launches(launching, tally)
                 await self._reap_terminal_workers(tally)
@@ -322,13 +349,15 @@ class Dispatcher:
 
     # -- 0b. host leases (a shared board) -----------------------------------------------------
 
-    async def _reclaim_lost_hosts(self, tally: _Tally) -> None:
+    async def _reclaim_lost_hosts(self, tally: _Tally, lost: list[str] | None = None) -> None:
         """Renew this host's lease; requeue the running cards of every host whose lease
         ran out. Their workers are out of reach, so nothing is signalled: the run id
         (the fencing token) they hold no longer matches, so their calls are refused, and
-        their own host stops them when it returns (the terminal-worker reaper)."""
+        their own host stops them when it returns (the terminal-worker reaper).
+        ``lost``: renewed already (by the first look), these are the hosts found lost."""
         now = self.board.now()
-        lost = await self.board.renew_lease(hostname(), boot_id(), now, self.k.host_lease_seconds)
+        if lost is None:
+            lost = await self.board.renew_lease(hostname(), boot_id(), now, self.k.host_lease_seconds)
         for host in lost:
             its_lock, params = host_lock_sql("t.claim_lock", host)  # exactly this host's, never a prefix
             for task, _run in await self._running(f"AND {its_lock}", params):
@@ -772,7 +801,10 @@ class Dispatcher:
         await self._note_nonspawnable(nonspawnable, now)
         if not picked:
             return
-        chosen = await self._with_texts(picked)
+        if getattr(self.board, "claim_cards", None) is None:
+            chosen = await self._with_texts(picked)
+        else:  # a server board's claim reads the titles and bodies of the cards it wins
+            chosen = [(task_id, profile, "", "", newly) for task_id, profile, newly in picked]
         with launch_guard.launch_batch() as name_tokens:
             # Claim, launch and record are one unit: a cancelled tick waits for the
             # record (else its workers would run unrecorded until the recovery found them).
@@ -867,7 +899,7 @@ class Dispatcher:
         profile over its cap, counted again now. On a shared board the store first locks
         those profiles (``lock_profiles``) until commit, so hosts claiming at once for
         one profile take turns and the cap holds across hosts."""
-        capped = sorted({p for p, *_ in wanted.values() if self.k.profiles[p].max_in_progress is not None})
+        capped = self._capped(wanted)
         if not capped:
             return
         await self.board.lock_profiles(conn, capped)
@@ -884,6 +916,10 @@ class Dispatcher:
                     tally.skipped.append(Skip(task_id, HoldReason.PER_PROFILE_CAPPED))
                 else:
                     room[profile] -= 1
+
+    def _capped(self, wanted: dict) -> list[str]:
+        """The profiles of ``wanted`` that have a cap of their own, sorted."""
+        return sorted({p for p, *_ in wanted.values() if self.k.profiles[p].max_in_progress is not None})
 
     async def _claim(self, chosen: list[tuple[str, str, str, str, bool]], now: float,
                      tally: _Tally, name_tokens=None) -> list[_Claimed]:
@@ -923,21 +959,50 @@ class Dispatcher:
             for task_id in won:
                 profile, _title, _body, newly = wanted[task_id]
                 if newly:
-                    events.append((task_id, None, EventKind.ASSIGNED,
-                                   {"assignee": profile, "source": "kanban.default_assignee"}))
                     tally.auto_assigned.append(task_id)
-                events.append((task_id, run_of[task_id], EventKind.CLAIMED, {"claim_lock": lock, "profile": profile,
-                                                                      "launch_token": tokens[task_id]}))
+                events.extend((task_id, run_of[task_id] if of_run else None, kind, payload)
+                              for kind, payload, of_run in _claim_events(profile, newly, lock, tokens[task_id]))
             await add_events(conn, events, now)
             return won, run_of
 
-        # One transaction, one call on the board's thread (Board.atomic).
-        won, run_of = await self.board.atomic(claim)
+        claim_cards = getattr(self.board, "claim_cards", None)
+        if claim_cards is None:
+            # One transaction, one call on the board's thread (Board.atomic).
+            won, run_of = await self.board.atomic(claim)
+            texts = {task_id: wanted[task_id][1:3] for task_id in won}
+        else:
+            won, run_of, texts = await self._claim_in_one(claim_cards, wanted, tokens, lock, expires, now, tally)
         if not won:
             return []
         order = {task_id: i for i, (task_id, *_rest) in enumerate(chosen)}
-        return [_Claimed(task_id, run_of[task_id], self.k.profiles[wanted[task_id][0]], wanted[task_id][1],
-                         wanted[task_id][2], tokens[task_id]) for task_id in sorted(won, key=order.__getitem__)]
+        return [_Claimed(task_id, run_of[task_id], self.k.profiles[wanted[task_id][0]], *texts[task_id],
+                         tokens[task_id]) for task_id in sorted(won, key=order.__getitem__)]
+
+    async def _claim_in_one(self, claim_cards, wanted: dict, tokens: dict[str, str], lock: str, expires: float,
+                            now: float, tally: _Tally) -> tuple[list[str], dict[str, int], dict[str, tuple]]:
+        """A server board's claim (``PgBoard.claim_cards``): the same compare-and-set,
+        runs and events as ``claim`` above, in one statement, which is its own transaction
+        unless a capped profile is among the cards (then the caps are counted under their
+        locks first, in one transaction with it). The cards' titles and bodies come back
+        with the claim. Returns (won, run of each, (title, body) of each)."""
+        values = {"running": RUNNING, "ready": READY, "launching": LAUNCHING, "default": self.k.default_assignee,
+                  "lock": lock, "expires": expires, "now": now}
+
+        async def claim(conn) -> list[tuple]:
+            await self._within_profile_caps(conn, wanted, tally)
+            if not wanted:
+                return []
+            cards = [(task_id, profile, tokens[task_id]) for task_id, (profile, *_rest) in wanted.items()]
+            events = [(task_id, kind, payload, of_run) for task_id, (profile, _t, _b, newly) in wanted.items()
+                      for kind, payload, of_run in _claim_events(profile, newly, lock, tokens[task_id])]
+            return await claim_cards(conn, cards, events, **values)
+
+        rows = await (self.board.atomic(claim) if self._capped(wanted) else claim(None))
+        won = [task_id for task_id, _run, _title, _body in rows]
+        taken = set(won)
+        tally.auto_assigned.extend(task_id for task_id, (*_rest, newly) in wanted.items() if newly and task_id in taken)
+        return (won, {task_id: run_id for task_id, run_id, _t, _b in rows},
+                {task_id: (title, body) for task_id, _run, title, body in rows})
 
     async def _launch_all(self, claimed: list[_Claimed]) -> list[LaunchedWorker | Exception]:
         """Start the claimed cards' workers, in claim order, side by side in a few
@@ -1014,16 +1079,22 @@ class Dispatcher:
                 await conn.executemany(
                     "UPDATE tasks SET worker_pid = ?, worker_started_at = ? WHERE id = ? AND current_run_id = ?",
                     [(w.pid, fp, c.task_id, c.run_id) for c, w, fp in ok])
-                await add_events(conn, [(c.task_id, c.run_id, EventKind.SPAWNED, {
-                    "pid": w.pid, "worker_started_at": fp, "process_id": w.session_id, "profile": c.profile.name})
-                    for c, w, fp in ok], now)
+                await add_events(conn, [(c.task_id, c.run_id, EventKind.SPAWNED, _spawned_payload(c, w, fp))
+                                        for c, w, fp in ok], now)
                 ids = [c.run_id for c, _w, _fp in ok]
                 return await conn.execute_fetchall(
                     "SELECT id, task_id, outcome, worker_pid, worker_started_at, claim_lock FROM task_runs "
                     f"WHERE id IN ({','.join('?' * len(ids))}) AND ended_at IS NOT NULL "
                     "AND outcome NOT IN (?, ?, ?)", (*ids, *WORKERS_OWN_ENDS))
 
-            taken = await self.board.atomic(record)
+            record_launches = getattr(self.board, "record_launches", None)
+            if record_launches is None:
+                taken = await self.board.atomic(record)
+            else:  # a server board: the same writes and read in one statement
+                taken = await record_launches(
+                    [(c.run_id, c.task_id, w.pid, fp, w.session_id, w.output_path, _spawned_payload(c, w, fp))
+                     for c, w, fp in ok],
+                    launching=LAUNCHING, running=RUNNING, kind=EventKind.SPAWNED, now=now, own_ends=WORKERS_OWN_ENDS)
             tally.spawned.extend(SpawnedCard(c.task_id, c.profile.name, w.pid, w.session_id) for c, w, _fp in ok)
             for run_id, task_id, outcome, pid, fp, lock in taken:
                 await self._stop_taken_launch(run_id, task_id, outcome, pid, fp, lock, tally)

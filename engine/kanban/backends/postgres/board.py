@@ -29,6 +29,10 @@ Why these choices:
   same row shapes; PgBoard replaces only the connection, the locks, the clock and the
   leases. Splitting them would mean writing every read twice, or moving the reads into
   a third shared module for no gain.
+- **A tick in five statements** (:meth:`PgBoard.first_look`, :meth:`claim_cards`,
+  :meth:`record_launches`, which the dispatcher uses when the board has them): each
+  statement is a round trip to a server that may be a network away
+  (:mod:`engine.kanban.backends.postgres.tick` says how they stay as safe).
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ from typing import Any, TypeVar
 import asyncpg
 
 from engine.kanban.backend import StoreError
-from engine.kanban.backends.postgres import schema
+from engine.kanban.backends.postgres import schema, tick
 from engine.kanban.backends.postgres.dialect import rowcount_of, to_postgres
 from engine.kanban.backends.postgres.errors import BoardConflict, BoardUnreachable, NoBoardYet, UnusableUrl
 from engine.kanban.backends.postgres.url import DatabaseUrl
@@ -167,7 +171,9 @@ class PgBoard(Board):
                                    "host's dispatch lock")
         try:
             self._raw = await asyncpg.connect(dsn=self.url.secret, timeout=CONNECT_TIMEOUT_SECONDS,
-                                              server_settings={"application_name": "hermes-tui"})
+                                              server_settings={"application_name": "hermes-tui",
+                                                               # a float as text (json) is exact
+                                                               "extra_float_digits": "3"})
         except ValueError as exc:  # asyncpg's own DSN parser (ClientConfigurationError included)
             self._raw = None
             raise UnusableUrl(f"the board database URL {self.url} is not usable: {self.url.scrub(str(exc))}") \
@@ -373,6 +379,42 @@ class PgBoard(Board):
         """The hosts whose lease runs past ``now`` (the board's, that is the server's, time)."""
         return [r[0] for r in await self.fetch("SELECT host_id FROM hosts WHERE lease_expires >= ? ORDER BY host_id",
                                                (now,))]
+
+    # -- the tick in few round trips (see engine.kanban.backends.postgres.tick) ------------
+
+    async def first_look(self, *, live: str, promotable: str, ready: tick.Ordered, launching: tick.Ordered,
+                         host_id: str, boot: str, now: float,
+                         lease_seconds: float) -> tuple[list[tuple], list[tuple], list[tuple], list[tuple], list[str]]:
+        """The tick's first reads, each as :meth:`fetch` would give its rows (``live``;
+        ``promotable``; the ``ready`` cards and the ``launching`` runs, each given in parts
+        (columns, source, order), in that order), and the lease renewal
+        (:meth:`renew_lease`, whose answer comes fifth: the other hosts whose lease ran
+        out), in one statement."""
+        rows = await self.fetch(tick.first_look_sql(live, promotable, ready, launching),
+                                (host_id, boot, now + lease_seconds, now, now, host_id))
+        is_live, promotable_ids, ready_rows, launching_rows, lost = rows[0]
+        return ([(is_live,)], [(i,) for i in promotable_ids or ()], tick.json_rows(ready_rows),
+                tick.json_rows(launching_rows), list(lost or ()))
+
+    async def claim_cards(self, conn: PgConnection | None, cards: Sequence[tuple[str, str, str]],
+                          events: Sequence[tuple[str, str, dict | None, bool]], **values: Any) -> list[tuple]:
+        """Claim ``cards`` (id, profile, launch token) in one statement (:data:`tick.CLAIM`):
+        the cards still ready and unclaimed become running with a ``launching`` run each,
+        and ``events`` of the cards won are written. On ``conn`` (inside its transaction),
+        or on its own (its own transaction). Returns (id, run id, title, body) of each card
+        won, by id. ``values``: see :func:`tick.claim_params`."""
+        params = tick.claim_params(cards, events, **values)
+        if conn is None:
+            return await self.fetch(tick.CLAIM, params)
+        return await conn.execute_fetchall(tick.CLAIM, params)
+
+    async def record_launches(self, workers: Sequence[tuple], **values: Any) -> list[tuple]:
+        """Record launched workers in one statement (:data:`tick.RECORD`): each on its run
+        (a run still launching becomes running) and its card (while the card is still on
+        that run), with its ``spawned`` event. Returns (run id, card id, outcome, pid,
+        fingerprint, claim lock) of the runs that ended meanwhile by an outcome other than
+        a worker's own, by run id. ``values``: see :func:`tick.record_params`."""
+        return await self.fetch(tick.RECORD, tick.record_params(workers, **values))
 
     def claim_statement(self, count: int) -> str:
         """The claim's compare-and-set, skipping cards another host is claiming right now."""
