@@ -329,3 +329,52 @@ def test_kanban_create_loads_only_what_a_create_needs(home):
     code, modules = eval(out.stderr.strip().splitlines()[-1])
     assert code == 0 and json.loads(out.stdout)["status"] == "ready"
     assert [m for m in NOT_FOR_A_CREATE if m in modules] == []
+
+
+def _verb_parsers(argv: list[str] | None = None) -> dict:
+    """The verb parsers ``hermes-tui ARGV`` builds (every one without ARGV)."""
+    import argparse
+
+    from hermes_tui.cli import build_parser
+
+    def choices(parser: argparse.ArgumentParser) -> dict:
+        return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+    return choices(choices(build_parser("kanban", argv))["kanban"])
+
+
+def test_a_board_command_builds_only_its_verbs_parser():
+    """`kanban VERB` builds VERB's parser alone (all 23 were a few ms of every board
+    command), and it is the one the full build makes, help and all."""
+    from hermes_tui.cli.kanban import VERBS
+
+    full = _verb_parsers()
+    assert set(full) == set(VERBS)
+    for verb in VERBS:
+        built = _verb_parsers(["--home", "h", "kanban", verb, "x"])
+        assert list(built) == [verb]
+        assert built[verb].format_help() == full[verb].format_help()
+        assert built[verb].format_usage() == full[verb].format_usage()
+    # The kanban parser's own options before the verb, as argparse reads them.
+    for words in (["--db", "x"], ["--db=x"], ["--d", "x"], ["--board", "s"], ["--bo", "s"], ["--board=s"],
+                  ["--db", "create", "--board", "list"]):
+        assert list(_verb_parsers(["kanban", *words, "create"])) == ["create"], words
+
+
+@pytest.mark.parametrize("words", [
+    [], ["--help"], ["-h", "create"], ["--he", "create"], ["--db", "x", "--help", "create"], ["--", "create"],
+    ["--frob", "create"], ["nope"], ["crea"], ["--db"], ["--board"],
+])
+def test_a_board_command_without_a_sure_verb_builds_every_verb(words):
+    """Help before the verb lists every verb, an unknown one's error names them all, and
+    anything argparse may read otherwise than as the verb: each verb is built, as before."""
+    assert list(_verb_parsers(["kanban", *words])) == list(_verb_parsers())
+
+
+def test_help_before_the_verb_lists_every_verb(home):
+    r = kanban(home, "--help", "create")
+    assert r.returncode == 0 and "create a card" in r.stdout and "every board of the home" in r.stdout
+    r = kanban(home, "--he", "list")
+    assert r.returncode == 0 and "backfill a done card's result" in r.stdout
+    r = kanban(home, "--bo", "default", "crate", "x")
+    assert r.returncode == 2 and "invalid choice: 'crate' (choose from 'create', 'list'," in r.stderr

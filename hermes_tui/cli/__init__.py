@@ -75,22 +75,29 @@ class _Parser(argparse.ArgumentParser):
 
 def command_in(argv: list[str]) -> str | None:
     """The subcommand named in ``argv`` (the first word that is not a global option)."""
+    at = _command_at(argv)
+    return None if at is None else argv[at]
+
+
+def _command_at(argv: list[str]) -> int | None:
+    """Where the subcommand is in ``argv``, or None."""
     skip = False
-    for word in argv:
+    for i, word in enumerate(argv):
         if skip:
             skip = False
             continue
         if word in _VALUE_OPTIONS:
             skip = True
         elif not word.startswith("-"):
-            return word if word in COMMANDS else None
+            return i if word in COMMANDS else None
     return None
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+def build_parser(command: str | None = None, argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser. With ``command`` (the one being run) only its own sub-parser is
     built (``register_one`` where a module registers several commands); without one,
-    every command is a one-line entry (enough for the listing and for "invalid choice")."""
+    every command is a one-line entry (enough for the listing and for "invalid choice").
+    Given ``argv`` too, ``kanban`` builds only the verb in it (see its ``register``)."""
     parser = _Parser(
         prog="hermes-tui",
         description="A terminal console for an agent workspace: the kanban board, background "
@@ -106,6 +113,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         register_one = getattr(module, "register_one", None)
         if register_one is not None:
             register_one(sub, command)
+        elif command == "kanban" and argv is not None:
+            at = _command_at(argv)
+            module.register(sub, argv[at + 1:] if at is not None else None)
         else:
             module.register(sub)
         return parser
@@ -122,7 +132,7 @@ def _open_app(ctx: Context) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(command_in(argv))
+    parser = build_parser(command_in(argv), argv)
     args = parser.parse_args(argv)
     ctx = Context(args)
     try:

@@ -28,6 +28,7 @@ from hermes_tui.cli.common import (
 # the other writes load neither.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
     from typing import Any
 
 MAX_PRIORITY = 1_000_000_000
@@ -40,7 +41,11 @@ HERMES_ONLY = "hermes-agent's board only, through `hermes kanban`"
 BOARD_HELP = "the board by name: hermes-agent's board SLUG, else hermes-tui's own (see `kanban boards`)"
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction, words: Sequence[str] | None = None) -> None:
+    """The ``kanban`` parser. Given ``words``, what follows ``kanban`` on the command line,
+    only the verb among them gets its parser, as the CLI does for commands (building all
+    of them was a few ms of every board command); every verb is built when there is no
+    verb to be sure of (``kanban --help`` lists them all, an unknown verb's error names them)."""
     p = sub.add_parser(
         "kanban",
         help="the kanban board: create and move cards, dispatch workers, follow events",
@@ -55,15 +60,87 @@ def register(sub: argparse._SubParsersAction) -> None:
     common = type(p)(add_help=False)  # the CLI's parser: argparse's own formatter would import shutil
     common.add_argument("--db", metavar="PATH|URL", default=argparse.SUPPRESS, help="the board file or URL")
     common.add_argument("--board", metavar="SLUG", default=argparse.SUPPRESS, help=BOARD_HELP)
+    table = _verb_table()
+    wanted = None if words is None else verb_in(words)
+    for name, (help_, func, add_arguments, json_flag) in table.items():
+        if wanted in (None, name):
+            vp = verbs.add_parser(name, help=help_, description=help_, parents=[common])
+            if json_flag:
+                add_json_flag(vp)
+            vp.set_defaults(func=func)
+            add_arguments(vp)
 
-    def verb(name: str, help_: str, func, json_flag: bool = True) -> argparse.ArgumentParser:
-        vp = verbs.add_parser(name, help=help_, description=help_, parents=[common])
-        if json_flag:
-            add_json_flag(vp)
-        vp.set_defaults(func=func)
-        return vp
 
-    c = verb("create", "create a card (ready, or todo while a parent is not done)", run_create)
+# The options of the ``kanban`` parser itself (before the verb), and whether each takes a value.
+_KANBAN_OPTIONS = {"-h": False, "--help": False, "--db": True, "--board": True}
+
+
+def verb_in(words: Sequence[str]) -> str | None:
+    """The verb in ``words`` (what follows ``kanban``) when argparse will surely take it
+    as the verb; None when there is none, or when a word before it is not plainly one of
+    the kanban parser's own options with its value (help, ``--``, an unknown option):
+    then every verb's parser is built, as argparse may need any of them."""
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+            continue
+        if not word.startswith("-"):
+            return word if word in _verb_table() else None
+        name = word.split("=", 1)[0]
+        if name.startswith("--") and name not in _KANBAN_OPTIONS:  # argparse takes a unique prefix
+            prefixed = [option for option in _KANBAN_OPTIONS if option.startswith(name)]
+            name = prefixed[0] if len(prefixed) == 1 else name
+        if not _KANBAN_OPTIONS.get(name):  # help, an unknown option, "--", or a value option's value missing
+            return None
+        skip = "=" not in word
+    return None
+
+
+def _verb_table() -> dict[str, tuple[str, Callable[[Context], int], Callable[[argparse.ArgumentParser], None], bool]]:
+    """Every verb, in the order ``kanban --help`` lists them: its help line (also its
+    description), its handler, what adds its arguments, and whether it takes --json."""
+    return {
+        "create": ("create a card (ready, or todo while a parent is not done)", run_create, _create_args, True),
+        "list": ("list cards", run_list, _list_args, True),
+        "show": ("a card with its runs and events", run_show, _id_arg, True),
+        "assign": ("give a card to a profile ('-' unassigns); a new profile resets its failures", run_assign,
+                   _assign_args, True),
+        "complete": ("finish a card (done)", run_finish, _finish_args("--summary"), True),
+        "block": ("block a card (ready/running -> blocked)", run_finish, _finish_args("--reason"), True),
+        "review": ("send a card to review", run_finish, _finish_args("--summary"), True),
+        "heartbeat": ("a worker says it is alive (extends its claim)", run_heartbeat, _id_arg, True),
+        "reclaim": ("take a running card back: stop its worker, requeue it, reset its failures", run_reclaim,
+                    _reclaim_args, True),
+        "unblock": ("blocked -> ready (todo while a parent is open); resets its failures", run_unblock, _id_arg,
+                    True),
+        "archive": ("archive a card (a running card's worker is stopped)", run_archive, _id_arg, True),
+        "comment": ("comment on a card (hermes-agent's board only)", run_comment, _comment_args, True),
+        "dispatch": ("run one dispatch tick now", run_dispatch, _no_args, True),
+        "daemon": ("tick until Ctrl+C", run_daemon, _daemon_args, False),
+        "tail": ("print events as they come (all cards, or one), until Ctrl+C", run_tail, _tail_args, False),
+        "usage": ("record a run's tokens and cost (a worker: its own current run; a person: the card's "
+                  "latest run); the latest report of a run wins", run_usage, _usage_args, True),
+        "reassign": (f"give a card to another profile, reclaiming it first with --reclaim ({HERMES_ONLY})", run_hermes_verb, _reassign_args, True),
+        "schedule": (f"park a card in scheduled: waiting on time, not on a person ({HERMES_ONLY})", run_hermes_verb, _schedule_args, True),
+        "promote": (f"todo/blocked -> ready by hand ({HERMES_ONLY})", run_hermes_verb, _promote_args, True),
+        "link": (f"make CHILD wait for PARENT ({HERMES_ONLY})", run_hermes_verb, _link_args, True),
+        "unlink": (f"remove the dependency PARENT -> CHILD ({HERMES_ONLY})", run_hermes_verb, _link_args, True),
+        "edit": (f"backfill a done card's result and summary ({HERMES_ONLY})", run_hermes_verb, _edit_args, True),
+        "boards": ("every board of the home (hermes-agent's and hermes-tui's own) with its counts; "
+                   "`boards create SLUG` makes a hermes-tui board", run_boards, _boards_args, True),
+    }
+
+
+def _no_args(vp: argparse.ArgumentParser) -> None:
+    pass
+
+
+def _id_arg(vp: argparse.ArgumentParser) -> None:
+    vp.add_argument("id")
+
+
+def _create_args(c: argparse.ArgumentParser) -> None:
     c.add_argument("title", nargs="?", help="the card's title (not with --stdin)")
     c.add_argument("--stdin", action="store_true",
                    help="one card per non-empty line of stdin, all in one transaction (all or none), with "
@@ -77,69 +154,84 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "(wins over kanban.failure_limit)")
     c.add_argument("--max-runtime", type=number_arg(unit="seconds"), metavar="S", help="seconds a run may take")
 
-    lp = verb("list", "list cards", run_list)
+
+def _list_args(lp: argparse.ArgumentParser) -> None:
     lp.add_argument("--status", action="append", choices=_statuses(), help="only this status (repeatable)")
     lp.add_argument("--all", action="store_true", help="include archived cards")
 
-    verb("show", "a card with its runs and events", run_show).add_argument("id")
-    ap = verb("assign", "give a card to a profile ('-' unassigns); a new profile resets its failures", run_assign)
+
+def _assign_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("id")
     ap.add_argument("profile")
-    for name, help_, text in (("complete", "finish a card (done)", "--summary"),
-                              ("block", "block a card (ready/running -> blocked)", "--reason"),
-                              ("review", "send a card to review", "--summary")):
-        vp = verb(name, help_, run_finish)
+
+
+def _finish_args(text: str) -> Callable[[argparse.ArgumentParser], None]:
+    def add(vp: argparse.ArgumentParser) -> None:
         vp.add_argument("id")
         vp.add_argument(text, dest="text", metavar="TEXT", help="recorded on the run and the event")
-    verb("heartbeat", "a worker says it is alive (extends its claim)", run_heartbeat).add_argument("id")
-    rp = verb("reclaim", "take a running card back: stop its worker, requeue it, reset its failures", run_reclaim)
+
+    return add
+
+
+def _reclaim_args(rp: argparse.ArgumentParser) -> None:
     rp.add_argument("id")
     rp.add_argument("--reason", default="", help="why (recorded on the event)")
-    verb("unblock", "blocked -> ready (todo while a parent is open); resets its failures", run_unblock) \
-        .add_argument("id")
-    verb("archive", "archive a card (a running card's worker is stopped)", run_archive).add_argument("id")
-    cp = verb("comment", "comment on a card (hermes-agent's board only)", run_comment)
+
+
+def _comment_args(cp: argparse.ArgumentParser) -> None:
     cp.add_argument("id")
     cp.add_argument("text")
-    verb("dispatch", "run one dispatch tick now", run_dispatch)
-    dp = verb("daemon", "tick until Ctrl+C", run_daemon, json_flag=False)
+
+
+def _daemon_args(dp: argparse.ArgumentParser) -> None:
     dp.add_argument("--interval", type=number_arg(unit="seconds"), metavar="S",
                     help="seconds between ticks (default kanban.dispatch_interval_seconds)")
-    tp = verb("tail", "print events as they come (all cards, or one), until Ctrl+C", run_tail, json_flag=False)
+
+
+def _tail_args(tp: argparse.ArgumentParser) -> None:
     tp.add_argument("id", nargs="?")
     tp.add_argument("--lines", type=bounded_int(0, MAX_TAIL_LINES, "lines"), default=10, metavar="N", help="earlier events to show first (default 10)")
     tp.add_argument("--interval", type=number_arg(unit="seconds"), default=0.5, metavar="S", help=argparse.SUPPRESS)
-    up = verb("usage", "record a run's tokens and cost (a worker: its own current run; a person: the card's "
-                       "latest run); the latest report of a run wins", run_usage)
+
+
+def _usage_args(up: argparse.ArgumentParser) -> None:
     up.add_argument("id")
     up.add_argument("--input-tokens", type=bounded_int(0, 10**15, "input tokens"), required=True, metavar="N")
     up.add_argument("--output-tokens", type=bounded_int(0, 10**15, "output tokens"), required=True, metavar="N")
     up.add_argument("--cost-usd", type=number_arg(allow_zero=True, unit="US dollars"), metavar="X",
                     help="the run's estimated cost in US dollars")
-    rp2 = verb("reassign", f"give a card to another profile, reclaiming it first with --reclaim ({HERMES_ONLY})",
-               run_hermes_verb)
+
+
+def _reassign_args(rp2: argparse.ArgumentParser) -> None:
     rp2.add_argument("id")
     rp2.add_argument("profile", help="the new profile ('-' unassigns)")
     rp2.add_argument("--reclaim", action="store_true", help="release an active claim first")
     rp2.add_argument("--reason", default="", help="why (recorded by hermes)")
-    sp = verb("schedule", f"park a card in scheduled: waiting on time, not on a person ({HERMES_ONLY})",
-              run_hermes_verb)
+
+
+def _schedule_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("id")
     sp.add_argument("reason", nargs="?", default="", help="a reason or timing note (hermes adds it as a comment)")
-    pp = verb("promote", f"todo/blocked -> ready by hand ({HERMES_ONLY})", run_hermes_verb)
+
+
+def _promote_args(pp: argparse.ArgumentParser) -> None:
     pp.add_argument("id")
     pp.add_argument("reason", nargs="?", default="", help="recorded on hermes's event")
     pp.add_argument("--force", action="store_true", help="even while a parent is not done")
-    for name, help_ in (("link", "make CHILD wait for PARENT"), ("unlink", "remove the dependency PARENT -> CHILD")):
-        lk = verb(name, f"{help_} ({HERMES_ONLY})", run_hermes_verb)
-        lk.add_argument("parent")
-        lk.add_argument("child")
-    ep = verb("edit", f"backfill a done card's result and summary ({HERMES_ONLY})", run_hermes_verb)
+
+
+def _link_args(lk: argparse.ArgumentParser) -> None:
+    lk.add_argument("parent")
+    lk.add_argument("child")
+
+
+def _edit_args(ep: argparse.ArgumentParser) -> None:
     ep.add_argument("id")
     ep.add_argument("--result", required=True, help="the card's result text")
     ep.add_argument("--summary", help="the handoff summary (hermes falls back to the result)")
-    bp = verb("boards", "every board of the home (hermes-agent's and hermes-tui's own) with its counts; "
-                        "`boards create SLUG` makes a hermes-tui board", run_boards)
+
+
+def _boards_args(bp: argparse.ArgumentParser) -> None:
     bp.add_argument("action", nargs="?", choices=("list", "create"), default="list")
     bp.add_argument("slug", nargs="?", help="the new board's slug (create)")
     bp.add_argument("--name", help="the new board's display name (create)")
@@ -151,10 +243,6 @@ def _statuses() -> tuple[str, ...]:
     from engine.kanban.statuses import STATUSES
 
     return STATUSES + tuple(s for s in HERMES_STATUSES if s not in STATUSES)
-
-
-
-
 
 
 def bounded_int(low: int, high: int, what: str):
