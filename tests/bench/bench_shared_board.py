@@ -2,7 +2,7 @@
 reference, hermes-agent 0.19.0, when its virtual environment can be had), in one run.
 
     python tests/bench/bench_shared_board.py [--runs N] [--cards N] [--no-reference]
-                                             [--only tick|reference|claims]... [--latency-ms MS]
+                                             [--only tick|reference|claims]... [--latency-ms MS] [--warm]
 
 Rows:
 - a tick on the same 10,000-card board (100 ready; bench_kanban's shape), claim limit
@@ -16,6 +16,14 @@ Rows:
   PostgreSQL board, each finishing its claims at once as their worker would: claims per
   second, cards claimed twice (must be 0), and the claim latency (the duration of the
   tick that claimed a card) at p50/p95.
+
+``--warm``: each side keeps one board open over all its rounds, as the app's dispatcher
+does (on PostgreSQL every statement is then prepared already and the trigger function
+compiled); between rounds the board's rows are put back to the template's (untimed:
+TRUNCATE and INSERT from a kept copy, then ANALYZE; on SQLite DELETE and INSERT from an
+attached copy). Without it each tick opens its board anew, as ``kanban dispatch`` does.
+The tick rows' note also gives the median of the rounds' own ratios (each round's two
+sides ran back to back), steadier than the ratio of the medians when disk flushes swing.
 
 ``--latency-ms MS``: the PostgreSQL side as a remote server: every connection of the run
 (the board's, the claimers', the set-up's) goes through tests/bench/latency_forwarder.py,
@@ -42,6 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -67,6 +76,7 @@ from engine.home import HomeLayout  # noqa: E402
 from engine.kanban import transitions as tr  # noqa: E402
 from engine.kanban.backends.postgres.board import PgBoard  # noqa: E402
 from engine.kanban.backends.postgres.url import DatabaseUrl  # noqa: E402
+from engine.kanban.backends.sqlite.store import Board  # noqa: E402
 from engine.kanban.dispatcher import Dispatcher  # noqa: E402
 from engine.kanban.models import NewTask  # noqa: E402
 from engine.kanban.workers import NullSpawner  # noqa: E402
@@ -199,25 +209,90 @@ async def pg_tick(template: str, home: HomeLayout, limit: int) -> tuple[float, i
         await admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-async def pg_tick_counted(template: str, home: HomeLayout, limit: int) -> tuple[int, int]:
-    """One untimed tick on a fresh copy, through a forwarder of its own that adds
-    nothing: (statements, round trips) of the tick, opening the board not counted."""
-    name = "hk_bench_" + secrets.token_hex(6)
-    await admin(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
-    counter = Forwarder(url_of(name), 0.0)
+async def pg_tick_counted(template: str, home: HomeLayout, limit: int, warm: bool) -> tuple[int, int]:
+    """One untimed tick on a fresh copy (``warm``: the second on a board kept open),
+    through a forwarder of its own that adds nothing: (statements, round trips) of the
+    tick, opening the board and putting its rows back not counted."""
+    counter = Forwarder(ADMIN_URL, 0.0)
+    kept = await WarmPg.open(template, counter.url)
     try:
-        board = await PgBoard.open(DatabaseUrl.parse(counter.url(url_of(name))))
-        try:
-            before = counter.turns()
-            with StatementCount() as statements:
-                _seconds, claimed = await timed_tick(board, home, limit)
-            assert claimed == limit, claimed
-            return statements.count, counter.turns() - before
-        finally:
-            await board.close()
+        if warm:
+            await warm_tick(kept, home, limit)
+        await kept.reset()
+        before = counter.turns()
+        with StatementCount() as statements:
+            _seconds, claimed = await timed_tick(kept.board, home, limit)
+        assert claimed == limit, claimed
+        return statements.count, counter.turns() - before
     finally:
+        await kept.close()
         counter.close()
-        await admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# -- boards kept open over the rounds (--warm) ------------------------------------------------------
+
+PG_KEPT = ("tasks", "task_runs", "task_events", "task_links", "hosts", "run_usage")
+SQLITE_KEPT = ("tasks", "task_runs", "task_events", "task_links", "run_usage", "sqlite_sequence")
+
+
+class WarmPg:
+    """One copy of the template database with one board open on it; :meth:`reset` puts
+    its rows back to the template's (another connection, untimed)."""
+
+    @classmethod
+    async def open(cls, template: str, route=lambda url: url) -> WarmPg:
+        import asyncpg
+
+        self = cls()
+        self.name = "hk_bench_warm_" + secrets.token_hex(4)
+        await admin(f'CREATE DATABASE "{self.name}" TEMPLATE "{template}"')
+        self.keeper = await asyncpg.connect(url_of(self.name))
+        await self.keeper.execute("CREATE SCHEMA hk_kept; " + " ".join(
+            f"CREATE TABLE hk_kept.{t} AS SELECT * FROM {t};" for t in PG_KEPT))
+        self.board = await PgBoard.open(DatabaseUrl.parse(route(url_of(self.name))))
+        return self
+
+    async def reset(self) -> None:
+        await self.keeper.execute(
+            f"TRUNCATE {', '.join(PG_KEPT)}; "
+            + " ".join(f"INSERT INTO {t} SELECT * FROM hk_kept.{t};" for t in PG_KEPT)
+            + " ".join(f"SELECT setval(pg_get_serial_sequence('{t}', 'id'), coalesce(max(id), 1)) FROM {t};"
+                       for t in ("task_runs", "task_events"))
+            + " ANALYZE")
+
+    async def close(self) -> None:
+        await self.board.close()
+        await self.keeper.close()
+        await admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+
+
+class WarmSqlite:
+    """A copy of the template board file with one board open on it; :meth:`reset` puts
+    its rows back to the template's (from a second copy, attached; untimed)."""
+
+    @classmethod
+    async def open(cls, template: Path, work: Path) -> WarmSqlite:
+        self = cls()
+        kept = fresh_copy(template, work / "kept.db")
+        self.board = await Board.open(fresh_copy(template, work / "kanban.db"))
+        await self.board.fetch("ATTACH DATABASE ? AS hk_kept", (str(kept),))
+        return self
+
+    async def reset(self) -> None:
+        async def put_back(conn) -> None:
+            for t in SQLITE_KEPT:
+                await conn.execute(f"DELETE FROM main.{t}")
+                await conn.execute(f"INSERT INTO main.{t} SELECT * FROM hk_kept.{t}")
+
+        await self.board.atomic(put_back)
+
+    async def close(self) -> None:
+        await self.board.close()
+
+
+async def warm_tick(warm, home: HomeLayout, limit: int) -> tuple[float, int]:
+    await warm.reset()
+    return await timed_tick(warm.board, home, limit)
 
 
 # -- one claiming dispatcher (a child process) ----------------------------------------------------
@@ -324,6 +399,8 @@ def main() -> int:
     ap.add_argument("--only", action="append", choices=PARTS, help="measure only this part (repeatable)")
     ap.add_argument("--latency-ms", type=latency, default=None,
                     help="reach the server through a forwarder adding this round-trip time (0: forwarder only)")
+    ap.add_argument("--warm", action="store_true",
+                    help="keep each side's board open over its rounds (the app's dispatcher) instead of a new one a tick")
     ap.add_argument("--ref-venv", type=Path, default=REF_VENV, help="where the reference is installed (cached)")
     args = ap.parse_args()
     parts = set(args.only or PARTS)
@@ -376,14 +453,41 @@ def main() -> int:
             return answer["seconds"]
 
         if "tick" in parts:
-            for limit in (100, 4):
-                statements, turns = run(pg_tick_counted(template, HomeLayout(tmp / f"count-{limit}").ensure(),
-                                                        limit))
-                table.add(compare(f"tick 10,000 cards / 100 ready, claim {limit}: PostgreSQL vs SQLite",
-                                  lambda n=limit: pg_side(n), lambda n=limit: sqlite_side(n), args.runs,
-                                  unit="ms", aim="<= 1.50x",
-                                  note=f"PostgreSQL {where}; one tick = {statements} statements, "
-                                       f"{turns} round trips (a new connection: each statement prepared once)"))
+            kept: list = []
+            if args.warm:
+                kept = [run(WarmPg.open(template)), run(WarmSqlite.open(sqlite_template, tmp / "warm-sqlite"))]
+
+            def pg_kept(limit: int) -> float:
+                seconds, claimed = run(warm_tick(kept[0], HomeLayout(tmp / f"pg-{next(counter)}").ensure(), limit))
+                assert claimed == limit, claimed
+                return seconds
+
+            def sqlite_kept(limit: int) -> float:
+                seconds, claimed = run(warm_tick(kept[1], HomeLayout(tmp / f"sqlite-{next(counter)}").ensure(),
+                                                 limit))
+                assert claimed == limit, claimed
+                return seconds
+
+            how = ("each side's board kept open (statements prepared already)" if args.warm
+                   else "a new connection: each statement prepared once")
+            try:
+                for limit in (100, 4):
+                    statements, turns = run(pg_tick_counted(template, HomeLayout(tmp / f"count-{limit}").ensure(),
+                                                            limit, args.warm))
+                    row = compare(
+                        f"tick 10,000 cards / 100 ready, claim {limit}{' (warm)' if args.warm else ''}: "
+                        "PostgreSQL vs SQLite",
+                        lambda n=limit: (pg_kept if args.warm else pg_side)(n),
+                        lambda n=limit: (sqlite_kept if args.warm else sqlite_side)(n), args.runs,
+                        unit="ms", aim="<= 1.50x")
+                    ratios = [p / q for p, q in zip(row.ours.values, row.reference.values, strict=True)]
+                    table.add(replace(row, note=(
+                        f"PostgreSQL {where}; one tick = {statements} statements, {turns} round trips ({how}); "
+                        f"the rounds' own ratios: median {statistics.median(ratios):.2f}x "
+                        f"({min(ratios):.2f}-{max(ratios):.2f})")))
+            finally:
+                for board in kept:
+                    run(board.close())
         if "reference" in parts:
             table.add(compare(f"tick 10,000 cards / 100 ready: PostgreSQL vs hermes-agent {REFERENCE_VERSION}",
                               pg_side, ref_side if ref else None, args.runs, unit="ms", aim="<= 0.20x (5x faster)",
