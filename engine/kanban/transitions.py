@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from engine.kanban.backend import StoreError, TransitionResult
 from engine.kanban.backends.sqlite.store import Board, Conn, add_event
+from engine.kanban.hosts import is_host_local
 from engine.kanban.models import (
     ARCHIVED,
     BLOCKED,
@@ -34,7 +35,10 @@ from engine.kanban.models import (
     Task,
     dump_payload,
 )
-from engine.kanban.workers import StopReport, is_host_local, stop_worker
+
+TYPE_CHECKING = False  # not typing's
+if TYPE_CHECKING:
+    from engine.kanban.workers import StopReport
 
 # The moves a person may make, from -> allowed targets (the dispatcher owns
 # ready -> running and the requeues out of running).
@@ -418,6 +422,9 @@ async def assign(board: Board, task_id: str, assignee: str | None) -> Transition
 
 
 async def _stop(task: Task, grace: float) -> StopReport:
+    # With engine.identity: only a change that may signal a worker loads them.
+    from engine.kanban.workers import stop_worker
+
     return await asyncio.to_thread(stop_worker, task.worker_pid, task.worker_started_at, task.claim_lock, grace)
 
 

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import enum
 import os
-import re
 import signal
-import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,6 +25,21 @@ from typing import Protocol
 
 from engine import identity
 from engine.identity import Liveness
+
+# Claims and host locality live in engine.kanban.hosts (a board command that signals no
+# worker loads only that module); their names are this module's too.
+from engine.kanban.hosts import (  # noqa: F401
+    HOST_ID_PATTERN,
+    HOST_ID_RULE,
+    HOST_ID_VARIABLE,
+    BadHostId,
+    boot_id,
+    claim_lock_here,
+    host_lock_sql,
+    hostname,
+    is_host_local,
+    lock_host,
+)
 from engine.kanban.models import RunOutcome
 
 RATE_LIMIT_EXIT_CODE = 75  # EX_TEMPFAIL: "try again later", not the worker's fault
@@ -36,76 +49,6 @@ LOG_ROTATE_BYTES = 2 * 1024 * 1024
 ENV_TEXT_MAX_CHARS = 32 * 1024
 RUN_HEADER_PREFIX = "=== run "  # our line before each run's output in a card log
 COPY_CHUNK_BYTES = 1024 * 1024
-
-
-# --------------------------------------------------------------------------------------
-# Claims and host locality
-# --------------------------------------------------------------------------------------
-
-
-HOST_ID_VARIABLE = "HERMES_KANBAN_HOST_ID"
-# A host id: 1-64 of these characters (a Linux host name fits: at most 64). Never ":",
-# which separates the host from the pid in a claim lock (``host:pid``).
-HOST_ID_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,64}")
-HOST_ID_RULE = "1-64 characters from A-Z a-z 0-9 . _ -"
-
-
-class BadHostId(ValueError):
-    """This host's id is not usable (a usage error: exit 2, one line)."""
-
-
-def hostname() -> str:
-    """This host's id on a board: ``$HERMES_KANBAN_HOST_ID`` when set (several homes of one
-    machine acting as separate hosts of a shared board, or a machine whose name is not
-    unique in the fleet), else the machine's name. Either must follow :data:`HOST_ID_RULE`;
-    one that does not is refused (:class:`BadHostId`), never cut or rewritten: two hosts
-    whose names were sanitised alike would take each other's workers for their own."""
-    given = os.environ.get(HOST_ID_VARIABLE, "")
-    if given:
-        if not HOST_ID_PATTERN.fullmatch(given):
-            raise BadHostId(f"{HOST_ID_VARIABLE} must be {HOST_ID_RULE}, got {given[:80]!r}")
-        return given
-    machine = socket.gethostname() or "localhost"
-    if not HOST_ID_PATTERN.fullmatch(machine):
-        raise BadHostId(f"this machine's name {machine[:80]!r} is not a usable host id ({HOST_ID_RULE}); "
-                        f"set {HOST_ID_VARIABLE}")
-    return machine
-
-
-def boot_id() -> str:
-    """This boot of this machine (changes on every reboot): with the host id, the host
-    identity a shared board's lease records."""
-    try:
-        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
-
-
-def claim_lock_here() -> str:
-    """The claim lock this process writes: ``host:pid``."""
-    return f"{hostname()}:{os.getpid()}"
-
-
-def lock_host(lock: str | None) -> str | None:
-    """The host part of a claim lock ``host:pid`` (everything before the last ":"), or
-    None when it is not one."""
-    host, sep, pid = (lock or "").rpartition(":")
-    return host if sep and host and pid.isdigit() else None
-
-
-def is_host_local(lock: str | None) -> bool:
-    """Whether the lock was written on this host: its host part equals this host's id
-    exactly (``hostA:x:12`` is not ``hostA``'s)."""
-    return lock_host(lock) == hostname()
-
-
-def host_lock_sql(column: str, host: str) -> tuple[str, tuple]:
-    """SQL (both dialects) true when ``column`` holds a claim lock of ``host`` exactly:
-    it starts with ``host:`` and no other ":" follows. With its parameters."""
-    prefix = host + ":"
-    return (f"(substr({column}, 1, ?) = ? AND substr({column}, ?) NOT LIKE '%:%')",
-            (len(prefix), prefix, len(prefix) + 1))
 
 
 # --------------------------------------------------------------------------------------

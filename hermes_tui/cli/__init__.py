@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # typed engine errors: one line, no traceback
         from engine.config import ConfigError
         from engine.home import HomeError
-        from engine.kanban.workers import BadHostId
+        from engine.kanban.hosts import BadHostId
 
         if isinstance(exc, (ConfigError, BadHostId)):
             print(f"hermes-tui: {exc}", file=sys.stderr)

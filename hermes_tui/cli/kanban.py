@@ -300,8 +300,8 @@ async def _with_service(ctx: Context, body, spawner) -> Any:
     from engine.kanban.backend import BadId, StoreError
     from engine.kanban.backends.postgres.errors import BoardUnreachable, UnusableUrl
     from engine.kanban.backends.postgres.url import BadDatabaseUrl
+    from engine.kanban.hosts import BadHostId, hostname
     from engine.kanban.service import BoardService
-    from engine.kanban.workers import BadHostId, hostname
 
     override = board_override(ctx)
     try:
