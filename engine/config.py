@@ -52,8 +52,12 @@ class ConfigError(Exception):
 # --------------------------------------------------------------------------------------
 
 
+# Every settings class has a docstring: dataclass would otherwise write one with
+# inspect.signature when this module is imported, which every command does.
 @dataclass(frozen=True)
 class ScratchSettings:
+    """The ``scratch`` section: when an entry is idle, quarantined and pruned."""
+
     idle_hours: float = 24.0
     quarantine_hours: float = 12.0
     auto_prune: bool = True
@@ -63,6 +67,8 @@ class ScratchSettings:
 
 @dataclass(frozen=True)
 class ProcessSettings:
+    """The ``processes`` section: process sessions, their output and their retention."""
+
     tail_bytes: int = 256 * 1024
     kill_grace_seconds: float = 2.0
     keep_finished_hours: float = 168.0
@@ -87,6 +93,8 @@ class ProfileSettings:
 
 @dataclass(frozen=True)
 class KanbanSettings:
+    """The ``kanban`` section: which board, how it is dispatched, the worker profiles."""
+
     db: Path | None = None
     # A PostgreSQL board (engine.kanban.backends.postgres.url.DatabaseUrl), or a path (an SQLite board
     # file, as ``db``); None keeps ``db``.
@@ -110,6 +118,8 @@ class KanbanSettings:
 
 @dataclass(frozen=True)
 class UiSettings:
+    """The ``ui`` section: the app's theme and refresh."""
+
     theme: str = "textual-dark"
     refresh_seconds: float = 1.0
     output_max_lines: int = 10_000
@@ -132,6 +142,8 @@ class NotifySettings:
 
 @dataclass(frozen=True)
 class Settings:
+    """A home's settings, one field per section of its config."""
+
     scratch: ScratchSettings = field(default_factory=ScratchSettings)
     processes: ProcessSettings = field(default_factory=ProcessSettings)
     kanban: KanbanSettings = field(default_factory=KanbanSettings)

@@ -29,7 +29,7 @@ from engine.home import HomeLayout
 from engine.kanban.link import BoardLink, LinkState
 
 if TYPE_CHECKING:
-    from engine.kanban.models import DispatchResult
+    from engine.kanban.tick_result import DispatchResult
     from hermes_tui.app import HermesApp
 
 FIRST_TICK_SECONDS = 2.0

@@ -19,8 +19,9 @@ from engine.attention.model import Item, Kind, grouped, kind_of_key, newest_firs
 from engine.attention.sources import GROUP_HELD_AT, DispatchWatch, disk_items, pass_items, read_log_tail
 from engine.config import ConfigError, Settings, parse_config
 from engine.kanban import transitions as tr
-from engine.kanban.models import DispatchResult, NewTask, Skip
+from engine.kanban.models import NewTask
 from engine.kanban.registry_spawner import RegistrySpawner
+from engine.kanban.tick_result import DispatchResult, Skip
 from tests.support import run_cli, wait_until
 from tests.support.kanban import FakeClock, dispatcher, kanban_settings, kill_all_workers
 from tests.support.kanban import wait_for_exit as wait_exit

@@ -201,3 +201,19 @@ def test_every_command_has_its_own_help():
         result = run_cli(name, "--help")
         assert result.returncode == 0, name
         assert f"usage: hermes-tui {name}" in result.stdout
+
+
+def test_the_dataclasses_every_command_loads_have_docstrings():
+    """A dataclass without a docstring gets one written with inspect.signature when its
+    module is imported: start-up time of every command that loads it."""
+    import dataclasses
+    import importlib
+    import inspect
+
+    for name in ("engine.config", "engine.home", "engine.processes.session", "engine.kanban.models",
+                 "engine.kanban.backend", "engine.kanban.backends.sqlite.connection", "engine.kanban.relocate",
+                 "engine.kanban.transitions", "engine.kanban.tick_result"):
+        module = importlib.import_module(name)
+        made = [cls.__name__ for cls in vars(module).values() if inspect.isclass(cls) and dataclasses.is_dataclass(cls)
+                and cls.__module__ == name and (cls.__doc__ or "").startswith(cls.__name__ + "(")]
+        assert made == [], name

@@ -314,10 +314,11 @@ def test_create_from_stdin_usage_errors_create_nothing(home, args, stdin, words)
 # and a temporary file's name, which os.urandom makes as well; the workers' module (and
 # engine.identity with it, 10 dataclasses and 3 enums between them) came with this
 # host's id check and the transitions, and only a change that may signal a worker needs
-# it. Each was start-up time of every card created.
+# it; the records of a dispatch tick (DispatchResult with its 21 fields, Skip, SpawnedCard,
+# HoldReason) were made by engine.kanban.models. Each was start-up time of every card created.
 NOT_FOR_A_CREATE = ("shutil", "bz2", "lzma", "engine.kanban.describe", "engine.kanban.wording",
                     "engine.processes.redact", "textual", "secrets", "random", "engine.kanban.workers",
-                    "engine.identity")
+                    "engine.identity", "engine.kanban.tick_result")
 
 
 def test_kanban_create_loads_only_what_a_create_needs(home):
@@ -325,13 +326,15 @@ def test_kanban_create_loads_only_what_a_create_needs(home):
         "import sys\n"
         "from hermes_tui.cli import main\n"
         f"code = main(['--home', {str(home.root)!r}, 'kanban', 'create', 'a card', '--json'])\n"
-        "print(repr((code, sorted(sys.modules))), file=sys.stderr)\n"
+        "made = [n for n in ('DispatchResult', 'Skip') if n in vars(sys.modules['engine.kanban.models'])]\n"
+        "print(repr((code, sorted(sys.modules), made)), file=sys.stderr)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env={**os.environ, "HERMES_AUTO_PRUNE": "0", "HERMES_HOME": str(home.root)})
-    code, modules = eval(out.stderr.strip().splitlines()[-1])
+    code, modules, made = eval(out.stderr.strip().splitlines()[-1])
     assert code == 0 and json.loads(out.stdout)["status"] == "ready"
     assert [m for m in NOT_FOR_A_CREATE if m in modules] == []
+    assert made == []  # a tick's records: not made by a command that dispatches nothing
 
 
 def _verb_parsers(argv: list[str] | None = None) -> dict:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.kanban.models import DispatchResult, Skip
+from engine.kanban.tick_result import DispatchResult, Skip
 from engine.kanban.transitions import TransitionResult
 from engine.kanban.wording import assign_words, change_words, failure_reset_words, held_back_words
 from engine.kanban.workers import StopReport

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from engine.attention.model import Item, Kind
 from engine.attention.words import outside, plural
-from engine.kanban.models import HoldReason
+from engine.kanban.tick_result import HoldReason
 from engine.text import escape_text, human_bytes, human_duration
 
 # -- process sessions ---------------------------------------------------------------------

@@ -51,7 +51,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from engine.kanban.backends.postgres.url import DatabaseUrl
-    from engine.kanban.models import DispatchResult, Event, NewTask, Run, Task, TaskDetails
+    from engine.kanban.models import Event, NewTask, Run, Task, TaskDetails
+    from engine.kanban.tick_result import DispatchResult
     from engine.kanban.workers import StopReport
 
 

@@ -67,14 +67,11 @@ from engine.kanban.models import (
     READY,
     RUNNING,
     TODO,
-    DispatchResult,
     EventKind,
-    HoldReason,
     RunOutcome,
-    Skip,
-    SpawnedCard,
     Task,
 )
+from engine.kanban.tick_result import DispatchResult, HoldReason, Skip, SpawnedCard
 from engine.kanban.transitions import CLEAR_WORKER, close_run
 from engine.kanban.workers import (
     RUN_HEADER_PREFIX,

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from engine.config import Settings
 from engine.home import HomeLayout
@@ -37,7 +37,10 @@ from engine.kanban import transitions as tr
 from engine.kanban.backend import BoardView, Capabilities, TransitionResult
 from engine.kanban.backends.postgres.url import DatabaseUrl
 from engine.kanban.backends.sqlite.store import Board
-from engine.kanban.models import DispatchResult, Event, NewTask, Run, Task, TaskDetails
+from engine.kanban.models import Event, NewTask, Run, Task, TaskDetails
+
+if TYPE_CHECKING:
+    from engine.kanban.tick_result import DispatchResult
 
 Clock = Callable[[], float]
 

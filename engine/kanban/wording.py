@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from engine.kanban.models import ARCHIVED, BLOCKED, RUNNING, DispatchResult, HoldReason, Skip, Task
+from engine.kanban.models import ARCHIVED, BLOCKED, RUNNING, Task
+from engine.kanban.tick_result import DispatchResult, HoldReason, Skip
 from engine.text import count_of
 
 if TYPE_CHECKING:  # the transitions load the store: the board pane's first frame does not wait for them

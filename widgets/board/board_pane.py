@@ -77,8 +77,9 @@ from widgets.common.pane import EmptyState, Pane
 # imported where they are first used: a home without a board never needs them, and
 # the first frame does not wait for them.
 if TYPE_CHECKING:
-    from engine.kanban.models import DispatchResult, NewTask, Task
+    from engine.kanban.models import NewTask, Task
     from engine.kanban.service import BoardService
+    from engine.kanban.tick_result import DispatchResult
 
 MIN_COLUMN_WIDTH = 22
 RECENT_FINISHED = 100  # the done/archived columns show their newest cards only
