@@ -20,6 +20,7 @@ from textual.binding import Binding
 from textual.containers import Container
 from textual.css.query import NoMatches
 from textual.message import Message
+from textual.reactive import Reactive
 from textual.screen import Screen
 from textual.widgets import Static, Tab, Tabs
 
@@ -36,6 +37,8 @@ from widgets.common.keys_footer import KeysFooter
 from widgets.common.pane import Pane
 
 if TYPE_CHECKING:
+    from textual.widget import Widget
+
     from widgets.processes.processes_pane import ProcessesPane
 
 # Below this size one pane is shown at a time (the tabs say which).
@@ -58,6 +61,11 @@ class MainScreen(Screen):
 
     AUTO_FOCUS = ""
     _resumed = False
+    # Textual's Screen repaints itself, the whole terminal, on every focus change. What
+    # focus changes is restyled on its own widgets (the one focused and the one left),
+    # so the console's screen keeps the focus without a repaint: a pane switch redraws
+    # the two panes' borders and tables, not every cell.
+    focused: Reactive[Widget | None] = Reactive(None, repaint=False)
 
     def on_screen_resume(self, event: events.ScreenResume) -> None:
         # Runs before Screen's own handler. On the first resume every widget has just
@@ -152,7 +160,7 @@ class HermesApp(AttentionMixin, App[int]):
                 pane = cls(home=self.home, settings=self.settings)
                 self._panes[cls.PANE_ID] = pane
                 # Born active: adding the class once mounted would restyle the pane's subtree.
-                pane.set_class(self._active_pane == cls.PANE_ID, "-active", update=False)
+                pane.mark_active(self._active_pane == cls.PANE_ID, update=False)
                 yield pane
         yield CommandBar()
         yield KeysFooter()
@@ -282,11 +290,7 @@ class HermesApp(AttentionMixin, App[int]):
         for p in self.panes():
             active = p.id == pane_id
             if p.has_class("-active") != active:  # the two panes that change, restyled alone
-                # The class styles the pane itself (its border; narrow, its display), never
-                # what is inside it: restyling the pane's every widget was most of a switch.
-                p.set_class(active, "-active", update=False)
-                self.stylesheet.apply(p)
-                p.refresh(layout=True)
+                p.mark_active(active)
         if self.zoomed:
             self._apply_zoom()
         tabs = self.query_one("#pane-tabs", Tabs)

@@ -69,3 +69,42 @@ async def test_the_footer_changes_its_keys_in_place_to_what_a_rebuild_shows(home
                            what=f"the footer of pane {key} as a rebuild shows it")
         kept = {id(k) for k in footer.children} & before
         assert len(kept) >= len(before) // 2  # the same key widgets, their words changed
+
+
+async def test_a_switch_repaints_neither_the_whole_screen_nor_what_is_inside_the_two_panes(home):
+    """Two costs of every switch, each most of its time: Textual's Screen repainted the
+    whole terminal on any focus change, and the active title's colour rule
+    (``border-title-color``) made Textual refresh every widget inside both panes. Only the
+    two panes' own frames and the widgets gaining and losing focus are refreshed now."""
+    from textual._compositor import Compositor
+    from textual.widget import Widget
+
+    app = HermesApp(home, load_config(home.config_file))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        full, refreshed = [], []
+        render_update, refresh = Compositor.render_update, Widget.refresh
+
+        def watched_update(compositor, full_=False, *a, **k):
+            full.append(full_ or compositor.size.region in compositor._dirty_regions)
+            return render_update(compositor, full_, *a, **k)
+
+        def watched_refresh(widget, *a, **k):
+            refreshed.append(widget)
+            return refresh(widget, *a, **k)
+
+        Compositor.render_update, Widget.refresh = watched_update, watched_refresh
+        try:
+            before = app.focused
+            await pilot.press("3")
+            await wait_for(pilot, lambda: app.active_pane.id == "scratch", what="the scratch pane active")
+            await pilot.pause()
+        finally:
+            Compositor.render_update, Widget.refresh = render_update, refresh
+        panes = {p.id: p for p in app.query(Pane)}
+        assert full and not any(full)  # frames were drawn, none of the whole screen
+        moved = {before, app.focused}
+        inside = [w for w in refreshed if w not in moved and any(p in w.ancestors for p in
+                                                                 (panes["board"], panes["scratch"]))]
+        assert inside == []
+        assert panes["scratch"] in refreshed and panes["board"] in refreshed  # their frames change

@@ -33,7 +33,6 @@ class Pane(Vertical, can_focus=True):
     }
     Pane.-active {
         border: round $accent;
-        border-title-color: $accent;
     }
     Pane .empty-state {
         color: $text-muted;
@@ -55,7 +54,26 @@ class Pane(Vertical, can_focus=True):
         kwargs.setdefault("id", self.PANE_ID)
         super().__init__(*children, **kwargs)
         self._status: str | None = None
-        self.border_title = f"{self.NUMBER} {self.TITLE}" if self.NUMBER else self.TITLE
+        self._title = f"{self.NUMBER} {self.TITLE}" if self.NUMBER else self.TITLE
+        self.border_title = self._title
+
+    def mark_active(self, active: bool, *, update: bool = True) -> None:
+        """Show the pane as the one the keys act on (or not): an accent border and title,
+        and in the narrow layout the one pane displayed. ``update=False`` before mount.
+
+        Only the pane is restyled, never what is inside it, and the title's colour is in
+        the title itself: a colour rule for it (``border-title-color``) makes Textual
+        repaint every widget in the pane, which was most of a pane switch's time."""
+        self.set_class(active, "-active", update=False)
+        # The title is the pane's own words, never outside text.
+        self.border_title = f"[$accent]{self._title}[/]" if active else self._title
+        if update and self.is_mounted:
+            # The border changes colour, not size: no layout unless the narrow layout
+            # shows or hides the pane.
+            shown = self.display
+            self.app.stylesheet.apply(self)
+            if self.display != shown:
+                self.refresh(layout=True)
 
     @property
     def focus_target(self):
