@@ -5,8 +5,6 @@ board's columns have their widths before the first frame; modals still get focus
 from __future__ import annotations
 
 import pytest
-from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
 
 from engine.config import Settings
 from engine.home import HomeLayout
@@ -24,7 +22,7 @@ def make_app(home: HomeLayout) -> HermesApp:
 
 def footer_keys(app: HermesApp) -> dict[str, str]:
     """description -> key shown, for every key in the Footer."""
-    return {k.description: k.key_display for k in app.query_one(Footer).query(FooterKey)}
+    return {k.description: k.key_display for k in app.query_one(KeysFooter).entries}
 
 
 async def test_first_frame_footer_names_the_board_keys_once(home, monkeypatch):
@@ -38,13 +36,13 @@ async def test_first_frame_footer_names_the_board_keys_once(home, monkeypatch):
         assert not {"Reclaim", "Unblock", "Dispatch now", "Zoom"} & set(keys)
         # Nothing about the bindings changes any more: a signal rebuilds nothing.
         rebuilds = []
-        original = KeysFooter.recompose
+        original = KeysFooter._build
 
-        async def counting(self):
+        def counting(self):
             rebuilds.append(self)
-            return await original(self)
+            return original(self)
 
-        monkeypatch.setattr(KeysFooter, "recompose", counting)
+        monkeypatch.setattr(KeysFooter, "_build", counting)
         app.screen.refresh_bindings()
         await pilot.pause()
         assert rebuilds == []
@@ -93,3 +91,25 @@ async def test_focus_comes_back_after_a_modal(home):
         await pilot.press("escape")
         await pilot.pause()
         assert app.focused is before
+
+
+async def test_a_click_on_a_footer_key_presses_it_and_its_tooltip_shows_on_hover(home):
+    """The footer is one line now: a click finds the key under the pointer (as Textual's
+    key widgets did), a gap between keys does nothing."""
+    from tests.support import screen_shown
+    from tests.support import wait_until_pilot as wait_for
+
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.pause()
+        footer = app.query_one(KeysFooter)
+        await wait_for(pilot, lambda: footer.entries, what="the footer's keys")
+        line = footer.render().plain
+        command = next(e for e in footer.entries if e.description == "Command")
+        await pilot.hover(KeysFooter, offset=(line.index(": Command") + 2, 0))
+        await wait_for(pilot, lambda: footer.tooltip == command.tooltip == "Type a command to run", what="the tooltip")
+        await pilot.click(KeysFooter, offset=(line.rindex(" " * 3), 0))  # past the keys: nothing
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.click(KeysFooter, offset=(line.index("? Help") + 3, 0))
+        await wait_for(pilot, lambda: screen_shown(app, HelpScreen), what="the help screen")

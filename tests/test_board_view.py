@@ -237,10 +237,9 @@ async def test_a_hidden_board_is_not_refreshed_until_it_is_shown(home):
 
 def footer_state(app) -> dict[str, bool]:
     """description -> whether the Footer shows the key as available."""
-    from textual.widgets import Footer
-    from textual.widgets._footer import FooterKey
+    from widgets.common.keys_footer import KeysFooter
 
-    return {k.description: not k.has_class("-disabled") for k in app.query_one(Footer).query(FooterKey)}
+    return {k.description: not k.disabled for k in app.query_one(KeysFooter).entries}
 
 
 async def test_a_read_only_hermes_board_shows_its_change_keys_unavailable_and_says_why_once(hermes, monkeypatch):

@@ -5,9 +5,6 @@ changes its keys in place to exactly the keys a full rebuild would show."""
 
 from __future__ import annotations
 
-from textual.compose import compose
-from textual.widgets._footer import FooterKey
-
 from engine.config import load_config
 from hermes_tui.app import HermesApp
 from tests.support import wait_until_pilot as wait_for
@@ -15,15 +12,15 @@ from widgets.common.keys_footer import KeysFooter
 from widgets.common.pane import Pane
 
 
-def rebuilt(footer: KeysFooter) -> list:
-    """The keys a full rebuild of the footer would mount now (composed as the footer)."""
-    with footer._context():
-        return compose(footer)
-
-
-def keys_of(widgets) -> list[tuple]:
-    return [(k.key, k.key_display, k.description, k.action, k._disabled, tuple(sorted(k.classes)))
-            for k in widgets if isinstance(k, FooterKey)]
+def shown_bindings(app: HermesApp) -> list[tuple]:
+    """The keys Textual's Footer would show now: the first shown binding of each action,
+    in order, as (key shown, description, enabled)."""
+    seen, keys = set(), []
+    for _node, binding, enabled, _tooltip in app.screen.active_bindings.values():
+        if binding.show and binding.action not in seen:
+            seen.add(binding.action)
+            keys.append((app.get_key_display(binding), binding.description, enabled))
+    return keys
 
 
 async def test_a_switch_restyles_the_two_panes_alone_and_narrow_shows_the_active_one(home):
@@ -51,24 +48,42 @@ async def test_a_switch_restyles_the_two_panes_alone_and_narrow_shows_the_active
                            what=f"only {pane_id} shown")
 
 
-async def test_the_footer_changes_its_keys_in_place_to_what_a_rebuild_shows(home):
-    """Each switch removed every key of the footer and mounted and styled them all again."""
+async def test_a_switch_is_drawn_without_a_layout_and_the_footer_shows_the_new_keys(home):
+    """The footer was a widget per key: each switch mounted or resized some, and each of
+    those was a layout of the whole screen and one more frame after the panes had changed
+    (the last 50-70 ms after the key). A switch now lays nothing out; the footer's one
+    line shows the keys of the pane switched to."""
+    from textual._compositor import Compositor
+
     app = HermesApp(home, load_config(home.config_file))
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         footer = app.query_one(KeysFooter)
-        await wait_for(pilot, lambda: keys_of(footer.children), what="the footer's keys")
-        before = {id(k) for k in footer.children}
+        await wait_for(pilot, lambda: footer.entries, what="the footer's keys")
+        reflow = Compositor.reflow
+        layouts = []
+
+        def counted(compositor, *a, **k):
+            layouts.append(a)
+            return reflow(compositor, *a, **k)
+
         for key in ("2", "3", "4", "1"):
             described = {b.description for _n, b, _e, _t in app.screen.active_bindings.values()}
-            await pilot.press(key)
-            await wait_for(pilot, lambda described=described: {
-                b.description for _n, b, _e, _t in app.screen.active_bindings.values()} != described,
-                what=f"the bindings of pane {key}")
-            await wait_for(pilot, lambda: keys_of(footer.children) == keys_of(rebuilt(footer)),
-                           what=f"the footer of pane {key} as a rebuild shows it")
-        kept = {id(k) for k in footer.children} & before
-        assert len(kept) >= len(before) // 2  # the same key widgets, their words changed
+            Compositor.reflow = counted
+            try:
+                await pilot.press(key)
+                await wait_for(pilot, lambda described=described: {
+                    b.description for _n, b, _e, _t in app.screen.active_bindings.values()} != described,
+                    what=f"the bindings of pane {key}")
+                await pilot.pause()
+            finally:
+                Compositor.reflow = reflow
+            assert layouts == [], key
+            footer.render()  # what the footer draws now
+            keys = [(e.key_display, e.description, not e.disabled) for e in footer.entries if not e.palette]
+            assert keys == shown_bindings(app)[:len(keys)] and len(keys) >= 5, key
+            line = footer.render().plain
+            assert all(f"{k} {d}" in line for k, d, _e in keys)
 
 
 async def test_a_switch_repaints_neither_the_whole_screen_nor_what_is_inside_the_two_panes(home):
