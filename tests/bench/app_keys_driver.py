@@ -11,7 +11,10 @@ is in the app (the modal screen is active, the zoom class toggled, the new size
 applied) and one refresh has been processed. Modal screens are closed again (untimed).
 
 ``board:HOME:CARDS`` runs hermes-tui on a home built beforehand (a big board: it is
-ready once CARDS cards are on the board pane) for the board's keys, which the bare app
+ready once CARDS cards are on the board pane and its ready column, and the screen
+update after has run; the ``loaded`` seconds of the first answer, from creating the
+app, are found by looking every 10 ms with the event loop idle in between, never by
+a loop on ``pilot.pause``, see ``looking_every``) for the board's keys, which the bare app
 answers with its own likes: ``down`` (the selection moves: a card / a table row),
 ``column`` (the next column: ``l`` / ``right``, back again on the next request) and
 ``open`` (a dialog: the card's details / the bare app's modal). These are timed from
@@ -63,6 +66,26 @@ async def until(pilot, condition, timeout: float = 60.0) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError("the change never showed")
         await pilot.pause(0)
+
+
+LOOK_EVERY = 0.01  # seconds between two looks at a long wait's condition
+
+
+async def looking_every(condition, timeout: float, every: float = LOOK_EVERY) -> None:
+    """Wait for ``condition``, sleeping ``every`` seconds between looks: the event loop
+    idles in between, as it does in a terminal while a thread works. A loop on
+    ``pilot.pause(0)`` never idles (each pause queues a callback on every widget and
+    yields at once), so a thread that gives up the GIL often (sqlite3 does around every
+    step of a query) waits up to the switch interval, 5 ms, each time it takes it back:
+    the whole board was on the pane after 9-25 s at 10,000 cards and 15-117 s at 100,000
+    under such a loop, after 0.5-0.6 s and 2.0-2.4 s with this one (py-spy: the board's
+    connection thread waiting for the GIL inside fetchall while the main thread ran the
+    message pumps)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the change never showed")
+        await asyncio.sleep(every)
 
 
 def loading(app) -> bool:
@@ -151,13 +174,23 @@ async def measure_board_key(app, pilot, request: str, state: dict) -> float:
     return seconds
 
 
-async def board_loaded(app, pilot, cards: int) -> None:
+async def board_loaded(app, cards: int) -> None:
+    """Until the board pane holds ``cards`` cards and its ready column lists them all,
+    then one screen update (the one that draws them; headless, it renders but writes
+    nothing). Looked at every LOOK_EVERY seconds, so the figure is late by at most that."""
     from widgets.board.board_pane import BoardPane
     from widgets.board.card_list import CardList
 
     pane = app.query_one(BoardPane)
-    await until(pilot, lambda: len(pane.cards) >= cards, timeout=900)
     ready = pane.query_one("#cards-ready", CardList)
+    await looking_every(lambda: len(pane.cards) >= cards and ready.option_count >= cards, timeout=900)
+    app.screen._on_timer_update()
+
+
+async def focus_ready_column(app, pilot) -> None:
+    from widgets.board.card_list import CardList
+
+    ready = app.query_one("#cards-ready", CardList)
     ready.focus()
     await until(pilot, lambda: app.focused is ready)
 
@@ -169,8 +202,9 @@ async def serve(which: str) -> None:
         async with app.run_test(size=SIZES[0]) as pilot:
             loaded = None
             if which.startswith("board:"):  # how long until the whole board is on the pane
-                await board_loaded(app, pilot, int(which.split(":")[2]))
+                await board_loaded(app, int(which.split(":")[2]))
                 loaded = time.perf_counter() - started
+                await focus_ready_column(app, pilot)
             await pilot.pause(1.0)  # let the first data arrive
             if which == "ours":
                 await pilot.press("1")  # the board, where n and enter act

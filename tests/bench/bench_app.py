@@ -336,7 +336,9 @@ def bench_board(table: Table, sizes: tuple[int, ...], seconds: float, runs: int,
             before = loadavg()
             ours = KeysDriver(f"board:{root}:{cards}", logs)
             table.add(row_from(f"whole board on the pane after start, {label}", [ours.loaded], None, before,
-                               unit="s", note="under Pilot, from creating the app until every card is in the pane"))
+                               unit="s", note="under Pilot, from creating the app until every card is in the pane and its "
+                               "ready column and the screen update after has run (looked at every 10 ms, "
+                               "the loop idle in between)"))
             board_keys(table, ours, KeysDriver("bare", logs), label, runs)
 
 
