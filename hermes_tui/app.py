@@ -123,6 +123,9 @@ class HermesApp(AttentionMixin, App[int]):
         self.demo = demo
         self._fill_home = fill_home
         self.home_filled = threading.Event()
+        # Set when the fill's thread is started (see wait_for_fill).
+        self.home_filling = threading.Event()
+        self._fill_gate = threading.Lock()
         if fill_home is None:
             self.home_filled.set()
         self.home_label = home_label or _home_label(home.root)
@@ -189,7 +192,21 @@ class HermesApp(AttentionMixin, App[int]):
     # -- a home filled after start (the demo) ---------------------------------------------
 
     def _start_filling(self) -> None:
+        with self._fill_gate:
+            if self.home_filled.is_set():  # the clean-up came first: no fill any more
+                return
+            self.home_filling.set()
         threading.Thread(target=self._fill, name="hermes-demo-fill", daemon=True).start()
+
+    def wait_for_fill(self, timeout: float) -> None:
+        """For the clean-up: until a fill that started has ended (a fill still running
+        would start processes after it). At once when none started (the app quit before
+        its first frame was up: q at once), and then none will."""
+        with self._fill_gate:
+            if not self.home_filling.is_set():
+                self.home_filled.set()
+                return
+        self.home_filled.wait(timeout)
 
     def _fill(self) -> None:
         """Thread side: run the builders, then tell the UI (unless it has quit)."""

@@ -52,6 +52,21 @@ async def test_the_demo_draws_before_its_home_is_built_and_fills_in(tmp_path):
         cleanup_demo_home(home)
 
 
+def test_a_demo_quit_before_its_fill_started_waits_for_no_fill_and_starts_none(tmp_path):
+    """q at once (pressed as the first frame came up): the app ended before its fill's
+    thread started, and the clean-up waited 90 s for a fill that never ran."""
+    ran = []
+    home = prepare_demo_home(tmp_path / "hermes-demo-test")
+    try:
+        app = HermesApp(home, load_config(home.config_file), demo=True, fill_home=ran.append)
+        app.wait_for_fill(GENEROUS)  # returns at once: no fill started
+        assert app.home_filled.is_set()
+        app._start_filling()  # a late start (the UI's callback after the clean-up): none
+        assert not app.home_filling.is_set() and ran == []
+    finally:
+        cleanup_demo_home(home)
+
+
 async def test_a_cell_update_repaints_its_row_only_and_shows_what_a_datatable_shows():
     """The processes table changes a few cells a second: the CellTable keeps the other
     rows' renders (the table's update counter stays), and what it draws is what a plain

@@ -114,7 +114,7 @@ def _run_app(ctx: Context, home, *, demo: bool) -> int:
 
                 # A fill still running would start processes after the clean-up: let
                 # it end first (its steps are bounded; the kanban one by its deadline).
-                app.home_filled.wait(FILL_WAIT_SECONDS)
+                app.wait_for_fill(FILL_WAIT_SECONDS)
                 cleanup_demo_home(home)
                 cleaned.set()
 
