@@ -35,11 +35,14 @@ from widgets.common.command_bar import CommandBar
 from widgets.common.help_screen import HelpScreen
 from widgets.common.keys_footer import KeysFooter
 from widgets.common.pane import Pane
+from widgets.common.textual_fixes import install as install_textual_fixes
 
 if TYPE_CHECKING:
     from textual.widget import Widget
 
     from widgets.processes.processes_pane import ProcessesPane
+
+install_textual_fixes()  # widgets/common/textual_fixes.py: before any widget is styled
 
 # Below this size one pane is shown at a time (the tabs say which).
 WIDE_MIN_WIDTH = 120
