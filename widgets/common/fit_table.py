@@ -476,6 +476,8 @@ class DetailLine(Static):
         super().__init__("", markup=False, **kwargs)
         self._shown_text = ""
         self._text = Text()
+        self._fitted_width = 0  # the width the height was fitted at
+        self._tallest = 1  # the most lines a text has needed at that width
 
     def show(self, text: Text | str) -> None:
         plain = text.plain if isinstance(text, Text) else text
@@ -492,15 +494,22 @@ class DetailLine(Static):
         self._fit_height()
 
     def _fit_height(self) -> None:
-        """As many lines as the text wraps to at the width it has now (the stylesheet's
-        max-height still caps it). Set explicitly: an automatic height was seen to stay
-        at the one line of an earlier, shorter text, cutting the text it exists to show."""
+        """As many lines as the longest text shown since the width last changed wraps to
+        (the stylesheet's max-height still caps it). Set explicitly: an automatic height
+        was seen to stay at the one line of an earlier, shorter text, cutting the text it
+        exists to show. It grows but does not shrink while the width stands: moving the
+        selection between a long and a short row resized the table above at each step,
+        a layout of the screen and three more frames for its scroll bars (~65 ms for a
+        cursor move in the scratch pane)."""
         width = self.content_size.width
         if width <= 0 or not self.is_attached:
             return
+        if width != self._fitted_width:
+            self._fitted_width, self._tallest = width, 1
         lines = len(self._text.wrap(self.app.console, width)) if self._shown_text else 1
-        if self.styles.height is None or self.styles.height.value != lines:
-            self.styles.height = max(1, lines)
+        self._tallest = max(self._tallest, lines)
+        if self.styles.height is None or self.styles.height.value != self._tallest:
+            self.styles.height = self._tallest
 
     @property
     def shown_text(self) -> str:
