@@ -66,6 +66,26 @@ async def test_a_long_table_holds_one_page_and_the_cursor_moves_the_page():
         assert table.selected_key == "k000" and table.page_start == 0
 
 
+async def test_a_jump_to_another_page_draws_it_whole_instead_of_removing_rows_one_by_one(monkeypatch):
+    """ctrl+end left no row of the page: each of its 200 rows was removed alone (a layout
+    request and a repaint each, ~35 ms), then the new ones added. A step of the cursor
+    past the page's end still moves the page by its kept rows."""
+    app = TableApp(rows=95, page_rows=20)
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(FitTable)
+        await wait_until_pilot(pilot, lambda: table.row_count == 20)
+        removed = []
+        remove_row = FitTable.remove_row
+        monkeypatch.setattr(FitTable, "remove_row", lambda self, key: (removed.append(key), remove_row(self, key))[1])
+        await pilot.press("ctrl+end")
+        assert table.selected_key == "k094" and table.page_text() == "rows 76-95 of 95"
+        assert removed == [] and table.row_count == 20
+        await pilot.press("ctrl+home")
+        for _ in range(20):
+            await pilot.press("down")
+        assert table.selected_key == "k020" and removed  # a step: the rows that left, one by one
+
+
 async def test_a_sort_keeps_the_cursor_on_its_row_even_on_another_page():
     app = TableApp(rows=95, page_rows=20)
     async with app.run_test(size=(60, 20)) as pilot:
