@@ -20,6 +20,7 @@ from tests.test_attention_notify import (
     Receiver,
     curl_to,
     on_a_pty,
+    quit_and_wait,
     read_until,
     start_watch,
     write_config,
@@ -181,8 +182,7 @@ def test_the_app_on_a_real_terminal_writes_the_osc_notice_of_a_blocked_card(home
     marker = f"\x1b]777;notify;hermes-tui: card blocked: {card};".encode()
     try:
         read_until(fd, got, marker, "the OSC 777 notice on the app's terminal")
-        os.write(fd, b"q")
-        _, status = os.waitpid(pid, 0)
+        status = quit_and_wait(pid, fd, got)
     finally:
         try:
             os.kill(pid, signal.SIGKILL)

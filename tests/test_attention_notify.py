@@ -119,6 +119,30 @@ def read_until(fd: int, got: bytearray, marker: bytes, what: str) -> None:
     wait_until(seen, what=what)
 
 
+def quit_and_wait(pid: int, fd: int, got: bytearray, key: bytes = b"q") -> int:
+    """Press ``key`` and read the terminal until the app has exited: its exit status. The
+    terminal is drained all along: an app whose output nobody reads blocks in its write
+    once the terminal's buffer is full, and never gets to exit (seen once in CI: a test
+    that waited without reading hung to its 300 s limit)."""
+    os.write(fd, key)
+    status: list[int] = []
+
+    def exited() -> bool:
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            try:
+                got.extend(os.read(fd, 65536))
+            except OSError:  # every holder of the terminal has gone
+                pass
+        done, code = os.waitpid(pid, os.WNOHANG)
+        if done:
+            status.append(code)
+        return bool(status)
+
+    wait_until(exited, what="the app exited")
+    return status[0]
+
+
 # -- grouping and claims (in process) ---------------------------------------------------------
 
 
