@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from engine import identity
 from engine.config import Settings
 from engine.processes import ProcessRegistry
-from engine.processes.sampler import SessionSampler, session_members
+from engine.processes.sampler import CLOCK_TICKS, SessionSampler, session_members
 from tests.support import wait_until
 
 
@@ -92,6 +94,47 @@ def test_a_zombie_member_is_not_counted(home, monkeypatch):
         monkeypatch.setattr(identity, "_read_stat_bytes", lambda p: zombie if p == pid else real)
         usage = sampler.sample([s])[s.id]
         assert usage.processes == 0 and usage.rss == 0
+    finally:
+        monkeypatch.undo()
+        reg.kill(s.id, grace=0.2)
+
+
+def test_samples_closer_than_a_few_clock_ticks_repeat_the_last_share_instead_of_noise(home, monkeypatch):
+    """Two samples 0.2 ms apart saw one 10 ms tick: 5,488% of a CPU (a paired -n 4 round).
+    Closer than MIN_SPAN_SECONDS, a sample measures from the older reading and repeats
+    the last share; a share is never more than all the machine's CPUs."""
+    from engine.processes import sampler as sampler_module
+
+    reg = ProcessRegistry(home, Settings())
+    s = reg.spawn(["sleep", "120"], owner="test")
+    sampler = SessionSampler(members_every=1)
+    try:
+        pid = wait_until(lambda: session_members(s.pid)[1:], what="sleep started")[0]
+        real = identity.stat_bytes(pid)
+        head, rest = real[: real.rfind(b")") + 1], real[real.rfind(b")") + 1:].split()
+
+        def stat_with(ticks: int) -> bytes:
+            fields = list(rest)
+            fields[11], fields[12] = str(ticks).encode(), b"0"
+            return head + b" " + b" ".join(fields) + b"\n"
+
+        now = [1000.0]  # the sampler's clock, moved by the test
+        ticks = [100]
+        monkeypatch.setattr(sampler_module.time, "monotonic", lambda: now[0])
+        monkeypatch.setattr(identity, "_read_stat_bytes", lambda p: stat_with(ticks[0]) if p == pid else real)
+        tick = CLOCK_TICKS
+
+        def share_after(seconds: float, used_ticks: int) -> float:
+            now[0] += seconds
+            ticks[0] += used_ticks
+            return sampler.sample([s])[s.id].cpu_percent
+
+        assert share_after(0, 0) == 0.0  # the first reading
+        assert share_after(0.0002, 1) == 0.0  # one tick in 0.2 ms: too close, the last share (none)
+        assert share_after(1.0, tick // 2) == pytest.approx(100.0 * (1 + tick // 2) / tick / 1.0002)
+        measured = sampler.sample([s])[s.id].cpu_percent  # at once again: the same share
+        assert measured == pytest.approx(100.0 * (1 + tick // 2) / tick / 1.0002)
+        assert share_after(0.3, 100 * tick) <= 100.0 * (os.cpu_count() or 1)  # 100 s of CPU in 0.3 s: capped
     finally:
         monkeypatch.undo()
         reg.kill(s.id, grace=0.2)

@@ -20,6 +20,11 @@ from engine.processes.session import ProcessSession
 
 MAX_MEMBERS = 64
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+# The kernel counts CPU time in whole clock ticks (10 ms at 100 a second): over a shorter
+# span than this a share is noise (one tick over 0.2 ms read as 5,000%), so samples
+# closer together than this keep measuring from the older reading and repeat the share
+# measured last. The app samples once a second.
+MIN_SPAN_SECONDS = 0.25
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -75,6 +80,13 @@ def session_members(leader: int) -> list[int]:
     return seen[:MAX_MEMBERS]
 
 
+def _share(before: _Reading, now: _Reading) -> float:
+    """The CPU share (% of one CPU) between two readings of one process, at least
+    MIN_SPAN_SECONDS apart: never negative, never more than all the machine's CPUs."""
+    used = max(0, now.cpu_ticks - before.cpu_ticks) / CLOCK_TICKS
+    return min(100.0 * used / (now.at - before.at), 100.0 * (os.cpu_count() or 1))
+
+
 class SessionSampler:
     """Keeps each member's last reading; drops it when the pid goes away.
 
@@ -86,7 +98,8 @@ class SessionSampler:
     """
 
     def __init__(self, members_every: int = 5) -> None:
-        self._last: dict[int, _Reading] = {}
+        self._last: dict[int, _Reading] = {}  # pid -> the reading shares are measured from
+        self._share: dict[int, float] = {}  # pid -> the share measured last
         self._members: dict[str, tuple[int, list[int]]] = {}  # session id -> (age, pids)
         self.members_every = members_every
 
@@ -101,7 +114,7 @@ class SessionSampler:
     def sample(self, sessions: Iterable[ProcessSession]) -> dict[str, Usage]:
         """Usage of each running session (its leader is verified by the caller's listing)."""
         usage: dict[str, Usage] = {}
-        last, seen = self._last, {}
+        last, seen, shares = self._last, {}, {}
         for s in sessions:
             if not s.running or not identity.is_verifiable(s.fingerprint):
                 continue
@@ -113,13 +126,18 @@ class SessionSampler:
                 if now is None:
                     continue
                 before = last.get(pid)
-                if before is not None and before.start_ticks == now.start_ticks and now.at > before.at:
-                    cpu += 100.0 * (now.cpu_ticks - before.cpu_ticks) / CLOCK_TICKS / (now.at - before.at)
+                if before is None or before.start_ticks != now.start_ticks:
+                    seen[pid], shares[pid] = now, 0.0  # nothing to measure from yet
+                elif now.at - before.at < MIN_SPAN_SECONDS:
+                    seen[pid], shares[pid] = before, self._share.get(pid, 0.0)
+                else:
+                    seen[pid], shares[pid] = now, _share(before, now)
+                cpu += shares[pid]
                 rss += now.rss_pages * PAGE_BYTES
                 count += 1
-                seen[pid] = now
             usage[s.id] = Usage(cpu, rss, count)
         self._last = seen  # a pid that left every session is forgotten: never measured from
+        self._share = shares
         for session_id in list(self._members):
             if session_id not in usage:
                 del self._members[session_id]
