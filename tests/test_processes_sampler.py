@@ -20,6 +20,16 @@ def _state(pid: int) -> str | None:
     return stat.state if stat else None
 
 
+def stat_with(real: bytes, ticks: int, start: int | None = None) -> bytes:
+    """A member's real /proc/<pid>/stat with its CPU ticks (user; system 0) and, given,
+    its start time replaced: the /proc boundary, faked."""
+    head, rest = real[: real.rfind(b")") + 1], real[real.rfind(b")") + 1:].split()
+    rest[11], rest[12] = str(ticks).encode(), b"0"
+    if start is not None:
+        rest[19] = str(start).encode()
+    return head + b" " + b" ".join(rest) + b"\n"
+
+
 def test_a_busy_session_uses_cpu_an_idle_one_none_and_both_use_memory(home, tmp_path):
     gate = tmp_path / "stop"
     reg = ProcessRegistry(home, Settings())
@@ -65,14 +75,7 @@ def test_a_pid_taken_by_another_process_is_not_measured_from_the_old_ones_ticks(
     try:
         pid = wait_until(lambda: session_members(s.pid)[1:], what="sleep started")[0]
         real = identity.stat_bytes(pid)
-        head, rest = real[: real.rfind(b")") + 1], real[real.rfind(b")") + 1:].split()
-
-        def stat_with(start: int, ticks: int) -> bytes:
-            fields = list(rest)
-            fields[11], fields[12], fields[19] = str(ticks).encode(), b"0", str(start).encode()
-            return head + b" " + b" ".join(fields) + b"\n"
-
-        readings = iter([stat_with(1000, 50_000), stat_with(2000, 3)])
+        readings = iter([stat_with(real, 50_000, start=1000), stat_with(real, 3, start=2000)])
         monkeypatch.setattr(identity, "_read_stat_bytes", lambda p: next(readings) if p == pid else real)
         assert sampler.sample([s])[s.id].cpu_percent == 0.0  # the first reading
         after = sampler.sample([s])[s.id]
@@ -111,17 +114,10 @@ def test_samples_closer_than_a_few_clock_ticks_repeat_the_last_share_instead_of_
     try:
         pid = wait_until(lambda: session_members(s.pid)[1:], what="sleep started")[0]
         real = identity.stat_bytes(pid)
-        head, rest = real[: real.rfind(b")") + 1], real[real.rfind(b")") + 1:].split()
-
-        def stat_with(ticks: int) -> bytes:
-            fields = list(rest)
-            fields[11], fields[12] = str(ticks).encode(), b"0"
-            return head + b" " + b" ".join(fields) + b"\n"
-
         now = [1000.0]  # the sampler's clock, moved by the test
         ticks = [100]
         monkeypatch.setattr(sampler_module.time, "monotonic", lambda: now[0])
-        monkeypatch.setattr(identity, "_read_stat_bytes", lambda p: stat_with(ticks[0]) if p == pid else real)
+        monkeypatch.setattr(identity, "_read_stat_bytes", lambda p: stat_with(real, ticks[0]) if p == pid else real)
         tick = CLOCK_TICKS
 
         def share_after(seconds: float, used_ticks: int) -> float:
