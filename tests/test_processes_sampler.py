@@ -30,6 +30,19 @@ def stat_with(real: bytes, ticks: int, start: int | None = None) -> bytes:
     return head + b" " + b" ".join(rest) + b"\n"
 
 
+@pytest.fixture
+def sleeping(home):
+    """A real session running ``sleep``: (the session, the sleep's pid, its real stat,
+    a sampler that rediscovers members each sample); killed after the test."""
+    reg = ProcessRegistry(home, Settings())
+    s = reg.spawn(["sleep", "120"], owner="test")
+    try:
+        pid = wait_until(lambda: session_members(s.pid)[1:], what="sleep started")[0]
+        yield s, pid, identity.stat_bytes(pid), SessionSampler(members_every=1)
+    finally:
+        reg.kill(s.id, grace=0.2)
+
+
 def test_a_busy_session_uses_cpu_an_idle_one_none_and_both_use_memory(home, tmp_path):
     gate = tmp_path / "stop"
     reg = ProcessRegistry(home, Settings())
@@ -66,71 +79,47 @@ def test_a_session_counts_its_commands_children(home):
         reg.kill(s.id, grace=0.2)
 
 
-def test_a_pid_taken_by_another_process_is_not_measured_from_the_old_ones_ticks(home, monkeypatch):
+def test_a_pid_taken_by_another_process_is_not_measured_from_the_old_ones_ticks(sleeping, monkeypatch):
     """The member's pid now belongs to a process started later (another start time):
     its ticks are not compared with the old process's (a huge or negative share)."""
-    reg = ProcessRegistry(home, Settings())
-    s = reg.spawn(["sleep", "120"], owner="test")
-    sampler = SessionSampler(members_every=1)
-    try:
-        pid = wait_until(lambda: session_members(s.pid)[1:], what="sleep started")[0]
-        real = identity.stat_bytes(pid)
-        readings = iter([stat_with(real, 50_000, start=1000), stat_with(real, 3, start=2000)])
-        monkeypatch.setattr(identity, "_read_stat_bytes", lambda p: next(readings) if p == pid else real)
-        assert sampler.sample([s])[s.id].cpu_percent == 0.0  # the first reading
-        after = sampler.sample([s])[s.id]
-        assert after.cpu_percent == 0.0 and after.processes == 1
-    finally:
-        monkeypatch.undo()
-        reg.kill(s.id, grace=0.2)
+    s, pid, real, sampler = sleeping
+    readings = iter([stat_with(real, 50_000, start=1000), stat_with(real, 3, start=2000)])
+    monkeypatch.setattr(identity, "_read_stat_bytes", lambda p: next(readings) if p == pid else real)
+    assert sampler.sample([s])[s.id].cpu_percent == 0.0  # the first reading
+    after = sampler.sample([s])[s.id]
+    assert after.cpu_percent == 0.0 and after.processes == 1
 
 
-def test_a_zombie_member_is_not_counted(home, monkeypatch):
-    reg = ProcessRegistry(home, Settings())
-    s = reg.spawn(["sleep", "120"], owner="test")
-    sampler = SessionSampler(members_every=1)
-    try:
-        pid = wait_until(lambda: session_members(s.pid)[1:], what="sleep started")[0]
-        real = identity.stat_bytes(pid)
-        cut = real.rfind(b")") + 1
-        zombie = real[:cut] + b" Z " + real[cut:].split(b" ", 2)[2]  # its state field, Z
-        monkeypatch.setattr(identity, "_read_stat_bytes", lambda p: zombie if p == pid else real)
-        usage = sampler.sample([s])[s.id]
-        assert usage.processes == 0 and usage.rss == 0
-    finally:
-        monkeypatch.undo()
-        reg.kill(s.id, grace=0.2)
+def test_a_zombie_member_is_not_counted(sleeping, monkeypatch):
+    s, pid, real, sampler = sleeping
+    cut = real.rfind(b")") + 1
+    zombie = real[:cut] + b" Z " + real[cut:].split(b" ", 2)[2]  # its state field, Z
+    monkeypatch.setattr(identity, "_read_stat_bytes", lambda p: zombie if p == pid else real)
+    usage = sampler.sample([s])[s.id]
+    assert usage.processes == 0 and usage.rss == 0
 
 
-def test_samples_closer_than_a_few_clock_ticks_repeat_the_last_share_instead_of_noise(home, monkeypatch):
+def test_samples_closer_than_a_few_clock_ticks_repeat_the_last_share_instead_of_noise(sleeping, monkeypatch):
     """Two samples 0.2 ms apart saw one 10 ms tick: 5,488% of a CPU (a paired -n 4 round).
     Closer than MIN_SPAN_SECONDS, a sample measures from the older reading and repeats
     the last share; a share is never more than all the machine's CPUs."""
     from engine.processes import sampler as sampler_module
 
-    reg = ProcessRegistry(home, Settings())
-    s = reg.spawn(["sleep", "120"], owner="test")
-    sampler = SessionSampler(members_every=1)
-    try:
-        pid = wait_until(lambda: session_members(s.pid)[1:], what="sleep started")[0]
-        real = identity.stat_bytes(pid)
-        now = [1000.0]  # the sampler's clock, moved by the test
-        ticks = [100]
-        monkeypatch.setattr(sampler_module.time, "monotonic", lambda: now[0])
-        monkeypatch.setattr(identity, "_read_stat_bytes", lambda p: stat_with(real, ticks[0]) if p == pid else real)
-        tick = CLOCK_TICKS
+    s, pid, real, sampler = sleeping
+    now = [1000.0]  # the sampler's clock, moved by the test
+    ticks = [100]
+    monkeypatch.setattr(sampler_module.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(identity, "_read_stat_bytes", lambda p: stat_with(real, ticks[0]) if p == pid else real)
+    tick = CLOCK_TICKS
 
-        def share_after(seconds: float, used_ticks: int) -> float:
-            now[0] += seconds
-            ticks[0] += used_ticks
-            return sampler.sample([s])[s.id].cpu_percent
+    def share_after(seconds: float, used_ticks: int) -> float:
+        now[0] += seconds
+        ticks[0] += used_ticks
+        return sampler.sample([s])[s.id].cpu_percent
 
-        assert share_after(0, 0) == 0.0  # the first reading
-        assert share_after(0.0002, 1) == 0.0  # one tick in 0.2 ms: too close, the last share (none)
-        assert share_after(1.0, tick // 2) == pytest.approx(100.0 * (1 + tick // 2) / tick / 1.0002)
-        measured = sampler.sample([s])[s.id].cpu_percent  # at once again: the same share
-        assert measured == pytest.approx(100.0 * (1 + tick // 2) / tick / 1.0002)
-        assert share_after(0.3, 100 * tick) <= 100.0 * (os.cpu_count() or 1)  # 100 s of CPU in 0.3 s: capped
-    finally:
-        monkeypatch.undo()
-        reg.kill(s.id, grace=0.2)
+    assert share_after(0, 0) == 0.0  # the first reading
+    assert share_after(0.0002, 1) == 0.0  # one tick in 0.2 ms: too close, the last share (none)
+    assert share_after(1.0, tick // 2) == pytest.approx(100.0 * (1 + tick // 2) / tick / 1.0002)
+    measured = sampler.sample([s])[s.id].cpu_percent  # at once again: the same share
+    assert measured == pytest.approx(100.0 * (1 + tick // 2) / tick / 1.0002)
+    assert share_after(0.3, 100 * tick) <= 100.0 * (os.cpu_count() or 1)  # 100 s of CPU in 0.3 s: capped

@@ -25,6 +25,7 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 # closer together than this keep measuring from the older reading and repeat the share
 # measured last. The app samples once a second.
 MIN_SPAN_SECONDS = 0.25
+MAX_SHARE = 100.0 * (os.cpu_count() or 1)  # every CPU of the machine, busy
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -84,7 +85,7 @@ def _share(before: _Reading, now: _Reading) -> float:
     """The CPU share (% of one CPU) between two readings of one process, at least
     MIN_SPAN_SECONDS apart: never negative, never more than all the machine's CPUs."""
     used = max(0, now.cpu_ticks - before.cpu_ticks) / CLOCK_TICKS
-    return min(100.0 * used / (now.at - before.at), 100.0 * (os.cpu_count() or 1))
+    return min(100.0 * used / (now.at - before.at), MAX_SHARE)
 
 
 class SessionSampler:

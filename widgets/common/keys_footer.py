@@ -130,7 +130,10 @@ class KeysFooter(Widget, can_focus=False):
         self.set_reactive(KeysFooter.compact, compact)
         self._read: tuple | None = None  # what the keys were built from
         self._entries: tuple[FooterEntry, ...] = ()  # every key, before fitting
-        self._shown: tuple[tuple[FooterEntry, int, int], ...] = ()  # (key, x, width) as drawn
+        # Where each key that fits is drawn, (key, x, cells), and the width that was for;
+        # worked out again when the keys, the style or the width change.
+        self._placed: tuple[tuple[FooterEntry, int, int], ...] = ()
+        self._placed_for: int | None = None
         self._hover: FooterEntry | None = None
 
     # -- what it shows --------------------------------------------------------------------
@@ -138,7 +141,7 @@ class KeysFooter(Widget, can_focus=False):
     @property
     def entries(self) -> tuple[FooterEntry, ...]:
         """The keys shown now, left to right (the palette key last)."""
-        return tuple(entry for entry, _x, _w in self._shown)
+        return tuple(entry for entry, _x, _w in self._placement())
 
     def on_mount(self) -> None:
         self.screen.bindings_updated_signal.subscribe(self, self.bindings_changed)
@@ -156,11 +159,11 @@ class KeysFooter(Widget, can_focus=False):
         if read != self._read:
             self._read = read
             self._entries = tuple(self._build())
-            self._shown = ()
+            self._placed_for = None
             self.refresh()
 
     def _watch_compact(self) -> None:
-        self._shown = ()
+        self._placed_for = None
         self.refresh()
 
     def _watch_show_command_palette(self) -> None:
@@ -200,8 +203,14 @@ class KeysFooter(Widget, can_focus=False):
                                   disabled=not enabled, tooltip=binding.tooltip or binding.description,
                                   palette=True)
 
+    def _placement(self) -> tuple[tuple[FooterEntry, int, int], ...]:
+        """Where each key that fits is drawn at the footer's width now: (key, x, cells)."""
+        width = self.size.width
+        if width != self._placed_for:
+            self._placed, self._placed_for = self._layout(width), width
+        return self._placed
+
     def _layout(self, width: int) -> tuple[tuple[FooterEntry, int, int], ...]:
-        """Where each key that fits is drawn: (key, x, width)."""
         shown = fitting(list(self._entries), width, self.compact)
         placed, x = [], 0
         for entry in shown:
@@ -219,7 +228,6 @@ class KeysFooter(Widget, can_focus=False):
 
     def render(self) -> Text:
         width = self.size.width
-        self._shown = self._layout(width)
         base = self.rich_style
         styles = {"key": base + self.get_component_rich_style("footer-key--key"),
                   "description": base + self.get_component_rich_style("footer-key--description"),
@@ -227,7 +235,7 @@ class KeysFooter(Widget, can_focus=False):
         hover = Style(bgcolor=self.get_component_rich_style("footer-key--hover").bgcolor)
         line = Text(no_wrap=True, end="")
         x = 0
-        for entry, at, _w in self._shown:
+        for entry, at, _w in self._placement():
             if at > x:
                 line.append(" " * (at - x), base)
             line.append_text(self._key_text(entry, styles, hover))
@@ -251,7 +259,7 @@ class KeysFooter(Widget, can_focus=False):
 
     def entry_at(self, x: int) -> FooterEntry | None:
         """The key drawn at column ``x`` of the footer, if any."""
-        for entry, at, w in self._shown:
+        for entry, at, w in self._placement():
             if at <= x < at + w:
                 return entry
         return None

@@ -28,8 +28,9 @@ class LinesView(ScrollView, can_focus=True):
 
     def __init__(self, placeholder: str = "", *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._lines: list[Strip] = [Strip([Segment(placeholder)])] if placeholder else []
-        self.virtual_size = Size(len(placeholder), len(self._lines))
+        self._lines: list[Strip] = []
+        if placeholder:
+            self.set_lines([Strip([Segment(placeholder)])])
 
     def set_lines(self, lines: list[Strip]) -> None:
         self._lines = lines
