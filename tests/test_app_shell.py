@@ -3,18 +3,23 @@ layout, remapped keys and quitting; SVG snapshots at both sizes."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
+from pathlib import Path
 from types import MappingProxyType
 
 import pytest
 from textual.command import CommandList, CommandPalette
-from textual.widgets import Tabs
+from textual.events import DescendantFocus
+from textual.message import Message
+from textual.widgets import Tab, Tabs
 
 from engine.config import Settings
 from engine.home import HomeLayout
+from hermes_tui import app as app_module
 from hermes_tui.app import HermesApp
 from hermes_tui.keymap import known_binding_ids
-from tests.support import wait_settled, wait_until_pilot, wait_workers
+from tests.support import wait_settled, wait_until_async, wait_until_pilot, wait_workers
 from widgets.common.help_screen import HelpScreen
 from widgets.common.pane import Pane
 
@@ -83,6 +88,65 @@ async def test_narrow_terminal_shows_one_pane_with_tabs(home):
         await pilot.pause()
         assert displayed_panes(app) == ["prune-log"]
         assert app.query_one("#pane-tabs", Tabs).active == "tab-prune-log"
+
+
+async def test_clicking_a_tab_moves_to_its_pane_and_a_late_report_of_an_old_tab_moves_nobody(home):
+    app = make_app(home)
+    async with app.run_test(size=NARROW) as pilot:
+        await pilot.pause()
+        tabs = app.query_one("#pane-tabs", Tabs)
+        await pilot.click("#tab-scratch")
+        await wait_until_pilot(pilot, lambda: app.active_pane_id == "scratch", what="the clicked tab's pane")
+        assert displayed_panes(app) == ["scratch"]
+        await pilot.press("2")
+        await pilot.pause()
+        assert app.active_pane_id == "processes" and tabs.active == "tab-processes"
+        # The tabs' report of an activation can arrive after the user moved on (their first
+        # activation, at mount, reaches the app a few hops later): it is stale, not a move.
+        tabs.post_message(Tabs.TabActivated(tabs, tabs.query_one("#tab-board", Tab)))
+        await pilot.pause()
+        await pilot.pause()
+        assert app.active_pane_id == "processes" and displayed_panes(app) == ["processes"]
+
+
+class Hold(Message):
+    """Keeps the app's message loop in one handler until ``release`` is set."""
+
+    def __init__(self, entered: asyncio.Event, release: asyncio.Event) -> None:
+        super().__init__()
+        self.entered, self.release = entered, release
+
+
+class HoldingApp(HermesApp):
+    CSS_PATH = str(Path(app_module.__file__).with_name(HermesApp.CSS_PATH))
+
+    async def on_hold(self, message: Hold) -> None:
+        message.entered.set()
+        await message.release.wait()
+
+
+async def test_a_tab_report_that_arrives_while_the_app_closes_is_dropped(home):
+    """A fresh-clone CI run failed with NoMatches('#panes'): Pilot's run_test tears the
+    screens down while the app's loop still handles what is queued, and a tab report
+    (here a click on a tab just before the end) then switched panes that were gone."""
+    app = HoldingApp(home, Settings(), home_label="~/.hermes")
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def release_once_the_screens_are_gone() -> None:
+        await wait_until_async(lambda: not app.screen_stack, what="the screens torn down")
+        release.set()
+
+    async with app.run_test(size=NARROW) as pilot:
+        await pilot.press("2")
+        await pilot.pause()
+        tabs = app.query_one("#pane-tabs", Tabs)
+        app.post_message(Hold(entered, release))
+        await entered.wait()
+        tabs.active = "tab-board"  # what a click on the tab does
+        app.post_message(Tabs.TabActivated(tabs, tabs.query_one("#tab-board", Tab)))
+        app.post_message(DescendantFocus(app.pane("board")))
+        releaser = asyncio.create_task(release_once_the_screens_are_gone())
+    await releaser  # the context's exit raised nothing: the late reports were dropped
 
 
 async def test_resizing_switches_between_layouts(home):
