@@ -15,10 +15,11 @@ from collections import deque
 from rich.text import Text
 from textual import events
 from textual.geometry import Size
-from textual.widgets import RichLog
+
+from widgets.common.growing_log import GrowingLog
 
 
-class NotificationList(RichLog):
+class NotificationList(GrowingLog):
     def __init__(self, *, max_events: int, **kwargs) -> None:
         # Lines, not events, bound a RichLog: room for the events kept at a few lines each.
         super().__init__(max_lines=max_events * 8, auto_scroll=False, wrap=True, markup=False, **kwargs)

@@ -28,6 +28,7 @@ from textual.worker import get_current_worker
 from engine.processes.follower import OutputFollower
 from engine.processes.redact import keep_colours_only, maybe_redact
 from engine.text import human_bytes
+from widgets.common.growing_log import GrowingLog
 
 FLUSH_INTERVAL = 0.1
 # While a file stays quiet the follower looks less often, up to this; new output brings
@@ -118,7 +119,7 @@ class OutputView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(self.title_text(), id="output-title", markup=False)
-        yield RichLog(id="output-log", max_lines=self.max_lines, wrap=False, markup=False, auto_scroll=True)
+        yield GrowingLog(id="output-log", max_lines=self.max_lines, wrap=False, markup=False, auto_scroll=True)
         yield Input(placeholder="search the output (Enter: find, Escape: cancel)", id="output-search")
 
     @property
