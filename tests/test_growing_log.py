@@ -1,11 +1,14 @@
 """GrowingLog: a log taking lines repaints itself and its scroll bars, and lays out the
 screen only when a scroll bar appears or goes (Textual's RichLog laid out the whole screen
-for each batch of lines: most of the idle demo's work while a session printed)."""
+for each batch of lines: most of the idle demo's work while a session printed); a frame
+works out the log's style once, not for each line."""
 
 from __future__ import annotations
 
 from textual.app import App, ComposeResult
 from textual.containers import Vertical
+from textual.dom import DOMNode
+from textual.geometry import Region
 from textual.screen import Screen
 from textual.widgets import RichLog, Static
 
@@ -90,3 +93,35 @@ async def test_textuals_own_log_lays_the_screen_out_for_each_line(monkeypatch):
             log.write(f"line {i}")
             await pilot.pause()
         assert len(layouts) >= 5
+
+
+async def one_frame(log_class: type[RichLog], monkeypatch) -> tuple[list, int]:
+    """A full frame of a log of 20 lines (more than fit): what it drew, and how many times
+    it worked out its own style meanwhile."""
+    app = Host(log_class)
+    async with app.run_test(size=(40, 12)) as pilot:
+        log = app.query_one(RichLog)
+        for i in range(20):
+            log.write(f"line {i}" + " ·" * i)
+        await wait_for(pilot, lambda: log.show_vertical_scrollbar, what="the scroll bar")
+        await pilot.pause()
+        walks: list[DOMNode] = []
+        real = DOMNode.rich_style
+
+        def counting(node):
+            walks.append(node)
+            return real.fget(node)
+
+        monkeypatch.setattr(DOMNode, "rich_style", property(counting))
+        log.refresh()
+        lines = log.render_lines(Region(0, 0, log.size.width, log.size.height))
+        monkeypatch.setattr(DOMNode, "rich_style", real)
+        return [(line.text, [s.style for s in line]) for line in lines], sum(n is log for n in walks)
+
+
+async def test_a_frame_works_out_the_logs_style_once_and_draws_what_richlog_draws(monkeypatch):
+    theirs, their_walks = await one_frame(RichLog, monkeypatch)
+    ours, our_walks = await one_frame(GrowingLog, monkeypatch)
+    assert ours == theirs and len(ours) == 6
+    assert our_walks == 1
+    assert their_walks >= len(theirs)  # Textual's: at least once a line

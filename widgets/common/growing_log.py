@@ -1,4 +1,5 @@
-"""A RichLog whose growth repaints the log and its scroll bar, not the screen's layout.
+"""A RichLog whose growth repaints the log and its scroll bar, not the screen's layout,
+and whose frames work out the log's style once.
 
 Textual declares a widget's virtual size a layout reactive, so each batch of lines a
 RichLog takes (its virtual size grows by their count, or by the width of a longer line)
@@ -8,19 +9,39 @@ is only its scrolling extent: its region on screen is its parent's to give. Here
 extent updates the scroll bars' window and the scroll limits in place; only when a scroll
 bar appears or goes (which takes or gives back a column or a row) is there a layout, which
 Textual's own scroll bar reactives ask for.
+
+A log that scrolls draws every line in view again, and RichLog asks for the log's style
+(a walk of its ancestors' styles, blending their backgrounds) once or twice per line. It
+cannot change within one frame: a frame works it out once.
 """
 
 from __future__ import annotations
 
-from textual.geometry import Size
+from rich.style import Style
+from textual.dom import DOMNode
+from textual.geometry import Region, Size
 from textual.reactive import Reactive
+from textual.strip import Strip
 from textual.widgets import RichLog
 
 
 class GrowingLog(RichLog):
     virtual_size = Reactive(Size(0, 0), layout=False)
+    _frame_style: Style | None = None
 
     def watch_virtual_size(self, size: Size) -> None:
         # Before its first layout the log has no container size: that layout sets it all.
         if self.container_size:
             self._scroll_update(size)  # scroll bars shown or not, their window, scroll limits
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._frame_style = DOMNode.rich_style.fget(self)
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame_style = None
+
+    @property
+    def rich_style(self) -> Style:
+        style = self._frame_style
+        return style if style is not None else super().rich_style
