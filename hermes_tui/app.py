@@ -319,7 +319,7 @@ class HermesApp(AttentionMixin, App[int]):
 
     def on_descendant_focus(self, event) -> None:
         if not self.is_running:
-            return  # closing: see on_tabs_tab_activated
+            return  # closing: its panes may be gone already (Pilot handles what is queued meanwhile)
         node = event.widget
         while node is not None and not isinstance(node, Pane):
             node = node.parent
@@ -329,9 +329,9 @@ class HermesApp(AttentionMixin, App[int]):
     def on_tabs_tab_activated(self, event: Tabs.TabActivated) -> None:
         # The tabs report a change a few hops later (tabs, screen, app). By then the tab may
         # be active no longer (the tabs' first activation, arriving after a number key or a
-        # focus moved the user on), or the app may be closing with its panes gone (Pilot
-        # handles messages while the screens are torn down): a late report moves nobody.
-        if not self.is_running or event.tabs.active != event.tab.id:
+        # focus moved the user on): a stale report moves nobody. (One handled while the app
+        # closes, its panes gone, is action_focus_pane's to drop.)
+        if event.tabs.active != event.tab.id:
             return
         pane_id = (event.tab.id or "").removeprefix("tab-")
         if pane_id and pane_id != self._active_pane:
@@ -339,7 +339,7 @@ class HermesApp(AttentionMixin, App[int]):
 
     def action_focus_pane(self, pane_id: str) -> None:
         if not self.is_running:
-            return  # closing: the panes may be gone already
+            return  # closing: its panes may be gone already (Pilot handles what is queued meanwhile)
         self._set_active(pane_id)
         pane = self.pane(pane_id)
         target = pane.focus_target

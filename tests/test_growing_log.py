@@ -9,10 +9,10 @@ from textual.app import App, ComposeResult
 from textual.containers import Vertical
 from textual.dom import DOMNode
 from textual.geometry import Region
-from textual.screen import Screen
 from textual.widgets import RichLog, Static
 
 from tests.support import wait_until_pilot as wait_for
+from tests.support.drawing import count_layouts
 from widgets.common.growing_log import GrowingLog
 
 
@@ -30,20 +30,6 @@ class Host(App):
             yield Static("above")
             yield self.log_class(id="log", max_lines=50, wrap=False, markup=False, auto_scroll=True)
             yield Static("below")
-
-
-def count_layouts(monkeypatch) -> list[bool]:
-    """One entry for each layout of the screen (Textual's own, observed, not replaced)."""
-    made: list[bool] = []
-    real = Screen._refresh_layout
-
-    def observed(screen, size=None, scroll=False):
-        if screen._layout_required:
-            made.append(True)
-        return real(screen, size, scroll)
-
-    monkeypatch.setattr(Screen, "_refresh_layout", observed)
-    return made
 
 
 def shown_lines(log: RichLog) -> list[str]:

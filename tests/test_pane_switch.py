@@ -8,6 +8,7 @@ from __future__ import annotations
 from engine.config import load_config
 from hermes_tui.app import HermesApp
 from tests.support import wait_until_pilot as wait_for
+from tests.support.drawing import count_layouts
 from widgets.common.keys_footer import KeysFooter
 from widgets.common.pane import Pane
 
@@ -48,36 +49,25 @@ async def test_a_switch_restyles_the_two_panes_alone_and_narrow_shows_the_active
                            what=f"only {pane_id} shown")
 
 
-async def test_a_switch_is_drawn_without_a_layout_and_the_footer_shows_the_new_keys(home):
+async def test_a_switch_is_drawn_without_a_layout_and_the_footer_shows_the_new_keys(home, monkeypatch):
     """The footer was a widget per key: each switch mounted or resized some, and each of
     those was a layout of the whole screen and one more frame after the panes had changed
     (the last 50-70 ms after the key). A switch now lays nothing out; the footer's one
     line shows the keys of the pane switched to."""
-    from textual._compositor import Compositor
-
     app = HermesApp(home, load_config(home.config_file))
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         footer = app.query_one(KeysFooter)
         await wait_for(pilot, lambda: footer.entries, what="the footer's keys")
-        reflow = Compositor.reflow
-        layouts = []
-
-        def counted(compositor, *a, **k):
-            layouts.append(a)
-            return reflow(compositor, *a, **k)
-
+        layouts = count_layouts(monkeypatch)
         for key in ("2", "3", "4", "1"):
             described = {b.description for _n, b, _e, _t in app.screen.active_bindings.values()}
-            Compositor.reflow = counted
-            try:
-                await pilot.press(key)
-                await wait_for(pilot, lambda described=described: {
-                    b.description for _n, b, _e, _t in app.screen.active_bindings.values()} != described,
-                    what=f"the bindings of pane {key}")
-                await pilot.pause()
-            finally:
-                Compositor.reflow = reflow
+            layouts.clear()
+            await pilot.press(key)
+            await wait_for(pilot, lambda described=described: {
+                b.description for _n, b, _e, _t in app.screen.active_bindings.values()} != described,
+                what=f"the bindings of pane {key}")
+            await pilot.pause()
             assert layouts == [], key
             footer.render()  # what the footer draws now
             keys = [(e.key_display, e.description, not e.disabled) for e in footer.entries if not e.palette]

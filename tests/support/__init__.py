@@ -4,6 +4,7 @@
   Pilot and async twins, ``wait_workers``, ``wait_settled``);
 - ``commands``: shell commands paced by gate files the test creates;
 - ``cli``: the real CLI in a subprocess;
+- ``drawing``: the screen's layouts, counted (``count_layouts``);
 - ``kanban``, ``pg``, ``scratch``: boards, clocks and worker settings; a fresh PostgreSQL
   database; aged scratch entries and processes working in them;
 - ``pg_race_driver.py``: one host of the PostgreSQL race test, run as a script.

@@ -8,7 +8,9 @@ a second in the output view, that was most of what the idle app did. A log's vir
 is only its scrolling extent: its region on screen is its parent's to give. Here a new
 extent updates the scroll bars' window and the scroll limits in place; only when a scroll
 bar appears or goes (which takes or gives back a column or a row) is there a layout, which
-Textual's own scroll bar reactives ask for.
+Textual's own scroll bar reactives ask for. This holds for a log whose height its
+stylesheet fixes (``1fr``, a number of lines), as both of the app's are: one sized by its
+content (``height: auto``) needs the layout to grow.
 
 A log that scrolls draws every line in view again, and RichLog asks for the log's style
 (a walk of its ancestors' styles, blending their backgrounds) once or twice per line. It
