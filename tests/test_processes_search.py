@@ -51,6 +51,34 @@ async def test_the_match_count_is_k_of_n_and_stays_current_as_output_grows(home,
         assert "/needle: 2 of 4" in pane.output.title_text().plain
 
 
+def shown_title(pane: ProcessesPane) -> str:
+    """The title line as drawn (its widget's content), not as it would be worked out now."""
+    from textual.widgets import Static
+
+    content = pane.output.query_one("#output-title", Static).content
+    return getattr(content, "plain", str(content))
+
+
+async def test_the_drawn_match_counter_walks_with_n_and_shift_n(home, cleanup):  # noqa: F811
+    """The family: every step through the matches (n, N, Enter again) redraws the counter
+    the user reads, not only the text it would have if it were drawn again."""
+    s = ProcessRegistry(home, Settings()).spawn(
+        "for i in 1 2 3 4 5; do echo \"line $i\"; echo other; done; sleep 60")
+    app = PaneOnly(home, FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        await shown(pilot, pane, s.id)
+        await wait_until_pilot(pilot, lambda: "line 5" in pane.output.lines)
+        await search(pilot, "line")
+        await wait_until_pilot(pilot, lambda: "/line: 1 of 5" in shown_title(pane))
+        await pilot.press("n")
+        await wait_until_pilot(pilot, lambda: "/line: 2 of 5" in shown_title(pane))
+        await pilot.press("n", "n")
+        await wait_until_pilot(pilot, lambda: "/line: 4 of 5" in shown_title(pane))
+        await pilot.press("N")
+        await wait_until_pilot(pilot, lambda: "/line: 3 of 5" in shown_title(pane))
+
+
 async def test_a_search_does_not_follow_you_to_another_session(home, cleanup):  # noqa: F811
     reg = ProcessRegistry(home, Settings())
     first, second = (reg.spawn(f"echo 'needle in {n}'; sleep 60") for n in ("first", "second"))

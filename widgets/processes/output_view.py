@@ -388,6 +388,7 @@ class OutputView(Vertical):
         # The lines just written are laid out on the next refresh: scroll again then, so the
         # first Enter lands on the first match even when the log was redrawn for it.
         self.log.call_after_refresh(self.log.scroll_to, y=y, animate=False)
+        self._refresh_title()  # "k of n" moves with every step, not only with a new search
         return line
 
     # -- copying --------------------------------------------------------------------------
