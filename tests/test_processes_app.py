@@ -185,6 +185,31 @@ async def test_kill_asks_first_with_no_as_default(home, cleanup):
         assert not identity.is_alive(s.pid, s.fingerprint)
 
 
+async def test_k_leaves_no_zombie_whichever_registry_of_the_process_spawned_the_session(home, cleanup):
+    """The family: every child of the app's process (sessions spawned by the pane, the
+    dispatcher's spawner, the demo's filler) is reaped once it ends, whichever of the
+    process's registries spawned it. Before: the pane's registry reaped only its own
+    children, and a session the demo's registry spawned stayed `[sh] <defunct>` until quit."""
+    import os
+
+    other = ProcessRegistry(home, Settings())  # as the demo's filler: another registry, same process
+    s = other.spawn("sleep 1800", owner="test")
+    app = PaneOnly(home, FAST)
+    async with app.run_test(size=WIDE) as pilot:
+        pane: ProcessesPane = app.pane("processes")
+        await wait_until_pilot(pilot, lambda: s.id in pane.row_ids)
+        pane.table.focus()
+        await pilot.press("k")
+        await wait_until_pilot(pilot, lambda: screen_shown(app, ConfirmModal))
+        await pilot.pause()
+        await pilot.press("y")
+        await wait_until_pilot(pilot, lambda: pane.sessions[s.id].status == "killed")
+        # Reaped: the wrapper's pid is gone from /proc, not a zombie child of this process.
+        await wait_until_pilot(pilot, lambda: not os.path.exists(f"/proc/{s.pid}"))
+    with pytest.raises(ChildProcessError):
+        os.waitpid(s.pid, os.WNOHANG)
+
+
 async def test_completions_while_no_app_was_open_show_once(home):
     reg = ProcessRegistry(home, Settings())
     s = reg.spawn("echo done; exit 1", notify=True)

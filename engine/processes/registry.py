@@ -119,11 +119,18 @@ class _Cached:
         self.running: ProcessSession | None = None
 
 
+# Every child this process spawned, whichever registry spawned it (the app holds several:
+# the processes pane's, the dispatcher's spawner's, the demo's): any registry's reap
+# collects them all, so a session killed through one registry is never left a zombie of
+# the process because another one spawned it. Session ids are unique, so one map serves.
+_PROCESS_CHILDREN: dict[str, subprocess.Popen] = {}
+
+
 class _State:
     __slots__ = ("children", "finished", "indexed", "bases", "pidfds")
 
     def __init__(self) -> None:
-        self.children: dict[str, subprocess.Popen] = {}
+        self.children: dict[str, subprocess.Popen] = _PROCESS_CHILDREN
         self.finished: dict[str, ProcessSession] = {}
         # Finished sessions the index vouched for at a listing of running ones only: not
         # built until asked for (then checked against their folder again, and moved to finished).
@@ -689,7 +696,8 @@ class ProcessRegistry:
     # -- waiting ------------------------------------------------------------------------
 
     def reap(self) -> None:
-        """Collect exited children we spawned, so none lingers as a zombie."""
+        """Collect exited children this process spawned (through any registry), so none
+        lingers as a zombie."""
         with self._lock:
             children = list(self._state.children.items())
         for session_id, popen in children:
