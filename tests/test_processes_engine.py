@@ -21,6 +21,7 @@ from engine.processes.foreground import ForegroundRun
 from engine.processes.retention import prune_finished
 from engine.processes.session import EXIT_FILE, KILLED_FILE
 from tests.support import wait_until
+from tests.support.cli import run_cli
 from tests.support.commands import count_to_400
 
 
@@ -94,19 +95,30 @@ def test_signal_death_is_reported_as_128_plus_n(reg):
     assert done.exit_code == 143 and done.signal == "SIGTERM"
 
 
-def test_a_second_registry_sees_it_running_then_its_exit(home, settings, reg, tmp_path):
+def test_a_registry_of_another_process_sees_it_running_then_its_exit(home, settings, reg, tmp_path):
+    """Registries of one process share their children (any of them reaps them all); one in
+    another process has no Popen and must read both the running state and the exit record
+    from the session's folder. The spawner here is the CLI, a process of its own."""
     gate = tmp_path / "gate"  # it runs until the test has seen it running
-    s = reg.spawn(["sh", "-c", 'echo started; read x < /dev/null; while [ ! -e "$1" ]; do sleep 0.01; done; '
-                   "echo done; exit 5", "sh", str(gate)])
-    other = ProcessRegistry(home, settings)  # knows nothing of our Popen
-    assert other.get(s.id).status == "running"
-    assert other.popen_of(s.id) is None
-    follower = OutputFollower(other.get(s.id).output_path)
+    r = run_cli("--home", str(home.root), "run", "--bg", "--", "sh", "-c",
+                'echo started; while [ ! -e "$1" ]; do sleep 0.01; done; echo done; exit 5',
+                "sh", str(gate))
+    assert r.returncode == 0, r.stderr
+    session_id = r.stdout.strip()
+    assert reg.popen_of(session_id) is None  # not a child of this process
+    assert reg.get(session_id).status == "running"
+    follower = OutputFollower(reg.get(session_id).output_path)
     wait_until(lambda: "started" in follower.read().text)
     gate.touch()
-    done = other.wait(s.id, timeout=10)
+    done = reg.wait(session_id, timeout=10)
     assert done.status == "exited" and done.exit_code == 5
     assert "done" in follower.read().text
+
+
+def test_registries_of_one_process_share_its_children(home, settings, reg):
+    s = reg.spawn(["sleep", "30"])
+    other = ProcessRegistry(home, settings)
+    assert other.popen_of(s.id) is reg.popen_of(s.id) is not None
 
 
 def test_vanished_without_record_is_lost_never_an_invented_code(reg):
