@@ -76,14 +76,57 @@ def test_a_manual_kill_ends_the_always_policy(reg, tmp_path):
     assert (s.dir / "exit").exists()
 
 
-def test_a_kill_during_the_backoff_ends_the_policy(reg):
+def test_a_kill_during_the_backoff_ends_the_policy_and_reads_killed(home, reg):
+    """Restart policy edges (issue 35.7): a stop that ends the backoff's wait is the
+    user's, not the command's: it read "gone: it ended on its own (exit 1)", the last
+    attempt's code recorded as the session's end."""
     s = reg.spawn(["sh", "-c", "exit 1"], restart=RestartPolicy("on-failure", 5, 600, 600))
     wait_until(lambda: next_attempt_at(s.dir) is not None, timeout=30, what="the backoff to start")
     assert reg.get(s.id).running
-    assert reg.kill(s.id, grace=5).ok
+    out = _cli(home, "proc", "kill", s.id, "--grace", "30")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(f"{s.id} killed: SIGTERM") and "on its own" not in out.stdout, out.stdout
     after = reg.get(s.id)
-    assert after.finished
+    assert after.status == "killed" and after.signal == "SIGTERM"
+    assert after.exit_text() == "killed (SIGTERM)"
     assert len(read_attempts(s.dir)) == 1
+
+
+def test_restart_values_beyond_their_range_are_refused_naming_the_range(home):
+    """Restart policy edges (issue 35.7): a count the wrapper's shell arithmetic cannot
+    hold was accepted and then broke the wrapper ("[: Illegal number"); every value out
+    of range is one line, exit 2, naming the allowed range, and nothing is started."""
+    for args, words in ((("--max-restarts", "99999999999999999999"), "0..10000"),
+                        (("--max-restarts", "10001"), "0..10000"),
+                        (("--backoff", "0..1e400"), "86400"),
+                        (("--backoff", "nan..1"), "86400"),
+                        (("--backoff", "0..86401"), "86400")):
+        out = _cli(home, "run", "--bg", "--restart", "always", *args, "--", "true")
+        assert out.returncode == 2, (args, out.stdout, out.stderr)
+        assert words in out.stderr and len(out.stderr.strip().splitlines()) == 1, (args, out.stderr)
+    assert not home.processes_dir.exists() or not any(home.processes_dir.iterdir())
+    with pytest.raises(ValueError, match="0..10000"):
+        RestartPolicy("always", 10**20, 0, 0)
+
+
+def test_the_attempts_record_stays_bounded_and_still_counts_every_attempt(home, reg):
+    """Restart policy edges (issue 35.7): a command that fails at once with a zero
+    backoff added an ``attempts`` line every few milliseconds, outside the output
+    bound. The wrapper keeps the last ATTEMPTS_KEPT..2*ATTEMPTS_KEPT; each line carries
+    its number, so ``restarts`` still counts them all."""
+    kept = 100  # engine.processes.restart.ATTEMPTS_KEPT
+    s = reg.spawn(["true"], restart=RestartPolicy("always", 250, 0, 0))
+    reg.wait(s.id, timeout=300)
+    lines = (s.dir / "attempts").read_bytes().splitlines()
+    assert kept <= len(lines) <= 2 * kept, len(lines)
+    attempts = read_attempts(s.dir)
+    assert [a.number for a in attempts] == list(range(252 - len(lines), 252))
+    row = json.loads(_cli(home, "proc", "poll", s.id, "--json").stdout)
+    assert row["restarts"] == 250 and row["max_restarts"] == 250 and row["exit_code"] == 0
+    assert row["attempts"][-1]["attempt"] == 251
+    from engine.processes import restart
+
+    assert kept == restart.ATTEMPTS_KEPT
 
 
 def test_proc_restart_runs_the_same_command_cwd_and_environment_and_keeps_the_old(home, reg, tmp_path):
@@ -288,5 +331,5 @@ def test_a_restart_session_cut_short_at_its_gate_says_it_never_ran(reg, tmp_path
     folder.mkdir()
     ran = tmp_path / "ran"
     wrapper = subprocess.run(["/bin/sh", "-c", RESTART_SCRIPT, str(folder / "exit"), "always", "1", "0", "0",
-                              str(folder), "touch", str(ran)], input="", text=True, timeout=60)
+                              str(folder), "100", "touch", str(ran)], input="", text=True, timeout=60)
     assert wrapper.returncode == 125 and (folder / "not_started").exists() and not ran.exists()

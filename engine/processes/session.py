@@ -81,6 +81,7 @@ ID_PREFIX = "proc_"
 RESTART_POLICIES = ("no", "on-failure", "always")
 ATTEMPTS_FILE = "attempts"  # one line per finished attempt of a restarting session
 NEXT_ATTEMPT_FILE = "next_attempt"  # when a restarting session runs its command again
+MAX_RESTARTS = 10000  # the most restarts a policy may allow (engine.processes.restart)
 ID_HEX_LEN = 12
 
 
@@ -420,7 +421,9 @@ def extra_fields(rec: dict[str, Any]) -> dict[str, Any]:
         "max_output_bytes": bound if isinstance(bound, int) and not isinstance(bound, bool) and bound > 0 else 0,
         "restarted_from": origin if isinstance(origin, str) and origin.startswith(ID_PREFIX) else None,
         "restart": policy if policy in RESTART_POLICIES else "no",
-        "max_restarts": limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else 0,
+        # (A record older than the bound may hold more: the most a policy may allow now.)
+        "max_restarts": min(limit, MAX_RESTARTS) if isinstance(limit, int) and not isinstance(limit, bool)
+        and limit > 0 else 0,
     }
 
 

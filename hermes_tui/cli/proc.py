@@ -58,9 +58,10 @@ def _register_run(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--restart", choices=("no", "on-failure", "always"), default="no",
                      help="run the command again after it exits (background only; a manual kill ends it)")
     run.add_argument("--max-restarts", type=number_arg(integer=True, allow_zero=True), metavar="N",
-                     help="at most N restarts (default 5)")
+                     help="at most N restarts (0..10000, default 5)")
     run.add_argument("--backoff", metavar="MIN..MAX",
-                     help="seconds to wait before a restart, doubling from MIN up to MAX (default 1..60)")
+                     help="seconds to wait before a restart, doubling from MIN up to MAX (0..86400, "
+                     "default 1..60)")
     add_json_flag(run)
     run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARG...]")
     run.set_defaults(func=cmd_run)
@@ -218,7 +219,13 @@ def cmd_run(ctx: Context) -> int:
 
 def _bound_and_policy(args):
     """``--max-output`` and the restart flags, checked (exit 2 with one line)."""
-    from engine.processes.restart import DEFAULT_BACKOFF, DEFAULT_MAX_RESTARTS, RestartPolicy, parse_backoff
+    from engine.processes.restart import (
+        DEFAULT_BACKOFF,
+        DEFAULT_MAX_RESTARTS,
+        RestartPolicy,
+        parse_backoff,
+        policy_problem,
+    )
     from engine.text import parse_size
 
     bound = None
@@ -238,6 +245,9 @@ def _bound_and_policy(args):
     except ValueError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
     limit = DEFAULT_MAX_RESTARTS if args.max_restarts is None else int(args.max_restarts)
+    problem = policy_problem(limit, lo, hi)  # a count the wrapper's shell cannot hold broke it
+    if problem:
+        raise CliError(problem, EXIT_USAGE)
     return bound, RestartPolicy(args.restart, limit, lo, hi)
 
 
