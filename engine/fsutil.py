@@ -45,16 +45,21 @@ def tree_size(path: Path | str, stop_above: int | None = None, on_disk: bool = F
     ``on_disk``, what each file really holds, so a cut output's hole counts nothing).
 
     Unreadable parts are skipped (this is a report, not a decision). With
-    ``stop_above`` the walk ends as soon as the total exceeds it.
+    ``stop_above`` the walk ends as soon as the total exceeds it. A mount inside (a
+    bind mount has the same ``st_dev``: told by mount id) is not entered: its bytes
+    are not the tree's.
     """
+    from engine.scratch.mounts import path_key
+
     total = 0
     stack = [os.fspath(path)]
     try:
         st = os.lstat(stack[0])
+        if not stat_mod.S_ISDIR(st.st_mode):
+            return st.st_size
+        top_mount = path_key(stack[0])
     except OSError:
         return 0
-    if not stat_mod.S_ISDIR(st.st_mode):
-        return st.st_size
     while stack:
         top = stack.pop()
         try:
@@ -65,7 +70,8 @@ def tree_size(path: Path | str, stop_above: int | None = None, on_disk: bool = F
             for entry in it:
                 try:
                     if entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
+                        if path_key(entry.path) == top_mount:
+                            stack.append(entry.path)
                     else:
                         st = entry.stat(follow_symlinks=False)
                         total += min(st.st_size, st.st_blocks * 512) if on_disk else st.st_size

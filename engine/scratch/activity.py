@@ -29,6 +29,13 @@ The walk is fd-relative (``listdir`` on a directory fd, ``lstat`` by name with
 ``dir_fd``, each directory opened relative to its parent's fd): no path string is
 built per inode and no ``DirEntry`` object is made, which is what a walk over ~200k
 inodes spends most of its time on, and a tree deeper than PATH_MAX is walked too.
+
+A **mount** inside the entry (a bind mount of a directory elsewhere, which has the
+same ``st_dev`` as the entry) is never entered: every directory the walk opens is
+compared by mount id with the entry's top, and the entry's top with the folder it is
+listed in (mounts.py). The first mount met ends the walk: ``Activity.mount`` says
+where, and the entry is kept (the state is ``scan-failed``, so a caller that does not
+look at ``mount`` keeps it as well).
 """
 
 from __future__ import annotations
@@ -41,6 +48,8 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+from engine.scratch.mounts import mount_key, mount_reason, shown_inside, top_key
 
 _OPEN_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 GIT_FILE_DEPTH = 4  # levels below the entry where a linked worktree's ".git" file is looked for
@@ -78,6 +87,9 @@ class Activity:
     # arrival window and nothing was written within the idle window).
     arrived_at: float | None = None
     top_id: tuple[int, int] | None = None  # (st_dev, st_ino) of the top, as walked
+    # A mount met inside (the mount point relative to the entry; "" for the top
+    # itself): never entered, the walk ended there, and the entry stays.
+    mount: str | None = None
 
     @property
     def touched(self) -> bool:
@@ -125,6 +137,11 @@ def _describe(exc: OSError, where: str) -> str:
     """The failing path as a quoted repr (it is outside text: a name may hold a
     newline or ESC) and the error."""
     return f"{where!r}: {exc.strerror or exc}"
+
+
+def _mounted(sub_path: str) -> Activity:
+    """The verdict of a walk that met a mount at ``sub_path`` (relative to the entry)."""
+    return Activity(TouchState.SCAN_FAILED, error=mount_reason(sub_path), mount=sub_path)
 
 
 def scan_activity(path: str | os.PathLike[str], cutoff: float, *, count_top: bool = True,
@@ -195,6 +212,15 @@ def _walk(root_path: str, cutoff: float, newest: float, size: int, stop: threadi
     except OSError as exc:
         return Activity(TouchState.SCAN_FAILED, error=_describe(exc, root_path))
     try:
+        # The top on another mount than the folder it is in: it is a mount point itself.
+        root_mount, is_mount = top_key(fd, root_path)
+        if is_mount:
+            os.close(fd)
+            return _mounted("")
+    except OSError as exc:
+        os.close(fd)
+        return Activity(TouchState.SCAN_FAILED, error=_describe(exc, root_path))
+    try:
         while True:
             subdirs: list[str] = []
             branch.append((fd, subdirs, where))
@@ -224,6 +250,14 @@ def _walk(root_path: str, cutoff: float, newest: float, size: int, stop: threadi
             name = pending.pop()
             where = parent_where + "/" + name
             fd = open_(name, _OPEN_DIR_FLAGS, dir_fd=parent_fd)
+            try:
+                crossed = mount_key(fd) != root_mount  # a bind mount has the same st_dev: the mount id tells
+            except OSError:
+                os.close(fd)
+                raise
+            if crossed:  # never entered
+                os.close(fd)
+                return _mounted(shown_inside(root_path, where))
     except OSError as exc:
         return Activity(TouchState.SCAN_FAILED, error=_describe(exc, where))
     finally:

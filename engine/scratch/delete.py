@@ -12,10 +12,13 @@ Two entry points: ``delete_tree`` removes whatever is there (quarantine expiry,
 after its own check), and ``delete_unless_written`` is the verify walk and the
 delete of a moved entry in one walk, stopping at the first write it meets.
 
-Like ``rm --one-file-system``, a directory on another filesystem (a bind mount of
-real data inside an entry) is never entered: it and its parents stay behind as
-residue, which the caller's ``lstat`` then reports. Symlinks are unlinked, never
-followed. Errors are not raised: what is left is the verdict.
+A mount inside (a bind mount of real data, which has the same ``st_dev`` as the
+entry, or another filesystem) is never entered: every directory is compared by mount
+id with the top right after it is opened (mounts.py), so a mount made while the
+delete runs is seen too. ``delete_tree`` leaves it and its parents behind as residue,
+which the caller's ``lstat`` then reports; ``delete_unless_written`` stops at it
+(``DeleteStop.MOUNT``), as at a write. Symlinks are unlinked, never followed. Errors
+are not raised: what is left is the verdict.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ import enum
 import os
 import stat as st
 from dataclasses import dataclass
+
+from engine.scratch.mounts import child_key, mount_key, shown_inside, top_key
 
 _OPEN_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
@@ -65,7 +70,10 @@ def delete_tree(path: str) -> None:
     except OSError:
         return
     try:
-        device = os.fstat(fd).st_dev
+        top_mount, is_mount = top_key(fd, path)
+        if is_mount:  # the top is a mount point itself: nothing goes
+            os.close(fd)
+            return
         # (fd, subdirectories still to remove, its name in the parent). A frame with
         # nothing left is closed and its directory removed relative to the parent's fd.
         branch: list[tuple[int, list[str], str]] = [(fd, _listed(fd), "")]
@@ -86,7 +94,11 @@ def delete_tree(path: str) -> None:
                 child = os.open(child_name, _OPEN_DIR_FLAGS, dir_fd=fd)
             except OSError:
                 continue  # residue
-            if os.fstat(child).st_dev != device:  # a mount inside: never entered
+            try:
+                crossed = mount_key(child) != top_mount
+            except OSError:
+                crossed = True  # cannot tell: not entered (residue)
+            if crossed:  # a mount inside: never entered
                 os.close(child)
                 continue
             branch.append((child, _listed(child), child_name))
@@ -128,6 +140,7 @@ class DeleteStop(enum.StrEnum):
     COMPLETED = "completed"  # every directory was seen and emptied (residue is the caller's lstat)
     WRITTEN = "written"  # an mtime at or after the moment was met: stopped before it
     UNREADABLE = "unreadable"  # a directory could not be opened, listed or lstat-ed: stopped
+    MOUNT = "mount"  # a mount was met inside (never entered): stopped before it
 
 
 @dataclass(frozen=True)
@@ -162,8 +175,8 @@ def delete_unless_written(path: str, since: float, shown: str | None = None) -> 
     tree back. Whatever was unlinked before was written before ``since`` (every file is
     checked before its unlink), so the write itself and everything not yet reached are
     kept; the caller says how many files had gone. A directory that cannot be read
-    stops it the same way (fail closed). A directory on another filesystem is never
-    entered (residue, as in ``delete_tree``). ``shown``: the name the details use for
+    stops it the same way (fail closed), and so does a mount (``DeleteStop.MOUNT``,
+    never entered; its mount point relative to the tree is the detail). ``shown``: the name the details use for
     ``path`` (the entry's own path, not the pruner's name for it)."""
     lstat, listdir, unlink, open_ = os.lstat, os.listdir, os.unlink, os.open
     ifmt, ifdir, iflnk, ifreg = 0o170000, st.S_IFDIR, st.S_IFLNK, st.S_IFREG  # 0o170000: the S_IFMT mask
@@ -181,7 +194,7 @@ def delete_unless_written(path: str, since: float, shown: str | None = None) -> 
     except OSError as exc:
         return WatchedDelete(DeleteStop.UNREADABLE, 0, _describe(exc, where))
     try:
-        device = os.fstat(fd).st_dev
+        top_mount = mount_key(fd)
     except OSError as exc:
         os.close(fd)
         return WatchedDelete(DeleteStop.UNREADABLE, 0, _describe(exc, where))
@@ -194,8 +207,12 @@ def delete_unless_written(path: str, since: float, shown: str | None = None) -> 
                 s = lstat(child, dir_fd=fd)
                 fmt = s.st_mode & ifmt
                 if fmt == ifdir:
-                    if s.st_dev == device:  # a mount inside is never entered: residue
-                        subdirs.append(child)
+                    # A mount: the delete stops before anything of this directory goes
+                    # (and one made after this look is told by its fd when opened).
+                    if child_key(child, fd, s.st_dev) != top_mount:
+                        return WatchedDelete(DeleteStop.MOUNT, removed,
+                                             repr(shown_inside(shown or path, where + "/" + child)))
+                    subdirs.append(child)
                 else:
                     files.append(child)
                     if fmt == iflnk or (fmt == ifreg and s.st_nlink > 1):
@@ -219,6 +236,14 @@ def delete_unless_written(path: str, since: float, shown: str | None = None) -> 
             name = pending.pop()
             where = parent_where + "/" + name
             fd = open_(name, _OPEN_DIR_FLAGS, dir_fd=parent_fd)
+            try:
+                crossed = mount_key(fd) != top_mount  # a bind mount has the same st_dev: the mount id tells
+            except OSError:
+                os.close(fd)
+                raise
+            if crossed:  # never entered: the delete stops, the caller puts the tree back
+                os.close(fd)
+                return WatchedDelete(DeleteStop.MOUNT, removed, repr(shown_inside(shown or path, where)))
     except OSError as exc:
         return WatchedDelete(DeleteStop.UNREADABLE, removed, _describe(exc, where))
     finally:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from engine.fsutil import tree_size
 from engine.scratch.activity import Activity, TouchState, iter_scan, walk_start_moment
 from engine.scratch.keep import static_keep_reason
+from engine.scratch.mounts import MountTable, mount_reason
 from engine.scratch.ownership import JudgedProcess, judge_snapshot
 from engine.scratch.procscan import ProcScanError, scan_processes
 from engine.scratch.quarantine import QuarantinedEntry, list_quarantine
@@ -258,6 +259,8 @@ def stream_survey(
     for j in judged:
         if j.area == "scratch" and j.entry is not None:
             by_entry.setdefault(j.entry, []).append(j)
+    with MountTable.read() as table:  # mounts inside entries (file bind mounts too, and where no walk goes)
+        mounted = table.under_any(os.fspath(target.scratch_dir))
     walked_at = walk_start_moment()
 
     def reports() -> Iterator[EntryReport]:
@@ -273,7 +276,8 @@ def stream_survey(
                     yield left
                     left = next(leftovers, None)
                 sized = with_sizes and not (stop is not None and stop.is_set())  # a stopped walk is not redone
-                yield _report(name, path, act, tuple(by_entry.get(name, ())), process_error, now, sized, size_cache)
+                yield _report(name, path, act, tuple(by_entry.get(name, ())), process_error, now, sized, size_cache,
+                              mounted.get(name))
         while left is not None:
             yield left
             left = next(leftovers, None)
@@ -296,9 +300,12 @@ def stream_survey(
 
 
 def _report(name: str, path: str, act: Activity, procs: tuple[JudgedProcess, ...], process_error: str | None,
-            now: float, with_sizes: bool, size_cache: SizeCache | None) -> EntryReport:
+            now: float, with_sizes: bool, size_cache: SizeCache | None, mount: str | None = None) -> EntryReport:
+    """``mount``: a mount point inside the entry that the mount table lists (relative)."""
     keeper = next((j for j in procs if j.keeps), None)
-    rule = static_keep_reason(path) or (keeper.keep_reason() if keeper else None)
+    mount = act.mount if act.mount is not None else mount
+    rule = (static_keep_reason(path) or (mount_reason(mount) if mount is not None else None)
+            or (keeper.keep_reason() if keeper else None))
     if rule is None and act.idle and process_error:
         rule = f"process check failed ({process_error}), nothing is deleted"
     if rule is not None:

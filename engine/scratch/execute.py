@@ -62,6 +62,7 @@ from engine.scratch.audit import AuditLog, AuditWriteError, escape_text, open_au
 from engine.scratch.delete import DeleteStop, WatchedDelete, delete_tree, delete_unless_written
 from engine.scratch.entries import EntryState
 from engine.scratch.keep import check_failed, static_keep_reason
+from engine.scratch.mounts import MountTable, mount_reason
 from engine.scratch.ownership import JudgedProcess, judge_snapshot, victims
 from engine.scratch.plan import Candidate, ExpiringEntry, PrunePlan
 from engine.scratch.procscan import ProcScanError, scan_processes
@@ -144,6 +145,7 @@ class _Run:
     expired: list[RemovedEntry] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     repos: set[str] = field(default_factory=set)
+    mounts: MountTable = field(default_factory=MountTable)  # the pass's view of the mount table
 
     def keep(self, path: str, reason: str, log: bool = True) -> None:
         self.kept.append(KeptRecord(path, reason))
@@ -202,7 +204,9 @@ def execute_plan(
             audit.skipped_busy()
             raise PruneBusy("another prune of this home is running; try again when it ends")
         try:
-            return _execute(_Run(target, plan, options, audit, progress, just_planned, should_stop))
+            with MountTable.read() as mounts:
+                return _execute(_Run(target, plan, options, audit, progress, just_planned, should_stop,
+                                     mounts=mounts))
         except AuditWriteError:
             raise
         except Exception as exc:
@@ -262,8 +266,12 @@ def _execute(run: _Run) -> PruneResult:
 
 
 def _keep_by_rule(run: _Run, path: str) -> bool:
-    """The marker and the flock, checked on the filesystem now; a kept entry is
+    """The marker, the flock and a mount inside, checked now; a kept entry is
     recorded (a check that could not be made keeps it too: fail closed)."""
+    mount = run.mounts.under(path)
+    if mount is not None:
+        run.keep(path, mount_reason(mount))
+        return True
     reason = static_keep_reason(path)
     if check_failed(reason):  # the entry could not be read: the same honest record as a failed re-scan
         run.audit.kept_rescan_failed(path, reason or "")
@@ -463,7 +471,9 @@ def _still_idle(run: _Run, path: str, act: Activity) -> bool:
     vanished, rescued (written to since the plan) or unreadable."""
     if act.idle:
         return True
-    if _gone(path):
+    if act.mount is not None:
+        run.keep(path, mount_reason(act.mount))
+    elif _gone(path):
         run.audit.vanished(path)
     elif act.touched:
         run.audit.rescued(path)
@@ -596,6 +606,10 @@ def _verified_untouched(run: _Run, path: str, owned: str, act: Activity) -> bool
     A write found, or a walk that fails, puts the entry back: ``rescued``."""
     if act.idle:
         return True
+    if act.mount is not None:  # a mount made inside since the re-check: the entry stays
+        if _put_back(run, path, owned):
+            run.keep(path, mount_reason(act.mount))
+        return False
     why = "written to while the pass re-checked it" if act.touched else f"verify walk failed ({act.error})"
     if _put_back(run, path, owned):
         run.audit.rescued(path, why)
@@ -620,6 +634,11 @@ def _delete_moved(run: _Run, m: _Moved, moment: float) -> int:
     met (or a directory that cannot be read) stops the delete and puts what is there
     back: ``rescued``, saying how many older files had already been deleted."""
     path, owned = m.cand.path, m.owned
+    mount = run.mounts.under(owned)  # the table as it is right before the delete
+    if mount is not None:
+        if _put_back(run, path, owned):
+            run.keep(path, mount_reason(mount))
+        return 0
     try:
         run.audit.removing(path, owned)
     except AuditWriteError:
@@ -643,6 +662,8 @@ def _rescue_partly_deleted(run: _Run, path: str, owned: str, outcome: WatchedDel
     if outcome.stop is DeleteStop.WRITTEN:
         why = f"written to while the pass re-checked it ({outcome.detail})"
         kept_as = RESCUED_REASON
+    elif outcome.stop is DeleteStop.MOUNT:
+        why = kept_as = f"a mount was made inside ({outcome.detail}) while the pass removed it, never entered"
     else:
         why = kept_as = f"verify walk failed ({outcome.detail})"
     if outcome.files_removed:
@@ -693,15 +714,20 @@ def _expire_one(run: _Run, exp: ExpiringEntry, judged: list[JudgedProcess]) -> i
     inside = [j for j in judged if j.area == "quarantine" and j.entry == base
               and identity.is_alive(j.proc.pid, j.proc.fingerprint)]
     act = scan_activity(exp.path, exp.quarantined_at, count_top=False)  # the move itself is no write
-    if act.failed:
+    mount = act.mount if act.mount is not None else run.mounts.under(exp.path)
+    if mount is None and act.failed:
         if _gone(exp.path):
             return 0  # restored or removed by someone else
         run.audit.kept_rescan_failed(exp.path, act.error)
         run.kept.append(KeptRecord(exp.path, "activity re-scan failed, left in quarantine"))
         return 0
-    if inside or act.touched:
-        why = (f"a process pid={inside[0].proc.pid} ({escape_text(inside[0].proc.name)}) still works inside"
-               if inside else "written to while in quarantine")
+    if inside or act.touched or mount is not None:
+        if mount is not None:
+            why = mount_reason(mount)
+        elif inside:
+            why = f"a process pid={inside[0].proc.pid} ({escape_text(inside[0].proc.name)}) still works inside"
+        else:
+            why = "written to while in quarantine"
         q = QuarantinedEntry(exp.path, exp.name, exp.quarantined_at)
         try:
             dest = restore_entry(q, run.target.scratch_dir)
@@ -716,6 +742,9 @@ def _expire_one(run: _Run, exp: ExpiringEntry, judged: list[JudgedProcess]) -> i
         run.restored.append(RestoredRecord(os.fspath(dest), exp.path, why))
         return 0
     size = act.size_bytes or 0
+    if run.mounts.under(exp.path) is not None:  # made since its walk: the next pass restores it
+        run.keep(exp.path, mount_reason(run.mounts.under(exp.path, fresh=False)))
+        return 0
     run.audit.removing(exp.path)
     if not _remove(run, exp.path):
         return 0

@@ -22,7 +22,6 @@ empty directory at the target).
 from __future__ import annotations
 
 import errno
-import functools
 import os
 import re
 import time
@@ -37,21 +36,15 @@ _HASH_CHARS = 16
 _AT_FDCWD = -100
 
 
-@functools.cache
 def _libc_renameat2():
-    """libc's renameat2, looked up on the first rename: ctypes and the library lookup
-    (which runs ldconfig) cost a few ms that listing the quarantine never needs."""
+    """libc's renameat2, looked up on the first rename (listing the quarantine never
+    pays for ctypes)."""
     import ctypes
-    import ctypes.util
 
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        fn = libc.renameat2
-    except (OSError, AttributeError):
-        return None
-    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    fn.restype = ctypes.c_int
-    return fn
+    from engine.libc import libc_function
+
+    return libc_function("renameat2", (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint),
+                         ctypes.c_int)
 
 
 def rename_noreplace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
