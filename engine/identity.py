@@ -158,6 +158,24 @@ def is_verifiable(fp: str | None) -> bool:
     return bool(sep and bid and ticks.isdigit())
 
 
+def boot_clock() -> float:
+    """Seconds since this machine booted (``CLOCK_BOOTTIME``): never stepped by NTP or a
+    person, counting suspend too; the clock a process's start time is on."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+def age_of(fp: str | None, boot_now: float) -> float | None:
+    """How long the process of fingerprint ``fp`` has run at ``boot_now`` (a reading of
+    :func:`boot_clock`): its start time, on the boot clock, to now. None when ``fp`` is
+    not a fingerprint of this boot (nothing can be said of its age here)."""
+    if not is_verifiable(fp) or fp.partition("|")[0] != boot_id():
+        return None
+    return boot_now - int(fp.partition("|")[2]) / _CLOCK_TICKS
+
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
 def is_alive(pid: int, fp: str | None) -> bool:
     """Same process and not a zombie (a zombie has exited; it only waits to be reaped)."""
     if not is_verifiable(fp):

@@ -12,7 +12,7 @@ One tick, in this order (each phase sees what the previous one changed):
 1. reap terminal workers (a closed run whose verified worker still lives after the grace;
    at once when the run was taken from this host as ``host_lost``);
 2. claims: renew this host's live workers' claims before they expire; an expired claim
-   of this host's is extended, or its worker stopped and the card reclaimed; another
+   of this host's is extended (worker alive) or, its worker gone, the card reclaimed; another
    host's is left to that host while its lease lives (then 0b's host_lost applies);
 3. crashed workers (gone without a board call: classify the recorded exit);
    a worker that exited with its exit recorded is judged at once; the crash grace is
@@ -99,7 +99,6 @@ from engine.kanban.workers import (
 )
 from engine.processes.registry import new_session_id
 
-HEARTBEAT_STALE_SECONDS = 3600.0
 RECLAIM_DEFER_SECONDS = 120.0
 # Workers start side by side in threads, each launching its share in turn: one thread per
 # LAUNCHES_PER_THREAD workers, at most LAUNCH_THREADS. A spawn mostly waits for fork and
@@ -506,29 +505,28 @@ class Dispatcher:
 
     async def _release_stale_claims(self, tally: _Tally) -> None:
         """A claim belongs to its live host. This host renews the claims of its own
-        verified-alive, heartbeating workers once half their TTL is gone (one statement
-        for all); an expired claim of its own is judged by its worker (extended, stopped
-        and reclaimed, or deferred). Another host's expired claim is never taken while
-        that host holds a live lease (only it can verify its workers; once the lease
-        lapses, host_lost applies); on a file board, which has no leases, it is reclaimed
-        unsignalled as before."""
+        verified-alive workers once half their TTL is gone (one statement for all),
+        whether they ever call ``heartbeat`` or not: a worker verified alive (pid and
+        start time) is alive. An expired claim of its own is judged by its worker:
+        extended (alive), deferred (alive but never verified), or reclaimed (its process
+        is gone). Another host's expired claim is never taken while that host holds a
+        live lease (only it can verify its workers; once the lease lapses, host_lost
+        applies); on a file board, which has no leases, it is reclaimed unsignalled."""
         now = self.board.now()
-        expired: list[tuple[Task, float | None]] = []
+        expired: list[Task] = []
         renew: list[Task] = []
-        for task, (run_started, *_rest, run_status) in await self._running():
+        for task, (_run_started, *_rest, run_status) in await self._running():
             if run_status == LAUNCHING:
                 continue  # decided only by its launch's resolution (0c) or, on another host, host_lost
             local = is_host_local(task.claim_lock)
             if task.claim_expires is not None and task.claim_expires < now:
-                expired.append((task, run_started))
-            elif local and (task.claim_expires is None or task.claim_expires - now < self.k.claim_ttl_seconds / 2):
-                last_beat = task.last_heartbeat_at or run_started or task.started_at or now
-                if (now - last_beat <= HEARTBEAT_STALE_SECONDS
-                        and liveness(task.worker_pid, task.worker_started_at) is Liveness.ALIVE):
-                    renew.append(task)
+                expired.append(task)
+            elif (local and (task.claim_expires is None or task.claim_expires - now < self.k.claim_ttl_seconds / 2)
+                  and liveness(task.worker_pid, task.worker_started_at) is Liveness.ALIVE):
+                renew.append(task)
         await self._renew_claims(renew, now)
         live_hosts: set[str] | None = None
-        for task, run_started in expired:
+        for task in expired:
             local = is_host_local(task.claim_lock)
             if not local and self.board.has_host_leases:
                 if live_hosts is None:
@@ -536,27 +534,19 @@ class Dispatcher:
                 if lock_host(task.claim_lock) in live_hosts:
                     continue  # its host is alive: its claim is its own business
             state = liveness(task.worker_pid, task.worker_started_at) if local else None  # None: another host's
-            last_beat = task.last_heartbeat_at or run_started or task.started_at or now
-            beat_fresh = now - last_beat <= HEARTBEAT_STALE_SECONDS
-            if state is Liveness.ALIVE and beat_fresh:
+            if state is Liveness.ALIVE:
                 await self._extend(task, now, tally)
                 continue
             if state is Liveness.UNVERIFIED_ALIVE:
                 await self._defer(task, now, "unverified_worker_alive", tally)
                 continue
-            stop = None
-            if state is Liveness.ALIVE:
-                stop = await asyncio.to_thread(stop_worker, task.worker_pid, task.worker_started_at,
-                                               task.claim_lock, self.grace)
-                if stop.survived:
-                    await self._defer(task, now, "ttl_expired_worker_alive", tally)
-                    continue
+            # Its process is gone (or recycled), or it ran on a host that lost its lease:
+            # nothing of it to signal here.
             error = f"stale_lock={task.claim_lock}"
             payload = {
                 "stale_lock": task.claim_lock, "worker_pid": task.worker_pid,
                 "claim_expires": task.claim_expires, "last_heartbeat_at": task.last_heartbeat_at,
-                "now": now, "host_local": local, "heartbeat_stale": not beat_fresh, "retry_status": READY,
-                **({"termination": stop.to_json()} if stop else {}),
+                "now": now, "host_local": local, "worker": state.value if state else None, "retry_status": READY,
             }
             if await self._requeue_failed(task, now, outcome=RunOutcome.RECLAIMED, event=EventKind.RECLAIMED, error=error,
                                           payload=payload, tally=tally):
@@ -722,12 +712,22 @@ class Dispatcher:
     # -- 4. max runtime ----------------------------------------------------------------------------
 
     async def _enforce_max_runtime(self, tally: _Tally) -> None:
+        """A run over its card's max runtime is stopped and requeued, counted. A verified
+        live worker's runtime is its own age on this machine's boot clock (its start
+        time to now), which no step of the wall clock moves: a clock set an hour ahead
+        stops nothing. Otherwise (a worker gone or never verified) it is the run's age on
+        the board's clock."""
         now = self.board.now()
-        for task, (run_started, *_rest, run_status) in await self._running(
-                "AND t.max_runtime_seconds IS NOT NULL AND r.started_at + t.max_runtime_seconds < ?", (now,)):
+        boot_now = self.board.boot_time()
+        for task, (run_started, *_rest, run_status) in await self._running("AND t.max_runtime_seconds IS NOT NULL"):
             if not is_host_local(task.claim_lock) or run_status == LAUNCHING:
                 continue
             state = liveness(task.worker_pid, task.worker_started_at)
+            age = identity.age_of(task.worker_started_at, boot_now) if state is Liveness.ALIVE else None
+            elapsed = age if age is not None else now - (run_started or now)
+            limit = task.max_runtime_seconds
+            if elapsed <= limit:
+                continue
             if state is Liveness.UNVERIFIED_ALIVE:
                 tally.warnings.append(f"{task.id}: over its max runtime, but its worker pid {task.worker_pid} "
                                       "was never verified, so it is not signalled")
@@ -739,8 +739,6 @@ class Dispatcher:
                 if stop.survived:
                     tally.warnings.append(f"{task.id}: worker pid {task.worker_pid} survived SIGKILL; card held")
                     continue
-            elapsed = now - (run_started or now)
-            limit = task.max_runtime_seconds
             error = f"timed_out: elapsed {elapsed:.0f}s > limit {limit:g}s"
             if task.current_run_id is not None:
                 await self._copy_output((task.current_run_id,))

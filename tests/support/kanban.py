@@ -20,15 +20,30 @@ CLI = f"{shlex.quote(sys.executable)} -m hermes_tui kanban"
 
 class FakeClock:
     """Time at the clock boundary only: the board and the dispatcher read it; the
-    processes stay real."""
+    processes stay real.
+
+    Two clocks, as on a machine: the wall clock (calling it: the board's time) and the
+    boot clock (:meth:`boot_time`, what ``Board.boot_time`` gives: the real
+    ``CLOCK_BOOTTIME`` plus the time advanced, so the real processes' start times stay
+    comparable with it). :meth:`advance` lets time pass on both; :meth:`step` moves the
+    wall clock only (NTP, ``date -s``, a VM restored)."""
 
     def __init__(self, start: float | None = None) -> None:
         self.now = time.time() if start is None else start
+        self._boot_ahead = 0.0
 
     def __call__(self) -> float:
         return self.now
 
+    def boot_time(self) -> float:
+        return time.clock_gettime(time.CLOCK_BOOTTIME) + self._boot_ahead
+
     def advance(self, seconds: float) -> None:
+        self.now += seconds
+        self._boot_ahead += seconds
+
+    def step(self, seconds: float) -> None:
+        """The wall clock jumps by ``seconds``; no time passes."""
         self.now += seconds
 
 

@@ -450,6 +450,13 @@ class Board:
     def now(self) -> float:
         return float(self.clock())
 
+    def boot_time(self) -> float:
+        """This machine's boot clock (:func:`engine.identity.boot_clock`), which a wall
+        clock's step does not move: every age that decides to stop a live worker is
+        measured on it. A test's pinned clock may give its own (``boot_time``)."""
+        pinned = getattr(self.clock, "boot_time", None)
+        return float(pinned()) if pinned is not None else time.clock_gettime(time.CLOCK_BOOTTIME)
+
     # -- what the dispatcher asks of a store (PgBoard answers differently) ---------------
 
     @property
