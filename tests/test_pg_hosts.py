@@ -118,3 +118,75 @@ async def test_an_expired_host_s_card_is_reclaimed_unsignalled_and_its_stale_wor
     finally:
         kill_all_workers(spawner_a)
         await board.close()
+
+
+# -- issue 34 case 8: a lease read before a pause ----------------------------------------------------
+
+
+@pytest.mark.parametrize("decision", ["host_lost", "stale_claim"])
+async def test_a_host_that_renews_while_another_host_s_tick_is_paused_keeps_its_card(home, pg_url, monkeypatch,
+                                                                                   decision):
+    """The family: every decision to take another host's card on its lease (``host_lost``
+    for a host whose lease ran out, the stale-claim reclaim of a host that held none) is
+    checked again, on the lease, by the very statement that takes the card. host-b's tick
+    reads host-a as lost (or leaseless), then pauses; meanwhile host-a renews its lease
+    (on a connection of its own, as another machine does). host-b's requeue must then
+    find the lease live and take nothing."""
+    lease = 30.0
+    clock = FakeClock()
+    settings = kanban_settings({"w": "exec sleep 300"}, host_lease_seconds=lease, claim_ttl_seconds=10.0)
+    board_a = await open_board(home, clock, pg_url)
+    board_b = await open_board(home, clock, pg_url)
+    spawner = RegistrySpawner(home, settings)
+    try:
+        card = await tr.create_task(board_a, NewTask("long job", assignee="w"))
+        monkeypatch.setenv(HOST_ID_VARIABLE, "host-a")
+        assert (await dispatcher(board_a, home, settings, spawner).tick()).spawned
+        before = await board_a.get_task(card.id)
+        monkeypatch.setenv(HOST_ID_VARIABLE, "host-b")
+        host_b = dispatcher(board_b, home, settings, NullSpawner())
+        clock.advance(lease / 2)
+        assert not (await host_b.tick()).reclaimed  # host-b ticks on: the board is reachable
+        clock.advance(lease / 2 + 1)  # host-a's lease (and claim) have run out: host-a is paused, not gone
+        if decision == "stale_claim":  # host-a holds no lease row at all (a board from before leases)
+            await board_a.fetch("DELETE FROM hosts WHERE host_id = 'host-a' RETURNING host_id")
+
+        paused = {"done": False}
+
+        async def host_a_renews_meanwhile() -> None:
+            if not paused["done"]:
+                paused["done"] = True
+                await board_a.renew_lease("host-a", "boot-a", clock.now, lease)
+
+        if decision == "host_lost":
+            read_running = host_b._running
+
+            async def running_then_pause(where: str = "", params: tuple = ()):
+                rows = await read_running(where, params)
+                if "claim_lock" in where:  # host_lost's read of host-a's cards
+                    await host_a_renews_meanwhile()
+                return rows
+
+            monkeypatch.setattr(host_b, "_running", running_then_pause)
+        else:
+            read_live = board_b.live_hosts
+
+            async def live_then_pause(now: float) -> list[str]:
+                live = await read_live(now)
+                assert "host-a" not in live
+                await host_a_renews_meanwhile()
+                return live
+
+            monkeypatch.setattr(board_b, "live_hosts", live_then_pause)
+        result = await host_b.tick()
+        assert paused["done"]  # the pause did come between the read and the requeue
+        assert not result.reclaimed
+        now = await board_a.get_task(card.id)
+        assert (now.status, now.current_run_id, now.claim_lock) == ("running", before.current_run_id,
+                                                                    before.claim_lock)
+        assert not {"host_lost", "reclaimed"} & {e.kind for e in await board_a.events(card.id)}
+        assert identity.is_alive(before.worker_pid, before.worker_started_at)
+    finally:
+        kill_all_workers(spawner)
+        await board_b.close()
+        await board_a.close()

@@ -360,8 +360,10 @@ class Dispatcher:
                 error = f"host_lost: {host} stopped renewing its lease"
                 payload = {"host": host, "claim_lock": task.claim_lock, "worker_pid": task.worker_pid,
                            "signalled": False, "retry_status": READY}
+                # The lease was read before: the requeue itself checks it again.
                 if await self._requeue_failed(task, now, outcome=RunOutcome.HOST_LOST, event=EventKind.HOST_LOST,
-                                              error=error, payload=payload, tally=tally):
+                                              error=error, payload=payload, tally=tally,
+                                              unless_leased=host):
                     tally.reclaimed.append(task.id)
 
     # -- 0c. unrecorded launches -------------------------------------------------------------
@@ -549,7 +551,8 @@ class Dispatcher:
                 "now": now, "host_local": local, "worker": state.value if state else None, "retry_status": READY,
             }
             if await self._requeue_failed(task, now, outcome=RunOutcome.RECLAIMED, event=EventKind.RECLAIMED, error=error,
-                                          payload=payload, tally=tally):
+                                          payload=payload, tally=tally,
+                                          unless_leased=None if local else lock_host(task.claim_lock)):
                 tally.reclaimed.append(task.id)
 
     async def _renew_claims(self, tasks: list[Task], now: float) -> None:
@@ -598,22 +601,27 @@ class Dispatcher:
 
     async def _requeue(self, conn, task: Task, now: float, *, outcome: RunOutcome, error: str | None,
                        summary: str | None = None, to_status: str = READY, extra_sets: str = "",
-                       extra_params: tuple = ()) -> bool:
-        """CAS a running card off its run (inside a transaction). False: it moved on."""
+                       extra_params: tuple = (), unless_leased: str | None = None) -> bool:
+        """CAS a running card off its run (inside a transaction). False: it moved on, or
+        (``unless_leased``: another host's card taken on its lease) that host holds a
+        live lease now: checked by this very statement."""
+        leased, leased_params = ("1 = 1", ()) if unless_leased is None else \
+            self.board.no_live_lease_sql(unless_leased, now)
         cur = await conn.execute(
             f"UPDATE tasks SET {CLEAR_WORKER}, status = ?{extra_sets} WHERE id = ? AND status = ? "
-            "AND claim_lock IS ? AND current_run_id IS ? AND worker_pid IS ?",
-            (to_status, *extra_params, task.id, RUNNING, task.claim_lock, task.current_run_id, task.worker_pid))
+            f"AND claim_lock IS ? AND current_run_id IS ? AND worker_pid IS ? AND {leased}",
+            (to_status, *extra_params, task.id, RUNNING, task.claim_lock, task.current_run_id, task.worker_pid,
+             *leased_params))
         if cur.rowcount != 1:
             return False
         await close_run(conn, task.current_run_id, outcome, now, error=error, summary=summary)
         return True
 
     async def _requeue_failed(self, task: Task, now: float, *, outcome: RunOutcome, event: EventKind, error: str,
-                              payload: dict, tally: _Tally) -> bool:
+                              payload: dict, tally: _Tally, unless_leased: str | None = None) -> bool:
         """Requeue, record the event, count the failure (blocking at the limit): one transaction."""
         async with self.board.transaction() as conn:
-            if not await self._requeue(conn, task, now, outcome=outcome, error=error):
+            if not await self._requeue(conn, task, now, outcome=outcome, error=error, unless_leased=unless_leased):
                 return False
             await add_event(conn, task.id, event, {"error": error, **payload}, now, task.current_run_id)
             verdict = await breaker.record_failure(conn, task, error=error, outcome=outcome,

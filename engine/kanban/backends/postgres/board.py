@@ -380,6 +380,14 @@ class PgBoard(Board):
         return [r[0] for r in await self.fetch("SELECT host_id FROM hosts WHERE lease_expires >= ? ORDER BY host_id",
                                                (now,))]
 
+    def no_live_lease_sql(self, host: str, now: float) -> tuple[str, tuple]:
+        """SQL true while ``host`` holds no live lease at ``now``, with its parameters.
+        A statement that takes another host's card on its lease (``host_lost``, the
+        stale claim of a host without one) carries it, so the lease is judged by the
+        statement that acts, not by a read that came before it: a host that renewed
+        meanwhile (this tick paused, or slow) keeps its cards."""
+        return "NOT EXISTS (SELECT 1 FROM hosts WHERE host_id = ? AND lease_expires >= ?)", (host, now)
+
     # -- the tick in few round trips (see engine.kanban.backends.postgres.tick) ------------
 
     async def first_look(self, *, live: str, promotable: str, ready: tick.Ordered, launching: tick.Ordered,

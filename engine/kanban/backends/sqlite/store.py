@@ -491,6 +491,12 @@ class Board:
         """The hosts whose lease runs past ``now`` (none on a file board)."""
         return []
 
+    def no_live_lease_sql(self, host: str, now: float) -> tuple[str, tuple]:
+        """SQL true while ``host`` holds no live lease at ``now`` (always, on a file
+        board), with its parameters: what a statement that takes another host's card
+        checks again, in itself (see the PostgreSQL board's)."""
+        return "1 = 1", ()
+
     def claim_statement(self, count: int) -> str:
         """The claim's compare-and-set: only cards still ready and unclaimed are taken."""
         marks = ",".join("?" * count)
