@@ -33,8 +33,11 @@ SECRET_LINES = [
     '"password": "q9z\\"t4ilX"',
     "cache at redis://:p4ssRedis@cache.internal:6379/0",
     "PASSWORD = s3cret phrase",
+    "curl -u admin:adm1npw https://example.com",  # issue 35.8
+    "Cookie: session=c00k1eval; theme=dark",
 ]
-SECRETS = ["hunter2hunter2", "0123456789abcdefghijABCDEFGHIJ", "t4ilX", "p4ssRedis", "s3cret phrase"]
+SECRETS = ["hunter2hunter2", "0123456789abcdefghijABCDEFGHIJ", "t4ilX", "p4ssRedis", "s3cret phrase", "adm1npw",
+           "c00k1eval"]
 ONE_LINE = " ".join(SECRET_LINES)
 
 
@@ -99,6 +102,9 @@ async def test_one_set_of_secrets_is_masked_on_every_surface(home, tmp_path):
         surfaces[f"kanban show {card}"] = _kanban(home, "show", card)
         surfaces[f"kanban show {card} --json"] = _kanban(home, "show", card, "--json")
     surfaces["kanban list --json"] = _kanban(home, "list", "--json")
+    # A launch's token names the launch, not a secret (issue 34 "Words"): shown as it is.
+    claimed = [e for e in json.loads(surfaces[f"kanban show {failing} --json"])["events"] if e["kind"] == "claimed"]
+    assert claimed and all(e["payload"]["launch_token"] not in ("", MASK) for e in claimed), claimed
     surfaces["kanban tail"] = _tail(home)
     surfaces["the processes pane's masking"] = redact("\n".join(SECRET_LINES))
     surfaces["a --json payload"] = json.dumps(redact_data({"password": 'q9z"t4ilX', "out": SECRET_LINES}))

@@ -76,38 +76,69 @@ _SCHEMES = ("bearer", "basic", "token")
 
 _SECRET_WORD = (
     r"(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|"
-    r"private[_\-]?key|client[_\-]?secret|auth)"
+    r"private[_\-]?key|client[_\-]?secret|auth|cookie)"
 )
 # Every alternative of _SECRET_WORD contains one of these.
-_SECRET_WORD_PARTS = ("passw", "pwd", "secret", "token", "key", "auth")
+_SECRET_WORD_PARTS = ("passw", "pwd", "secret", "token", "key", "auth", "cookie")
 
 # A value after a key: a quoted string (quotes kept around the mask; a backslash-escaped
 # quote inside it is part of it: "abc\"tail" is masked whole), the rest of the line when
 # the separator is followed by a space or tab (``PASSWORD = spaced secret``, YAML's
 # ``password: my secret``), or a bare word. A bare value never starts with "{" or "[":
 # that is a nested JSON/YAML structure, not a secret (its own keys are looked at in turn).
-# (A run of backslashes and the character after it are taken together: a quote behind
-# them is inside the value also when the text was escaped once more, as a repr() of
-# the line is: "abc\\"tail". That can run a value past its real end: more is masked.)
-_QUOTED = r"\"(?P<dq>(?:[^\"\\\n]|\\++[^\n])++)\"|'(?P<sq>(?:[^'\\\n]|\\++[^\n])++)'"
+# Inside quotes a backslash escapes the one character after it, as in JSON: "k\\" is the
+# value k\ and ends there, so ``{"api_key":"k\\"}, "next": "visible"`` keeps "next"
+# readable. A quote behind an even run of backslashes that is followed by more of the
+# value (not by , ; : ) ] } & a space or the end) is taken as inside it: the line was
+# escaped once more, as a repr() of it is ("abc\\"tail"), and the value runs on.
+_QUOTED = (r"\"(?P<dq>(?:[^\"\\\n]|\\[^\n]|(?<=\\\\)\"(?=[^\s,;:)\]}&]))++)\"|"
+           r"'(?P<sq>(?:[^'\\\n]|\\[^\n]|(?<=\\\\)'(?=[^\s,;:)\]}&]))++)'")
 _BARE = r"(?P<bare>[^\s\"'&;,{\[][^\s\"'&;,]*+)"
+# The "line" value of a key inside quotes ('Cookie: s=abc' in a curl command) ends at
+# that quote: what follows the quote is not the value.
 _VALUE = rf"(?:{_QUOTED}|(?P<line>(?<=[ \t])[^\s\"'{{\[][^\n]*+)|{_BARE})"
+_VALUE_IN_DQ = rf"(?:{_QUOTED}|(?P<line>(?<=[ \t])[^\s\"'{{\[][^\n\"]*+)|{_BARE})"
+_VALUE_IN_SQ = rf"(?:{_QUOTED}|(?P<line>(?<=[ \t])[^\s\"'{{\[][^\n']*+)|{_BARE})"
 # A flag's value is one word (or quoted): ``--password x -u root`` keeps ``-u root``.
 _FLAG_VALUE = rf"(?:{_QUOTED}|(?P<line>(?!))|{_BARE})"  # (no "line" value: it never matches)
 
 # key=value, key: value, "key": "value" (JSON), key: value (YAML) where the key names a
-# secret. The key is a whole run that contains a secret word.
-_ASSIGNMENT = (
+# secret. The key is a whole run that contains a secret word (and is not one of the
+# look-alikes of _is_secret_key); the value is matched after the key is judged, so a key
+# that is no secret costs nothing more than itself.
+_ASSIGNMENT_KEY = (
     rf"(?i){_RUN_START}(?P<key>(?>[{_RUN}]*?{_SECRET_WORD})[{_RUN}]*+)"
     rf"(?P<sep>[\"']?\s*+[=:]\s*+)"
-    + _VALUE
 )
 
 # --password x / --api-key x / -token x (the "=" form is an assignment above).
-_FLAG = rf"(?i)(?<![^\s\"'])(?P<key>--?(?>[{_RUN}]*?{_SECRET_WORD})[{_RUN}]*+)(?P<sep>[ \t]++)" + _FLAG_VALUE
+_FLAG_KEY = rf"(?i)(?<![^\s\"'])(?P<key>--?(?>[{_RUN}]*?{_SECRET_WORD})[{_RUN}]*+)(?P<sep>[ \t]++)"
 
-# Flags that name where a secret is, not the secret: their value stays readable.
-_FLAG_NOT_A_SECRET = r"(?i)[_\-](?:file|path|dir|env|var|name|id|type|length|len|url)$"
+# A user:password pair given to curl (-u, --user; -U, --proxy-user) and the like. Its
+# password is masked; a pair of numbers is a uid:gid (``docker run -u 1000:1000``).
+_USER_FLAG = (
+    r"(?<![^\s\"'])(?P<head>(?:-u|-U|--user|--proxy-user)(?:[ \t]++|=)"
+    r"(?:(?P<q>[\"'])(?P<quser>[^\s:\"']*+):(?P<qpw>(?:(?!(?P=q))[^\n])++)(?P=q)"
+    r"|(?P<user>[^\s:\"']*+):(?P<pw>[^\s\"']++)))"
+)
+_USER_FLAG_LITERALS = ("-u", "-U")
+
+# What a key is when it holds a secret word and no secret: a count of tokens
+# (max_tokens, promptTokens), an identifier (launch_token, page_token, token_id), where a
+# secret is (token_file, secret_name), its kind or lifetime (token_type, token_expires),
+# the shell's working directory (PWD), an author. Judged by the key's words (split at
+# "_", "-" and camelCase).
+_NOT_SECRET_LAST_WORDS = frozenset((
+    "id", "ids", "name", "names", "file", "files", "path", "paths", "dir", "dirs", "env", "var", "vars",
+    "url", "urls", "uri", "endpoint", "type", "types", "kind", "length", "len", "count", "counts", "size",
+    "limit", "limits", "used", "usage", "expires", "expiry", "expiration", "ttl", "timeout", "seconds",
+    "at", "time", "enabled", "disabled", "required", "policy", "reset", "mode", "format", "prefix",
+    "domain", "samesite", "httponly", "age", "hint", "field", "fields", "rotation"
+))
+_NOT_SECRET_QUALIFIERS = frozenset((
+    "max", "min", "num", "total", "launch", "page", "next", "continuation", "pagination", "cursor", "sync"
+))
+_LOOKALIKE_WORD = r"tokens|tokeni[sz]\w*|author(?!i[sz])\w*|secretar\w*"
 
 # scheme://user:password@host (postgres://, mysql://, https://, redis://, ...); the user
 # may be empty (redis://:password@host).
@@ -143,35 +174,101 @@ def redact(text: str) -> str:
         text = _pattern(_URL_CREDENTIALS).sub(_mask_url, text)
     if _may_hold(text, _SCHEMES):
         text = _pattern(_AUTH_SCHEME).sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
+    if any(f in text for f in _USER_FLAG_LITERALS) and ":" in text:
+        text = _pattern(_USER_FLAG).sub(_mask_user_flag, text)
     if _may_hold(text, _SECRET_WORD_PARTS):
-        text = _pattern(_ASSIGNMENT).sub(_mask_value, text)
+        text = _mask_keyed(text, True)
         if "-" in text:
-            text = _pattern(_FLAG).sub(_mask_flag, text)
+            text = _mask_keyed(text, False)
     return text
+
+
+def _mask_keyed(text: str, assignments: bool) -> str:
+    """Every value after a key that names a secret masked (assignments, else flags).
+
+    One ``sub`` of key, separator and value does it, unless a key that holds no secret
+    took a value that may hold more (``max_tokens: 4096 password: x``: the rest of the
+    line), or a value runs past the quote its key stands in: then :func:`_mask_keyed_slowly`
+    judges each key before it matches the value."""
+    redo = False
+
+    def one(m: re.Match[str]) -> str:
+        nonlocal redo
+        key = m.group("key")
+        if _is_secret_key(key):
+            line = m.group("line")
+            start = m.start()
+            if line is not None and start and text[start - 1] in "\"'" and text[start - 1] in line:
+                redo = True
+                return m.group(0)
+            return _masked(key, m.group("sep"), m, m.end("sep"))
+        if _may_hold(m.group(0)[len(key):], _SECRET_WORD_PARTS):
+            redo = True
+        return m.group(0)
+
+    masked = _pattern(_ASSIGNMENT_KEY + _VALUE if assignments else _FLAG_KEY + _FLAG_VALUE).sub(one, text)
+    return _mask_keyed_slowly(text, assignments) if redo else masked
+
+
+def _mask_keyed_slowly(text: str, assignments: bool) -> str:
+    """:func:`_mask_keyed` one key at a time: the key and its separator are matched and
+    judged (:func:`_is_secret_key`) first, and only then is the value matched there, so
+    a key that holds no secret leaves the text after it to be looked at in turn, and a
+    value inside quotes ends at its key's quote."""
+    keys = _pattern(_ASSIGNMENT_KEY if assignments else _FLAG_KEY)
+    quotes_bound = assignments
+    out: list[str] = []
+    pos = 0
+    done = 0
+    if quotes_bound:
+        values = {'"': _pattern(_VALUE_IN_DQ), "'": _pattern(_VALUE_IN_SQ), "": _pattern(_VALUE)}
+    else:
+        values = dict.fromkeys(('"', "'", ""), _pattern(_FLAG_VALUE))
+    search = keys.search
+    while (m := search(text, pos)) is not None:
+        start, pos = m.span()
+        key = m.group("key")
+        if not _is_secret_key(key):
+            continue
+        before = text[start - 1] if start else ""
+        v = values.get(before, values[""]).match(text, pos)
+        if v is None:
+            continue
+        out.append(text[done:start])
+        out.append(_masked(key, m.group("sep"), v, pos))
+        pos = done = v.end()
+    if not out:
+        return text
+    out.append(text[done:])
+    return "".join(out)
+
+
+def _mask_user_flag(m: re.Match[str]) -> str:
+    if m.group("q") is not None:
+        return f"{m.group('head')[:m.start('qpw') - m.start()]}{MASK}{m.group('q')}"
+    user, pw = m.group("user"), m.group("pw")
+    if (user.isdigit() and pw.isdigit()) or pw == MASK:  # uid:gid, or masked already
+        return m.group(0)
+    return f"{m.group('head')[:m.start('pw') - m.start()]}{MASK}"
 
 
 def _mask_url(m: re.Match[str]) -> str:
     return f"{m.group('head')}{MASK}@"
 
 
-def _mask_value(m: re.Match[str]) -> str:
-    """Mask the value of a key/value match, keeping the key, separator and quotes."""
-    quoted = m.group("dq") if m.group("dq") is not None else m.group("sq")
-    value = quoted if quoted is not None else (m.group("line") if m.group("line") is not None else m.group("bare"))
+def _masked(key: str, sep: str, v: re.Match[str], at: int) -> str:
+    """The key, its separator and its value masked (quotes kept): ``v`` matched the
+    value's groups, which starts at ``at`` and runs to its end."""
+    quoted = v.group("dq") if v.group("dq") is not None else v.group("sq")
+    value = quoted if quoted is not None else (v.group("line") if v.group("line") is not None else v.group("bare"))
     if value == MASK or value.endswith(MASK) or value.lower() in _SCHEMES or (
-            m.group("line") is not None and value.split(None, 1)[0].lower() in _SCHEMES):
+            v.group("line") is not None and value.split(None, 1)[0].lower() in _SCHEMES):
         # "Authorization: Bearer ***" is already masked after the scheme word.
-        return m.group(0)
+        return f"{key}{sep}{v.string[at:v.end()]}"
     if quoted is not None:
-        quote = '"' if m.group("dq") is not None else "'"
-        return f"{m.group('key')}{m.group('sep')}{quote}{MASK}{quote}"
-    return f"{m.group('key')}{m.group('sep')}{MASK}"
-
-
-def _mask_flag(m: re.Match[str]) -> str:
-    if _pattern(_FLAG_NOT_A_SECRET).search(m.group("key")):
-        return m.group(0)
-    return _mask_value(m)
+        quote = '"' if v.group("dq") is not None else "'"
+        return f"{key}{sep}{quote}{MASK}{quote}"
+    return f"{key}{sep}{MASK}"
 
 
 def maybe_redact(text: str, enabled: bool) -> str:
@@ -260,8 +357,34 @@ def _redact_part(text: str, in_key: str | None) -> tuple[str, str | None]:
     return redact(text), open_kind
 
 
+_secret_keys: dict[str, bool] = {}  # key -> _is_secret_key(key): a log repeats its keys
+
+
 def _is_secret_key(key: str) -> bool:
-    return bool(_pattern(rf"(?i)[{_RUN}]*?{_SECRET_WORD}[{_RUN}]*+").fullmatch(key))
+    found = _secret_keys.get(key)
+    if found is None:
+        found = _judge_key(key)
+        if len(_secret_keys) >= 4096:
+            _secret_keys.clear()
+        _secret_keys[key] = found
+    return found
+
+
+def _judge_key(key: str) -> bool:
+    """Does ``key`` (a run, a flag, a JSON key) name a secret? It holds a secret word,
+    outside the words that only look like one (tokens, tokenizer, author, secretary), and
+    is not a count, identifier or description of one (see _NOT_SECRET_LAST_WORDS,
+    _NOT_SECRET_QUALIFIERS): ``launch_token`` and ``max_tokens`` are no secrets."""
+    if not _pattern(rf"(?i)[{_RUN}]*?{_SECRET_WORD}[{_RUN}]*+").fullmatch(key):
+        return False
+    words = [w for w in re.split(r"[_\-]+", _pattern(r"([a-z0-9])([A-Z])").sub(r"\1_\2", key).lower()) if w]
+    if not words or words == ["pwd"] or words == ["oldpwd"]:  # the shell's working directory
+        return False
+    if words[-1] in _NOT_SECRET_LAST_WORDS or not _NOT_SECRET_QUALIFIERS.isdisjoint(words):
+        return False
+    lookalike = _pattern(_LOOKALIKE_WORD)
+    rest = "_".join(w for w in words if not lookalike.fullmatch(w))
+    return bool(rest) and _pattern(rf"(?i){_SECRET_WORD}").search(rest) is not None
 
 
 def redact_data(value, enabled: bool = True):
