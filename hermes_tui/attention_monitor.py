@@ -328,8 +328,13 @@ class AttentionMixin:
         from engine.attention.model import Kind
 
         scratch = self.pane("scratch")
-        key = f"e:{item.subject}" if item.kind is Kind.PRUNE_DUE else f"q:{item.subject}"
+        prefix = "e:" if item.kind is Kind.PRUNE_DUE else "q:"
+        key = prefix + item.subject
         table = scratch.table
+        if key not in table.keys:  # the subject shows the name masked and escaped: the row whose name shows so
+            from engine.processes.redact import shown
+
+            key = next((k for k in table.keys if k.startswith(prefix) and shown(k[2:]) == item.subject), key)
         if key in table.keys:
             table.move_cursor(row=table.get_row_index(key), animate=False)
         if item.kind is Kind.PRUNE_DUE:

@@ -128,7 +128,9 @@ def shown_survey(now: float, idle_hours: float, idle: tuple[tuple[str, float, in
 
 def survey_items(survey, quarantine_hours: float) -> list[Item]:
     """Idle entries the next pass takes (with their size), and quarantined entries
-    deleted within QUARANTINE_WARN_HOURS."""
+    deleted within QUARANTINE_WARN_HOURS. An entry's name is outside text: in the key,
+    the subject and the words it is masked (secrets, as outputs are) and escaped."""
+    from engine.processes.redact import shown
     from engine.scratch.entries import EntryState
 
     items: list[Item] = []
@@ -138,8 +140,9 @@ def survey_items(survey, quarantine_hours: float) -> list[Item]:
         newest = e.newest_mtime if isinstance(e, ShownEntry) else e.activity.newest_mtime
         occurrence = int(newest) if newest is not None else 0
         due = newest + survey.idle_hours * 3600.0 if newest is not None else None
+        name = shown(e.name)
         items.append(Item(
-            f"{Kind.PRUNE_DUE}:{e.name}:{occurrence}", Kind.PRUNE_DUE, e.name, due,
+            f"{Kind.PRUNE_DUE}:{name}:{occurrence}", Kind.PRUNE_DUE, name, due,
             f"idle {human_duration(e.idle_seconds)}, {human_bytes(e.size_bytes)}; the next pass takes it",
             "look at the prune preview (p in the scratch pane, or hermes-tui prune --dry-run); "
             "write to it to keep it"))
@@ -149,10 +152,11 @@ def survey_items(survey, quarantine_hours: float) -> list[Item]:
         if left > QUARANTINE_WARN_HOURS * 3600.0:
             continue
         when = f"in {human_duration(left)}" if left > 0 else "at the next pass"
+        file_name, name = shown(q.file_name), shown(q.name)
         items.append(Item(
-            f"{Kind.QUARANTINE_EXPIRING}:{q.file_name}", Kind.QUARANTINE_EXPIRING, q.file_name, q.quarantined_at,
-            f"{escape_text(q.name)}: quarantined {human_duration(survey.now - q.quarantined_at)} ago, deleted {when}",
-            f"restore it if it is still needed (hermes-tui scratch restore {escape_text(q.name)})"))
+            f"{Kind.QUARANTINE_EXPIRING}:{file_name}", Kind.QUARANTINE_EXPIRING, file_name, q.quarantined_at,
+            f"{name}: quarantined {human_duration(survey.now - q.quarantined_at)} ago, deleted {when}",
+            f"restore it if it is still needed (hermes-tui scratch restore {name})"))
     return items
 
 

@@ -275,6 +275,13 @@ def maybe_redact(text: str, enabled: bool) -> str:
     return redact(text) if enabled else text
 
 
+def shown(text: str, enabled: bool = True) -> str:
+    """Outside text (an entry's name, a path, a reason quoting them) as a line shows it:
+    secrets masked (when ``enabled``, the setting ``processes.redact``), then control
+    characters escaped."""
+    return escape_text(maybe_redact(text, enabled))
+
+
 # -- a big text, a piece at a time -----------------------------------------------------
 
 STREAM_CHUNK_CHARS = 1 << 20  # what redact_stream masks at once (at least)

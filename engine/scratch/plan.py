@@ -14,7 +14,7 @@ from engine.fsutil import tree_size
 from engine.scratch.entries import EntryState, Survey, survey_scratch
 from engine.scratch.ownership import victims
 from engine.scratch.target import PruneOptions, PruneTarget
-from engine.text import escape_text, human_bytes, human_duration
+from engine.text import human_bytes, human_duration
 
 
 @dataclass(frozen=True)
@@ -136,11 +136,17 @@ def plan_prune(target: PruneTarget, options: PruneOptions, *, now: float | None 
                             options)
 
 
-def describe_plan(plan: PrunePlan, limit: int | None = None) -> list[str]:
+def describe_plan(plan: PrunePlan, limit: int | None = None, redact: bool = True) -> list[str]:
     """The plan as plain lines: what goes (and how many bytes), which processes get
     which signal, what expires from quarantine, what stays and why. Shared by the
     CLI prompt and the approval modal, so both show exactly the same plan. ``limit``
-    (the modal's) lists at most that many items of each part, then says how many more."""
+    (the modal's) lists at most that many items of each part, then says how many more.
+    Outside text (names, paths, reasons) has its secrets masked (``redact``: the
+    setting ``processes.redact``) and its control characters escaped."""
+    from engine.processes.redact import shown
+
+    def outside(text: str) -> str:
+        return shown(text, redact)
 
     def listed(items, line):
         shown = list(items if limit is None else items[:limit])
@@ -154,22 +160,22 @@ def describe_plan(plan: PrunePlan, limit: int | None = None) -> list[str]:
     scratch = plan.scratch_dir.rstrip("/") + "/"
 
     def short(path: str) -> str:  # entries are named relative to the scratch dir the header names
-        return escape_text(path[len(scratch):] if path.startswith(scratch) else path)
+        return outside(path[len(scratch):] if path.startswith(scratch) else path)
 
-    lines = [f"Scratch {escape_text(plan.scratch_dir)}, idle window {plan.idle_hours:g}h.",
+    lines = [f"Scratch {outside(plan.scratch_dir)}, idle window {plan.idle_hours:g}h.",
              f"{n} entr{'y' if n == 1 else 'ies'} {verb}, {human_bytes(plan.total_bytes)}:"]
     lines += listed(plan.candidates,
                     lambda c: f"  - {short(c.path)}  idle {human_duration(c.idle_seconds)}, {human_bytes(c.size_bytes)}")
     if plan.signals:
         lines.append("Processes to signal (SIGTERM, then SIGKILL if still running after the grace period):")
         lines += listed(plan.signals,
-                        lambda s: f"  - pid {s.pid} ({escape_text(s.name)}) cwd {short(s.cwd)}: {escape_text(s.why)}")
+                        lambda s: f"  - pid {s.pid} ({outside(s.name)}) cwd {short(s.cwd)}: {outside(s.why)}")
     if plan.expiring:
         lines.append("Quarantined entries whose hours are over (deleted unless written to since):")
-        lines += listed(plan.expiring, lambda e: f"  - {escape_text(e.path)}  {human_bytes(e.size_bytes)}")
+        lines += listed(plan.expiring, lambda e: f"  - {outside(e.path)}  {human_bytes(e.size_bytes)}")
     if plan.kept:
         lines.append("Staying:")
-        lines += listed(plan.kept, lambda k: f"  - {short(k.path)}: {escape_text(k.reason)}")
+        lines += listed(plan.kept, lambda k: f"  - {short(k.path)}: {outside(k.reason)}")
     if plan.process_error:
-        lines.append(f"The process check failed ({escape_text(plan.process_error)}): nothing is deleted.")
+        lines.append(f"The process check failed ({outside(plan.process_error)}): nothing is deleted.")
     return lines

@@ -37,13 +37,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(ctx: Context) -> int:
+    from engine.processes.redact import shown
     from engine.scratch.audit import AuditWriteError
     from engine.scratch.entries import SurveyError
     from engine.scratch.execute import execute_plan
     from engine.scratch.plan import describe_plan, plan_prune
     from engine.scratch.result import PassFailed, PruneBusy, result_of_plan
     from engine.scratch.target import PruneOptions, PruneTarget
-    from engine.text import escape_text
 
     args = ctx.args
     interactive = not (args.dry_run or args.yes)
@@ -51,6 +51,7 @@ def run(ctx: Context) -> int:
         raise CliError("prune needs --dry-run (show the plan) or --yes (prune) when not run on a terminal",
                        EXIT_USAGE)
     home = ctx.home
+    redact = ctx.settings.processes.redact  # names, paths and reasons are outside text: masked as outputs are
     target = PruneTarget.of(home)
     options = PruneOptions.from_settings(home, ctx.settings, idle_hours=args.idle_hours)
     try:
@@ -60,18 +61,18 @@ def run(ctx: Context) -> int:
     if args.dry_run:
         result = result_of_plan(plan)
         if ctx.json:
-            print_json(result.to_json())
+            _print_result_json(result.to_json(), redact)
         else:
-            print("\n".join(describe_plan(plan)))
+            print("\n".join(describe_plan(plan, redact=redact)))
             print("(dry run: nothing was changed)")
         return EXIT_OK
     if interactive:
         out = sys.stderr if ctx.json else sys.stdout
-        print("\n".join(describe_plan(plan)), file=out)
+        print("\n".join(describe_plan(plan, redact=redact)), file=out)
         if plan.is_empty:
             print("Nothing to prune.", file=out)
             if ctx.json:
-                print_json(result_of_plan(plan).to_json() | {"dry_run": False})
+                _print_result_json(result_of_plan(plan).to_json() | {"dry_run": False}, redact)
             return EXIT_OK
         out.write("Prune now? [y/N] ")
         out.flush()
@@ -90,24 +91,31 @@ def run(ctx: Context) -> int:
     except PassFailed as exc:  # its line is in the log; the error itself is reported like any other
         raise exc.error from None
     if ctx.json:
-        print_json(result.to_json())
+        _print_result_json(result.to_json(), redact)
     else:
         print(result.summary(restore_hint="hermes-tui scratch restore NAME"))
         if result.stopped:  # what was done, one line each: everything else is as it was
             for r in result.removed:
-                print(f"  removed {escape_text(r.path)}")
+                print(f"  removed {shown(r.path, redact)}")
             for q in result.quarantined:
-                print(f"  quarantined {escape_text(q.path)}")
+                print(f"  quarantined {shown(q.path, redact)}")
             for s in result.signalled:
-                print(f"  {s.signal} pid {s.pid} ({escape_text(s.name)})")
+                print(f"  {s.signal} pid {s.pid} ({shown(s.name, redact)})")
         for f in result.failures:
-            print(f"  {escape_text(f)}")
+            print(f"  {shown(f, redact)}")
         if result.process_error:
-            print(f"  process check failed ({escape_text(result.process_error)}): nothing was deleted")
+            print(f"  process check failed ({shown(result.process_error, redact)}): nothing was deleted")
         print(f"log: {home.prune_log}")
     if result.stopped:
         return 130
     return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def _print_result_json(doc: dict, redact: bool) -> None:
+    """A pass's (or a plan's) JSON document, its paths, names and reasons masked."""
+    from engine.processes.redact import redact_data
+
+    print_json(redact_data(doc, redact))
 
 
 class _StopOnInterrupt:

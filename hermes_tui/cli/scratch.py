@@ -50,9 +50,11 @@ def _survey(ctx: Context):
 
 
 def run_list(ctx: Context) -> int:
-    from engine.text import escape_text, human_bytes
+    from engine.processes.redact import redact_data, shown
+    from engine.text import human_bytes
 
     survey, options = _survey(ctx)
+    redact = ctx.settings.processes.redact  # names and reasons are outside text: masked as outputs are
     quarantine = [
         {
             "name": q.name,
@@ -65,20 +67,21 @@ def run_list(ctx: Context) -> int:
     ]
     if ctx.json:
         # Streamed: each entry is written as its walk ends (100,000 entries are never held).
-        print_json_streamed({
+        print_json_streamed(redact_data({
             "scratch_dir": str(survey.target.scratch_dir),
             "idle_hours": survey.idle_hours,
             "process_error": survey.process_error,
-        }, "entries", (e.to_json() for e in survey.entries), {"quarantined": quarantine})
+        }, redact), "entries", (redact_data(e.to_json(), redact) for e in survey.entries),
+            {"quarantined": redact_data(quarantine, redact)})
         return EXIT_OK
-    print(f"{survey.target.scratch_dir}  (pruned after {survey.idle_hours:g}h idle)")
+    print(f"{shown(str(survey.target.scratch_dir), redact)}  (pruned after {survey.idle_hours:g}h idle)")
     # The columns are as wide as their widest value: only each row's text is held.
     rows = [("NAME", "STATE", "IDLE", "SIZE", "PIDS", "WHY KEPT")]
     for e in survey.entries:
         rows.append((
-            escape_text(e.name), e.state, e.age_text if e.idle_seconds is not None else "-",
+            shown(e.name, redact), e.state, e.age_text if e.idle_seconds is not None else "-",
             human_bytes(e.size_bytes) if e.size_bytes is not None else "?",
-            ",".join(map(str, e.pids)) or "-", escape_text(e.kept_reason or ""),
+            ",".join(map(str, e.pids)) or "-", shown(e.kept_reason or "", redact),
         ))
     if len(rows) == 1:
         print("no entries")
@@ -87,26 +90,28 @@ def run_list(ctx: Context) -> int:
         for r in rows:
             print("  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=True)) + "  " + r[5])
     if survey.process_error:
-        print(f"processes: {escape_text(survey.process_error)} (nothing would be deleted)")
+        print(f"processes: {shown(survey.process_error, redact)} (nothing would be deleted)")
     if quarantine:
-        print(f"\nquarantine ({survey.target.quarantine_dir}): restore with 'hermes-tui scratch restore NAME'")
+        print(f"\nquarantine ({shown(str(survey.target.quarantine_dir), redact)}): "
+              "restore with 'hermes-tui scratch restore NAME'")
         for q in survey.quarantine:
-            print(f"  {escape_text(q.file_name)}")
+            print(f"  {shown(q.file_name, redact)}")
     return EXIT_OK
 
 
 def run_restore(ctx: Context) -> int:
+    from engine.processes.redact import redact_data, shown
     from engine.scratch.execute import restore
     from engine.scratch.quarantine import RestoreError
     from engine.scratch.target import PruneTarget
-    from engine.text import escape_text
 
     try:
         rec = restore(PruneTarget.of(ctx.home), ctx.args.name)
     except RestoreError as exc:
-        raise CliError(str(exc), EXIT_FAILED) from None
+        raise CliError(shown(str(exc), ctx.settings.processes.redact), EXIT_FAILED) from None
+    redact = ctx.settings.processes.redact
     if ctx.json:
-        print_json({"path": rec.path, "from": rec.from_path})
+        print_json(redact_data({"path": rec.path, "from": rec.from_path}, redact))
     else:
-        print(f"restored {escape_text(rec.path)} (from {escape_text(rec.from_path)})")
+        print(f"restored {shown(rec.path, redact)} (from {shown(rec.from_path, redact)})")
     return EXIT_OK

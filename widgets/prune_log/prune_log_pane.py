@@ -164,21 +164,28 @@ class PruneLogPane(Pane):
         if self._action and rec.action != self._action:
             return False
         if self._text:
-            hay = f"{rec.action} {rec.path} {rec.detail}".lower()
+            hay = f"{rec.action} {self._short_path(rec.path)} {self._short_text(rec.detail)}".lower()
             return self._text in hay
         return True
 
+    def _masked(self, text: str) -> str:
+        """An entry's name is outside text: its secrets are masked as outputs are
+        (``processes.redact``); the log file keeps the raw name."""
+        from engine.processes.redact import maybe_redact
+
+        return maybe_redact(text, self.settings.processes.redact)
+
     def _short_path(self, path: str) -> str:
-        """Paths inside this home's scratch or quarantine, shown relative to them."""
+        """Paths inside this home's scratch or quarantine, shown relative to them (masked)."""
         for prefix, label in ((str(self.home.scratch_dir), "scratch"),
                               (str(self.home.quarantine_dir), "quarantine")):
             if path.startswith(prefix + "/"):
-                return f"{label}/{path[len(prefix) + 1:]}"
-        return path
+                return self._masked(f"{label}/{path[len(prefix) + 1:]}")
+        return self._masked(path)
 
     def _short_text(self, text: str) -> str:
         text = text.replace(str(self.home.scratch_dir) + "/", "scratch/")
-        return text.replace(str(self.home.quarantine_dir) + "/", "quarantine/")
+        return self._masked(text.replace(str(self.home.quarantine_dir) + "/", "quarantine/"))
 
     def _append(self, records: list) -> None:
         if not records:

@@ -16,7 +16,7 @@ MAX_LISTED = 100
 class PruneModal(ConfirmModal):
     """Dismisses True only when the user picks "Prune" (or presses y)."""
 
-    def __init__(self, plan) -> None:
+    def __init__(self, plan, redact: bool = True) -> None:
         from engine.scratch.plan import describe_plan
 
         n = len(plan.candidates)
@@ -29,6 +29,6 @@ class PruneModal(ConfirmModal):
                 title += f" {len(plan.signals)} process(es) get SIGTERM."
         # A plan of 100,000 entries is not 100,000 lines here: each part lists its first
         # MAX_LISTED and says how many more (the title gives the whole count and size).
-        super().__init__(title, "\n".join(describe_plan(plan, limit=MAX_LISTED)), yes_label="Prune",
+        super().__init__(title, "\n".join(describe_plan(plan, limit=MAX_LISTED, redact=redact)), yes_label="Prune",
                          no_label="Cancel")
         self.plan = plan

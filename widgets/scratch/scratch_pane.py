@@ -86,13 +86,14 @@ def _age_text(idle: float | None, arrived: float | None) -> str:
     return human_duration(idle) if idle is not None else "?"
 
 
-def _row_cells(value) -> dict[str, SortCell]:
-    from engine.text import escape_text
+def _row_cells(value, redact: bool = True) -> dict[str, SortCell]:
+    """A row's cells; outside text (a name, a reason) masked (``redact``) and escaped."""
+    from engine.processes.redact import shown
 
     if value[0] is RowKind.QUARANTINED:
         file_name = value[1]
         return {
-            "name": SortCell(escape_text(file_name), (1, file_name)),  # quarantine rows last
+            "name": SortCell(shown(file_name, redact), (1, file_name)),  # quarantine rows last
             "state": SortCell("quarantined", "zquarantined", QUARANTINED_STYLE),
             "idle": SortCell("-", -1.0),
             "size": SortCell("-", -1),
@@ -101,17 +102,23 @@ def _row_cells(value) -> dict[str, SortCell]:
         }
     _kind, name, state, idle, size, reason, pids, arrived, _newest = value
     return {
-        "name": SortCell(escape_text(name), (0, name)),
+        "name": SortCell(shown(name, redact), (0, name)),
         "state": SortCell(state, state, STATE_STYLES.get(state, "")),
         "idle": SortCell(_age_text(idle, arrived), idle if idle is not None else -1.0),
         "size": SortCell(human_bytes(size) if size is not None else "?", size if size is not None else -1),
         "pids": SortCell(pids or "-", pids),
-        "why": SortCell(escape_text(reason or ""), reason or ""),
+        "why": SortCell(shown(reason or "", redact), reason or ""),
     }
 
 
 def _cells(_key: str, value) -> list[SortCell]:
     cells = _row_cells(value)
+    return [cells[c.key] for c in COLUMNS]
+
+
+def _cells_unmasked(_key: str, value) -> list[SortCell]:
+    """``_cells`` with ``processes.redact: false``."""
+    cells = _row_cells(value, redact=False)
     return [cells[c.key] for c in COLUMNS]
 
 
@@ -414,7 +421,7 @@ class ScratchPane(Pane):
         self._rows = rows
         table = self.table
         with self.app.batch_update():
-            table.set_rows(rows.values, _cells, rows.order)
+            table.set_rows(rows.values, _cells if self._redact else _cells_unmasked, rows.order)
             if rows.sort != (self.sort_column, self._sort_reverse):
                 self._sort()  # the sort changed while the survey ran
             table.sync()
@@ -435,9 +442,18 @@ class ScratchPane(Pane):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._show_detail()
 
-    def _show_detail(self) -> None:
-        from engine.text import escape_text
+    @property
+    def _redact(self) -> bool:
+        """Mask secrets in outside text (names, reasons, paths), as outputs are."""
+        return self.settings.processes.redact
 
+    def _shown(self, text: str) -> str:
+        from engine.processes.redact import shown
+
+        return shown(text, self._redact)
+
+    def _show_detail(self) -> None:
+        shown = self._shown
         detail = self.query_one("#scratch-detail", DetailLine)
         key = self.table.selected_key or ""
         rows = self._rows
@@ -450,18 +466,18 @@ class ScratchPane(Pane):
         if value[0] is RowKind.QUARANTINED:
             item = rows.quarantined.get(key)
             if item is None:
-                detail.show(f"quarantine/{escape_text(value[1])}{where}")
+                detail.show(f"quarantine/{shown(value[1])}{where}")
                 return
             expires = time.strftime("%Y-%m-%d %H:%M",
                                     time.localtime(item.expires_at(self.settings.scratch.quarantine_hours)))
-            detail.show(f"quarantine/{escape_text(item.file_name)} · quarantined {time.strftime('%Y-%m-%d %H:%M', time.localtime(item.quarantined_at))}"
-                          f" · deleted after {expires} unless written to · u restores it to scratch/{escape_text(item.name)}"
+            detail.show(f"quarantine/{shown(item.file_name)} · quarantined {time.strftime('%Y-%m-%d %H:%M', time.localtime(item.quarantined_at))}"
+                          f" · deleted after {expires} unless written to · u restores it to scratch/{shown(item.name)}"
                           f"{where}")
             return
         _kind, name, state, idle, size, reason, _pids, arrived, _newest = value
-        text = f"scratch/{escape_text(name)} · {state}"
+        text = f"scratch/{shown(name)} · {state}"
         if reason:
-            text += f": {escape_text(reason)}"
+            text += f": {shown(reason)}"
         if arrived is not None:
             text += f" · {_age_text(idle, arrived)}"
         elif idle is not None:
@@ -470,7 +486,7 @@ class ScratchPane(Pane):
             text += f" · {human_bytes(size)}"
         processes = rows.processes.get(name, ())
         if processes:
-            procs = ", ".join(f"{j.proc.pid} {escape_text(j.proc.name)} ({j.role.value}"
+            procs = ", ".join(f"{j.proc.pid} {shown(j.proc.name)} ({j.role.value}"
                               f"{' ' + j.label if j.label and j.role.value == 'registered' else ''})"
                               for j in processes)
             text += f" · processes inside: {procs}"
@@ -559,7 +575,7 @@ class ScratchPane(Pane):
 
     def on_scratch_pane_planned(self, message: Planned) -> None:
         if message.error is not None:
-            self.notify(f"cannot plan a prune: {message.error}", severity="error")
+            self.notify(f"cannot plan a prune: {self._shown(message.error)}", severity="error", markup=False)
             return
         self._ask(message.plan, message.target, message.options)
 
@@ -574,7 +590,7 @@ class ScratchPane(Pane):
                 self.notify("prune cancelled: nothing was changed", timeout=2)
                 self.refresh_entries()
 
-        self.app.push_screen(PruneModal(plan), answered)
+        self.app.push_screen(PruneModal(plan, redact=self._redact), answered)
 
     @work(thread=True, exclusive=True, group="scratch-prune", description="the approved prune")
     def _execute(self, plan, target, options) -> None:
@@ -591,14 +607,13 @@ class ScratchPane(Pane):
         self.post_message(self.PruneFinished(result))
 
     def on_scratch_pane_prune_progress(self, message: PruneProgress) -> None:
-        from engine.text import escape_text
-
+        shown = self._shown
         bar = self.query_one("#scratch-progress", SurveyProgress)
         label = self.query_one("#scratch-progress-label", Static)
         bar.add_class("-running")
         label.add_class("-running")
         bar.update(total=max(1, message.total), progress=message.done)
-        where = f" · {escape_text(message.path)}" if message.path else ""
+        where = f" · {shown(message.path)}" if message.path else ""
         label.update(f"pruning {message.done}/{message.total} · {human_bytes(message.freed)} freed{where}")
         self.set_status(f"pruning {message.done}/{message.total}")
 
@@ -607,7 +622,7 @@ class ScratchPane(Pane):
         self.query_one("#scratch-progress", SurveyProgress).remove_class("-running")
         self.query_one("#scratch-progress-label", Static).remove_class("-running")
         if message.error:
-            self.notify(f"prune failed: {message.error}", severity="error", timeout=8, markup=False)
+            self.notify(f"prune failed: {self._shown(message.error)}", severity="error", timeout=8, markup=False)
         else:
             self.notify(message.result.summary(restore_hint="u restores"), title="Prune done",
                         severity="information" if message.result.ok else "warning", timeout=8, markup=False)
@@ -630,19 +645,18 @@ class ScratchPane(Pane):
     def _restore(self, file_name: str) -> None:
         from engine.scratch.execute import restore
         from engine.scratch.target import PruneTarget
-        from engine.text import escape_text
 
         try:
             rec = restore(PruneTarget.of(self.home), file_name)
         except Exception as exc:  # a thread reports any error
-            self.post_message(self.Restored(error=str(exc)))
+            self.post_message(self.Restored(error=self._shown(str(exc))))
             return
-        self.post_message(self.Restored(escape_text(rec.path)))
+        self.post_message(self.Restored(self._shown(rec.path)))
 
     def on_scratch_pane_restored(self, message: Restored) -> None:
         if message.error is not None:
-            self.notify(f"cannot restore: {message.error}", severity="error", timeout=6)
+            self.notify(f"cannot restore: {message.error}", severity="error", timeout=6, markup=False)
             return
-        self.notify(f"restored {message.name}", timeout=4)
+        self.notify(f"restored {message.name}", timeout=4, markup=False)
         self.refresh_entries()
 
