@@ -6,6 +6,7 @@ a fresh database per test; the board's clock is pinned (a boundary), nothing els
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from pathlib import Path
 
@@ -166,8 +167,8 @@ async def _tick_and_read(board, home: HomeLayout, titles: dict[str, str]) -> dic
     run_name = {run[0]: f"run of {titles[run[1]]}" for run in runs}
     tokens = {run[8]: f"token of {titles[run[1]]}" for run in runs}
 
-    def same(value):
-        return titles.get(value, tokens.get(value, value))
+    def same(value):  # (each side's own home, where its launches are: "the home")
+        return "the home" if value == os.path.realpath(home.root) else titles.get(value, tokens.get(value, value))
 
     tasks = await board.fetch("SELECT id, status, assignee, claim_lock, claim_expires, started_at, worker_pid, "
                               "worker_started_at, current_run_id, last_heartbeat_at FROM tasks")

@@ -61,6 +61,7 @@ from engine.identity import RUNS, Liveness, liveness
 from engine.kanban import breaker, launch_guard
 from engine.kanban.backends.sqlite.store import TASK_COLUMNS, Board, add_event, add_events, task_from_row
 from engine.kanban.dispatch_lock import dispatch_lock, lock_path_for  # noqa: F401 - the names callers knew
+from engine.kanban.launch_owner import LaunchOwner, claim_owner_payload, look_elsewhere
 from engine.kanban.models import (
     BLOCKED,
     DONE,
@@ -76,6 +77,7 @@ from engine.kanban.transitions import CLEAR_WORKER, close_run
 from engine.kanban.workers import (
     RUN_HEADER_PREFIX,
     LaunchedWorker,
+    LaunchLookup,
     LaunchState,
     Spawner,
     WorkerLaunch,
@@ -115,7 +117,10 @@ LAUNCHING = "launching"
 # Outcomes a worker gives its own run (its worker then ends by itself).
 WORKERS_OWN_ENDS = (RunOutcome.COMPLETED, RunOutcome.BLOCKED, RunOutcome.REVIEW)
 # Running cards whose run is still launching (the claim wrote it; no worker recorded).
-LAUNCHING_PARTS = ("r.id, r.task_id, r.process_id, r.claim_lock, t.claim_expires",
+# With each its claim's event payload: which home (and dispatcher) made the launch (launch_owner).
+LAUNCHING_PARTS = ("r.id, r.task_id, r.process_id, r.claim_lock, t.claim_expires, (SELECT e.payload FROM task_events e "
+                   f"WHERE e.task_id = r.task_id AND e.run_id = r.id AND e.kind = '{EventKind.CLAIMED}' "
+                   "ORDER BY e.id LIMIT 1)",
                    f"tasks t JOIN task_runs r ON r.id = t.current_run_id WHERE t.status = '{RUNNING}' "
                    f"AND r.status = '{LAUNCHING}' AND r.ended_at IS NULL", "r.id")
 LAUNCHING_SQL = "SELECT {} FROM {} ORDER BY {}".format(*LAUNCHING_PARTS)
@@ -231,11 +236,13 @@ class _Claimed:
     token: str  # the launch token: the worker's session id
 
 
-def _claim_events(profile: str, newly: bool, lock: str, token: str) -> list[tuple[EventKind, dict, bool]]:
+def _claim_events(profile: str, newly: bool, lock: str, token: str, owner: dict) -> list[tuple[EventKind, dict, bool]]:
     """A claimed card's events in order, each (kind, payload, whether it names the new
-    run): ``assigned`` when the claim gave it the default assignee, then ``claimed``."""
+    run): ``assigned`` when the claim gave it the default assignee, then ``claimed``
+    (with ``owner``: the home and dispatcher that launch it, see launch_owner)."""
     events = [(EventKind.ASSIGNED, {"assignee": profile, "source": "kanban.default_assignee"}, False)] if newly else []
-    return [*events, (EventKind.CLAIMED, {"claim_lock": lock, "profile": profile, "launch_token": token}, True)]
+    return [*events, (EventKind.CLAIMED, {"claim_lock": lock, "profile": profile, "launch_token": token, **owner},
+                      True)]
 
 
 def _spawned_payload(c: _Claimed, w: LaunchedWorker, fp: str) -> dict:
@@ -371,23 +378,42 @@ class Dispatcher:
     async def _resolve_launches(self, rows: list, tally: _Tally) -> None:
         """Runs still ``launching`` (read by the first look): their dispatcher stopped
         between the claim and the record. Only this host's (another host's are its own,
-        or ``host_lost``'s), and none this process is still launching. Each launch is
-        looked up by its token (see ``Spawner.find_launch``), then in one transaction:
-        adopted (its worker recorded, ``running``), released (the card ready again, the
-        run's outcome ``not_started``, no failure counted) or held (its claim kept
-        fresh so nothing reclaims it; one event, and a warning every tick)."""
-        mine = [(run_id, task_id, token, lock) for run_id, task_id, token, lock, _expires in rows
+        or ``host_lost``'s), and none this process is still launching. Each launch of
+        this home is looked up by its token (see ``Spawner.find_launch``), then in one
+        transaction: adopted (its worker recorded, ``running``), released (the card ready
+        again, the run's outcome ``not_started``, no failure counted) or held (its claim
+        kept fresh so nothing reclaims it; one event, and a warning every tick). A launch
+        another home of this host made is that home's (its session is in that home's
+        folder): it is held here, or released only when proven dead from here
+        (engine.kanban.launch_owner), never adopted, and left alone while its dispatcher
+        runs."""
+        here = [(run_id, task_id, token, lock, LaunchOwner.of(lock, claimed))
+                for run_id, task_id, token, lock, _expires, claimed in rows
                 if is_host_local(lock) and not launch_guard.token_in_flight(token)]
+        if not here:
+            return
+
+        def look(task_id: str, run_id: int, token: str | None, owner: LaunchOwner) -> LaunchLookup | None:
+            if owner.is_home(self.home.root):
+                return find_launch(self.spawner, token, task_id, run_id)
+            try:
+                return look_elsewhere(owner, token, task_id, run_id)
+            except OSError as exc:
+                return LaunchLookup(LaunchState.UNCERTAIN, f"it was claimed by {owner.words()}, whose session "
+                                    f"{token} cannot be read from here ({exc.strerror or exc})")
+
+        looks = await asyncio.to_thread(
+            lambda: [look(task_id, run_id, token, owner) for run_id, task_id, token, _l, owner in here])
+        mine = [(run_id, task_id, token, lock, found) for (run_id, task_id, token, lock, _o), found
+                in zip(here, looks, strict=True) if found is not None]
         if not mine:
             return
-        looks = await asyncio.to_thread(
-            lambda: [find_launch(self.spawner, token, task_id, run_id) for run_id, task_id, token, _l in mine])
         now = self.board.now()
         expires = now + self.k.claim_ttl_seconds
 
         async def resolve(conn) -> list[tuple[str, LaunchState, str]]:
             done = []
-            for (run_id, task_id, token, lock), look in zip(mine, looks, strict=True):
+            for run_id, task_id, token, lock, look in mine:
                 if look.state is LaunchState.STARTED and look.worker is not None:
                     w = look.worker
                     fp = w.fingerprint or identity.UNVERIFIED
@@ -932,6 +958,7 @@ class Dispatcher:
         if not chosen:
             return []
         lock = claim_lock_here()
+        owner = claim_owner_payload(self.home.root)
         expires = now + self.k.claim_ttl_seconds
         wanted = {task_id: (profile, title, body, newly) for task_id, profile, title, body, newly in chosen}
         default = self.k.default_assignee
@@ -964,7 +991,8 @@ class Dispatcher:
                 if newly:
                     tally.auto_assigned.append(task_id)
                 events.extend((task_id, run_of[task_id] if of_run else None, kind, payload)
-                              for kind, payload, of_run in _claim_events(profile, newly, lock, tokens[task_id]))
+                              for kind, payload, of_run in _claim_events(profile, newly, lock, tokens[task_id],
+                                                                          owner))
             await add_events(conn, events, now)
             return won, run_of
 
@@ -990,6 +1018,7 @@ class Dispatcher:
         with the claim. Returns (won, run of each, (title, body) of each)."""
         values = {"running": RUNNING, "ready": READY, "launching": LAUNCHING, "default": self.k.default_assignee,
                   "lock": lock, "expires": expires, "now": now}
+        owner = claim_owner_payload(self.home.root)
 
         async def claim(conn) -> list[tuple]:
             await self._within_profile_caps(conn, wanted, tally)
@@ -997,7 +1026,7 @@ class Dispatcher:
                 return []
             cards = [(task_id, profile, tokens[task_id]) for task_id, (profile, *_rest) in wanted.items()]
             events = [(task_id, kind, payload, of_run) for task_id, (profile, _t, _b, newly) in wanted.items()
-                      for kind, payload, of_run in _claim_events(profile, newly, lock, tokens[task_id])]
+                      for kind, payload, of_run in _claim_events(profile, newly, lock, tokens[task_id], owner)]
             return await claim_cards(conn, cards, events, **values)
 
         rows = await (self.board.atomic(claim) if self._capped(wanted) else claim(None))

@@ -140,20 +140,32 @@ async def refuse_a_cut_short_launch(board: Board, task: Task) -> None:
     """A person's change that ends a running card's run, while that run is still
     ``launching`` (no worker recorded) and the dispatcher that claimed it, on this host,
     is gone: its worker may run, and only a tick's lookup by launch token finds it, so the
-    change would leave it running unseen. Refused in one line until a tick resolved it.
-    (A claiming dispatcher still alive records the worker itself and stops it, since the
-    run is no longer its card's.)"""
+    change would leave it running unseen. Refused in one line until a tick resolved it
+    (a tick of the home that claimed it, when that is another home of this host: see
+    engine.kanban.launch_owner). A claiming dispatcher still alive (its pid, and the start
+    time its claim recorded) records the worker itself and stops it, since the run is no
+    longer its card's."""
     if task.status != RUNNING or task.worker_pid is not None or task.current_run_id is None:
         return
-    rows = await board.fetch("SELECT status FROM task_runs WHERE id = ?", (task.current_run_id,))
+    rows = await board.fetch(
+        "SELECT r.status, (SELECT e.payload FROM task_events e WHERE e.task_id = r.task_id AND e.run_id = r.id "
+        "AND e.kind = ? ORDER BY e.id LIMIT 1) FROM task_runs r WHERE r.id = ?",
+        (EventKind.CLAIMED, task.current_run_id))
     if not rows or rows[0][0] != "launching" or not is_host_local(task.claim_lock):
         return
-    pid = int((task.claim_lock or ":0").rpartition(":")[2] or 0)
-    if pid > 0 and _process_exists(pid):
+    from engine.identity import Liveness
+    from engine.kanban.launch_owner import LaunchOwner
+
+    owner = LaunchOwner.of(task.claim_lock, rows[0][1])
+    if owner.fingerprint is None:  # claimed by an older hermes-tui: its pid only
+        if owner.pid and _process_exists(owner.pid):
+            return
+    elif owner.launcher() is Liveness.ALIVE:
         return
+    where = f" of home {owner.home}, which claimed it," if owner.home is not None else ""
     raise TransitionRefused(
         f"{task.id}: its worker's launch (run {task.current_run_id}) was cut short and is not resolved yet, so its "
-        "worker may run unrecorded: run a dispatcher tick first (hermes-tui kanban dispatch), then try again")
+        f"worker may run unrecorded: run a dispatcher tick{where} first (hermes-tui kanban dispatch), then try again")
 
 
 def _process_exists(pid: int) -> bool:

@@ -1,5 +1,6 @@
 """A dispatcher that dies (SIGKILL, by its own hand) at one step of its launch batch, as
-its own process: ``python tests/support/launch_driver.py HOME URL|- STEP GRACE COMMAND``.
+its own process: ``python tests/support/launch_driver.py HOME URL|PATH|- STEP GRACE COMMAND``
+(``-``: the home's own board; a PATH: an SQLite board file, as ``--db PATH`` gives).
 
 It ticks the board once with profile ``w`` running COMMAND (every ready card at once)
 and kills itself at STEP:
@@ -35,7 +36,12 @@ async def main(root: str, url: str, step: str, grace: float, command: str) -> No
 
     home = HomeLayout(Path(root))
     settings = kanban_settings({"w": command}, max_in_progress=100, crash_grace_seconds=grace)
-    board = await open_board(home, url=None if url == "-" else url)
+    if url == "-" or url.startswith("postgresql"):
+        board = await open_board(home, url=None if url == "-" else url)
+    else:  # an SQLite board file shared by several homes (--db PATH)
+        from engine.kanban.backends.sqlite.store import Board
+
+        board = await Board.open(Path(url))
     ready = await board.fetch("SELECT count(*) FROM tasks WHERE status = 'ready'")
     cards = int(ready[0][0])
     launched = []
