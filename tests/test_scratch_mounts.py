@@ -17,6 +17,7 @@ tests need root (as the suite has in CI) and say so when skipped.
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -233,3 +234,37 @@ async def test_the_apps_approve_keeps_the_mounted_entry_and_says_why(home, tmp_p
         await pilot.click("#yes")
         assert await wait_for(pilot, lambda: not plain.exists() and not pane.pruning)
     assert intact(data) and (entry / "own.log").exists()
+
+
+def test_without_mount_ids_the_mount_table_alone_keeps_the_entry(home, tmp_path, binds, monkeypatch):
+    """A kernel before 5.8 gives no mount id: the walks fall back to st_dev, which a
+    bind mount shares, and the mount table (its escaped names read back: a space is
+    \\040) is what keeps the entry, in the plan and right before the move."""
+    from engine.scratch import mounts
+
+    t = target_of(home)
+    data = precious(tmp_path)
+    entry = make_entry(t.scratch_dir, "my entry", {"own.log": "x"})
+    binds(data, entry / "a b" / "bind")
+    age_tree(entry, 30)
+    monkeypatch.setattr(mounts, "_libc_statx", lambda: None)
+    opts = options()
+    plan = plan_prune(t, opts)
+    assert plan.candidates == () and [k.reason for k in plan.kept] == [_reason("a b/bind")]
+    late = make_entry(t.scratch_dir, "late", {"own.log": "x"})
+    plan = plan_prune(t, opts)
+    assert [c.name for c in plan.candidates] == ["late"]
+    binds(data, late / "bind")
+    result = execute_plan(t, plan, opts, just_planned=True)
+    assert intact(data) and (late / "own.log").exists() and result.removed_count == 0
+
+
+def test_a_symlink_entry_is_not_judged_by_the_mounts_where_it_points(home, tmp_path):
+    t = target_of(home)
+    link = t.scratch_dir / "to-root"
+    link.symlink_to("/")
+    os.utime(link, (time.time() - 30 * HOUR,) * 2, follow_symlinks=False)
+    plan = plan_prune(t, options())
+    assert [c.name for c in plan.candidates] == ["to-root"]
+    execute_plan(t, plan, options(), just_planned=True)
+    assert not os.path.lexists(link) and os.path.exists("/proc/self")

@@ -267,7 +267,9 @@ class MountTable:
             self.refresh()
         if not self.points:
             return None
-        real = os.path.realpath(path)
+        # The folder resolved, not the last name: an entry that is a symlink (to "/",
+        # say) is a link here, not the tree it points to.
+        real = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
         prefix = real.rstrip("/") + "/"
         for point in self.points:
             if point == real:

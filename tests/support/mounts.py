@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.scratch.mounts import MOUNTINFO, _unescape, path_mount_id
+from engine.scratch.mounts import MOUNTINFO, _unescape
 
 
 def _need_root() -> None:
@@ -24,13 +24,15 @@ def _need_root() -> None:
         pytest.skip("a bind mount needs root: this test runs where the suite is root (as in CI)")
 
 
-def _mount_point_of(mount_id: int) -> str | None:
+def _mounts() -> list[tuple[int, str]]:
+    """(mount id, mount point) of every line of the mount table, in its order."""
     with open(MOUNTINFO, "rb") as fh:
-        for line in fh.read().split(b"\n"):
-            fields = line.split(b" ")
-            if len(fields) >= 5 and fields[0] == str(mount_id).encode():
-                return os.fsdecode(_unescape(fields[4]))
-    return None
+        return [(int(f[0]), os.fsdecode(_unescape(f[4]))) for f in (line.split(b" ") for line in fh.read().split(b"\n"))
+                if len(f) >= 5]
+
+
+def _mount_point_of(mount_id: int) -> str | None:
+    return next((point for mid, point in _mounts() if mid == mount_id), None)
 
 
 def bind(src: Path, dst: Path) -> int:
@@ -40,9 +42,8 @@ def bind(src: Path, dst: Path) -> int:
     done = subprocess.run(["mount", "--bind", str(src), str(dst)], capture_output=True, text=True)
     if done.returncode != 0:
         pytest.skip(f"mount --bind is not permitted here: {done.stderr.strip() or done.returncode}")
-    mount_id = path_mount_id(str(dst))
-    assert mount_id is not None, "this kernel gives no mount id (statx STATX_MNT_ID, Linux 5.8)"
-    return mount_id
+    point = os.path.realpath(dst)
+    return [mid for mid, p in _mounts() if p == point][-1]  # the newest mount on it (read from the table itself)
 
 
 def unbind(mount_id: int) -> None:
