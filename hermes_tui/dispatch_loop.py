@@ -130,7 +130,7 @@ class DispatchLoop:
         if state is LinkState.UNREACHABLE:
             self.unreachable_ticks += 1
             if self.on_failure is not None:
-                self.on_failure(f"the board is unreachable: {self.link.reason}")
+                self.on_failure(f"{self.link.away_words}: {self.link.reason}")
         elif state is LinkState.FAILED and not isinstance(self.link.failure, ValueError):
             self._failed(str(self.link.failure))
 

@@ -53,6 +53,7 @@ class BoardLink:
         self._on_change = on_change
         self.state = LinkState.LOOKING
         self.reason = ""  # the state's line: why unreachable, why failed ("" when ready)
+        self.away_words = "board unreachable"  # UNREACHABLE: the server away, or a statement it refused
         self.failure: Exception | None = None  # what failed the link (FAILED only)
         self.service = None  # the open BoardService (or hermes's HermesBoardService)
         self.statuses: tuple[str, ...] = ()  # the open board's columns, in its order
@@ -143,9 +144,11 @@ class BoardLink:
     # -- what its user learns by using it --------------------------------------------------------
 
     def lost(self, exc: Exception) -> None:
-        """The board's server is away (a ``BoardUnreachable``): keep the service, whose
-        next call connects again, and stop counting on its announcements."""
+        """The board's server is away, or refused a statement for a reason of the moment
+        (a ``BoardUnreachable``, ``StatementRefused`` included): keep the service, whose
+        next call tries again, and stop counting on its announcements."""
         self.listening = False
+        self.away_words = getattr(exc, "status", "board unreachable")
         self._set(LinkState.UNREACHABLE, str(exc))
 
     async def reached(self) -> bool:

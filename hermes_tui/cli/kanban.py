@@ -282,8 +282,14 @@ def _need_verb(ctx: Context) -> int:
 
 
 class BoardAway(CliError):
-    """The board's server cannot be reached now (exit 1 for a one-shot verb; the daemon
-    waits for it)."""
+    """The board's server cannot be reached now, or refused a statement for a reason of
+    the moment (exit 1 for a one-shot verb; the daemon waits it out). ``retrying`` and
+    ``back`` are the daemon's words for it."""
+
+    def __init__(self, message: str, code: int = EXIT_FAILED, retrying: str = "retrying until it is back",
+                 back: str = "is reachable again") -> None:
+        super().__init__(message, code)
+        self.retrying, self.back = retrying, back
 
 
 def _run(ctx: Context, body, spawner=None) -> Any:
@@ -319,7 +325,7 @@ async def _with_service(ctx: Context, body, spawner) -> Any:
     except (BadId, UnusableUrl) as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
     except BoardUnreachable as exc:
-        raise BoardAway(str(exc), EXIT_FAILED) from None
+        raise BoardAway(str(exc), EXIT_FAILED, exc.retrying, exc.back) from None
     except StoreError as exc:
         raise CliError(str(exc), EXIT_FAILED) from None
     except sqlite3.DatabaseError as exc:  # damage found after opening, a full disk, ...
@@ -669,7 +675,8 @@ def run_daemon(ctx: Context) -> int:
     print(f"Dispatching every {interval:g}s. Ctrl+C to stop.", flush=True)
     ticks = 0
     last_held_back = ""
-    away_since: float | None = None  # the board's server is unreachable since (monotonic)
+    away_since: float | None = None  # the board's server is unreachable (or refusing) since (monotonic)
+    back_words = ""
     retries = 0
     try:
         while not stop["now"]:
@@ -678,16 +685,18 @@ def run_daemon(ctx: Context) -> int:
             except BoardAway as exc:
                 # Once per outage, one line; then retry with a growing pause (0.5 s doubling
                 # to 5 s), reaping this host's finished workers meanwhile, and tick as soon
-                # as the server answers: the lease is renewed on that very tick.
+                # as the server answers: the lease is renewed on that very tick. A statement
+                # the server refused (lock_timeout, statement_timeout, a deadlock...) is
+                # waited out the same way: exiting on one left this host's cards to others.
                 if away_since is None:
-                    away_since = time.monotonic()
-                    print(f"[{time.strftime('%H:%M:%S')}] {exc.message}; retrying until it is back", flush=True)
+                    away_since, back_words = time.monotonic(), exc.back
+                    print(f"[{time.strftime('%H:%M:%S')}] {exc.message}; {exc.retrying}", flush=True)
                 spawner.reap()
                 _pause(stop, min(OUTAGE_RETRY_MAX_SECONDS, OUTAGE_RETRY_FIRST_SECONDS * 2 ** retries))
                 retries += 1
                 continue
             if away_since is not None:
-                print(f"[{time.strftime('%H:%M:%S')}] The board is reachable again (after "
+                print(f"[{time.strftime('%H:%M:%S')}] The board {back_words} (after "
                       f"{human_duration(time.monotonic() - away_since)}).", flush=True)
                 away_since, retries = None, 0
             ticks += 1

@@ -585,8 +585,8 @@ class BoardPane(Pane):
         if self.error:
             return
         if self.unreachable is not None:
-            self._set_info(f"board unreachable, retrying: {self.unreachable}")
-            self.set_status("board unreachable, retrying")
+            self._set_info(f"{self.link.away_words}, retrying: {self.unreachable}")
+            self.set_status(f"{self.link.away_words}, retrying")
             return
         if self.service is None and self.db_path is None:
             self._set_info("Looking for the board…")

@@ -11,6 +11,11 @@ Why these choices:
 - **The server may go away.** A lost connection turns into :class:`BoardUnreachable`
   (a :class:`StoreError`: the CLI prints one line and exits 1); the next call connects
   again, so a long-lived holder (the app) recovers by itself when the server returns.
+  A statement the server refuses for a reason of the moment (``lock_timeout``,
+  ``statement_timeout``, a deadlock, a serialization failure, no resources) is a
+  :class:`StatementRefused`, and the driver's own refusal ("another operation is in
+  progress") a :class:`DriverFault`: both are BoardUnreachable, so every holder that
+  waits out an outage waits these out too (``errors`` says why).
 - **READ COMMITTED + compare-and-set**: the transitions' ``UPDATE ... WHERE status = ?
   AND current_run_id IS ?`` re-check the row after waiting for a concurrent writer, so
   the loser sees ``rowcount == 0`` exactly as on SQLite. Claims skip rows another
@@ -51,7 +56,14 @@ import asyncpg
 from engine.kanban.backend import StoreError
 from engine.kanban.backends.postgres import schema, tick
 from engine.kanban.backends.postgres.dialect import rowcount_of, to_postgres
-from engine.kanban.backends.postgres.errors import BoardConflict, BoardUnreachable, NoBoardYet, UnusableUrl
+from engine.kanban.backends.postgres.errors import (
+    BoardConflict,
+    BoardUnreachable,
+    DriverFault,
+    NoBoardYet,
+    StatementRefused,
+    UnusableUrl,
+)
 from engine.kanban.backends.postgres.url import DatabaseUrl
 from engine.kanban.backends.sqlite.store import Board
 
@@ -61,11 +73,18 @@ CONNECT_TIMEOUT_SECONDS = 10.0
 # The server's clock, in the board's unit (seconds since the epoch).
 SERVER_NOW = "extract(epoch FROM clock_timestamp())::float8"
 
-# What a lost or unreachable server looks like from asyncpg.
+# What a lost or unreachable server looks like from asyncpg (an InterfaceError is the
+# driver's: lost only when its connection is closed, see PgBoard._error).
 _LOST = (OSError, asyncio.TimeoutError, asyncpg.InterfaceError, asyncpg.InternalClientError,
          asyncpg.PostgresConnectionError,
          asyncpg.exceptions.AdminShutdownError, asyncpg.exceptions.CrashShutdownError,
          asyncpg.exceptions.CannotConnectNowError, asyncpg.exceptions.ConnectionFailureError)
+# Statements the server refuses for a reason of the moment: the transaction is rolled
+# back whole, and the same statement may pass a moment later (class 40: a deadlock, a
+# serialization failure; 55P03: lock_timeout; 57014: statement_timeout or a cancel;
+# class 53: no disk, memory or connection slot left).
+_OF_THE_MOMENT = (asyncpg.exceptions.TransactionRollbackError, asyncpg.exceptions.LockNotAvailableError,
+                  asyncpg.exceptions.QueryCanceledError, asyncpg.exceptions.InsufficientResourcesError)
 
 
 class _Result:
@@ -202,16 +221,27 @@ class PgBoard(Board):
         """One line naming the board without its password; a lost connection is dropped
         so the next call connects again."""
         text = self.url.scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+        driver = isinstance(exc, (asyncpg.InterfaceError, asyncpg.InternalClientError)) \
+            and self._raw is not None and not self._raw.is_closed()
         if isinstance(exc, _LOST):
-            for raw in (self._raw, self._listener):  # the listener went with the server too
+            listener_too = not driver  # the listener went with the server too; not with a driver fault
+            for raw in (self._raw, self._listener) if listener_too else (self._raw,):
                 if raw is not None:
                     raw.terminate()
-            self._raw = self._listener = None
+            self._raw = None
+            if listener_too:
+                self._listener = None
+            if driver:
+                return DriverFault(f"the board database {self.url}: the database driver refused a call on "
+                                   f"this connection ({text}); a new connection is opened")
             return BoardUnreachable(f"the board database {self.url} cannot be reached: {text}")
         if isinstance(exc, asyncpg.IntegrityConstraintViolationError):
             return sqlite3.IntegrityError(text)  # the transitions' "id collided" branch
         if isinstance(exc, (asyncpg.DeadlockDetectedError, asyncpg.SerializationError)):
-            return BoardConflict(f"the board database {self.url} gave way to another host's change; retry: {text}")
+            return BoardConflict(f"the board database {self.url} refused a statement (it gave way to another "
+                                 f"host's change): {text}")
+        if isinstance(exc, _OF_THE_MOMENT):
+            return StatementRefused(f"the board database {self.url} refused a statement: {text}")
         return StoreError(f"the board database {self.url} refused a statement: {text}")
 
     async def _check_and_set_up(self, create: bool) -> None:
