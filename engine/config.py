@@ -47,6 +47,11 @@ class ConfigError(Exception):
         super().__init__(f"{where}: {message}")
 
 
+class ConfigDenied(ConfigError):
+    """config.yaml may not be read by this user (another user's home, or a mode that
+    shuts the user out): a failed operation (exit 1), as doctor says it, not bad input."""
+
+
 # --------------------------------------------------------------------------------------
 # Settings (frozen dataclasses, one per section)
 # --------------------------------------------------------------------------------------
@@ -229,6 +234,25 @@ def positive_number(value: Any) -> float:
     return n
 
 
+def number_in(lo: float, hi: float, unit: str = "seconds") -> Callable[[Any], float]:
+    """A number from ``lo`` to ``hi`` (a floor: a poll of 1e-7 s is a busy loop; a ceiling:
+    a quit never waits days). The message names the range."""
+
+    def check(value: Any) -> float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not ok or not lo <= value <= hi:  # a NaN is in no range; a huge int compares exactly
+            raise _Bad(f"must be a number of {unit} from {lo:g} to {hi:g}")
+        return float(value)
+
+    check.__name__ = f"number_in_{lo:g}_{hi:g}"
+    return check
+
+
+# The notifier's bounds (engine/attention/notify.py, hermes-tui watch).
+POLL_SECONDS_RANGE = (0.1, 86400.0)
+COMMAND_TIMEOUT_RANGE = (0.1, 3600.0)
+
+
 def non_negative_number(value: Any) -> float:
     n = _num(value)
     if n is None or n < 0:
@@ -395,10 +419,10 @@ _SECTIONS: dict[str, tuple[type, dict[str, Callable[[Any], Any]]]] = {
             "terminal": terminal_notice,
             "desktop": boolean,
             "command": optional_text,
-            "command_timeout_seconds": positive_number,
+            "command_timeout_seconds": number_in(*COMMAND_TIMEOUT_RANGE),
             "kinds": attention_kinds,
             "rate_limit_seconds": non_negative_number,
-            "poll_seconds": positive_number,
+            "poll_seconds": number_in(*POLL_SECONDS_RANGE),
         },
     ),
     "keys": (dict, {}),  # special-cased: binding id -> key string
@@ -688,6 +712,8 @@ def load_config(path: Path | str) -> Settings:
         return Settings(source=None)
     except IsADirectoryError:
         raise ConfigError(path, None, "is a directory, expected a YAML file") from None
+    except PermissionError as exc:
+        raise ConfigDenied(path, None, f"cannot read: {exc.strerror or exc}") from None
     except OSError as exc:
         raise ConfigError(path, None, f"cannot read: {exc.strerror or exc}") from None
     if len(data) > MAX_CONFIG_BYTES:

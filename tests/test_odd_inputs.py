@@ -267,6 +267,24 @@ def test_another_users_home_session_and_board_are_one_line_each_and_exit_1(open_
         ProcessRegistry(home, Settings()).kill(s.id, grace=1.0)
 
 
+def test_attention_watch_and_dismiss_on_another_users_home_exit_1_in_one_line_as_doctor_does(open_tmp):
+    """The family: every command that reads config.yaml of a home this user may not read
+    says so as doctor does (permission denied, exit 1), never "bad config" (exit 2)."""
+    import os
+
+    from engine.home import HomeLayout
+
+    home = HomeLayout(open_tmp / "home").ensure()
+    home.config_file.write_text("notify:\n  poll_seconds: 1\n")
+    os.chmod(home.root, 0o700)  # another user's home, as ~/.hermes is
+    doctor = _one_line(_as_nobody(home.root, "doctor"), 1)
+    for argv in (["attention"], ["attention", "--json"], ["watch"], ["attention", "dismiss", "blocked:t_1:1"],
+                 ["kanban", "list"]):
+        err = _one_line(_as_nobody(home.root, *argv), 1)
+        assert err == doctor, argv
+    assert "permission denied: " in doctor and "config.yaml" in doctor
+
+
 def test_a_read_only_board_of_ones_own_reads_and_refuses_a_write_in_one_line(open_tmp):
     import os
 

@@ -160,11 +160,13 @@ def main(argv: list[str] | None = None) -> int:
         print("hermes-tui: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # typed engine errors: one line, no traceback
-        from engine.config import ConfigError
+        from engine.config import ConfigDenied, ConfigError
         from engine.home import HomeError
         from engine.kanban.hosts import BadHostId
 
-        if isinstance(exc, (ConfigError, BadHostId)):
+        if isinstance(exc, ConfigDenied):  # another user's home: said as doctor says it, exit 1
+            exc = PermissionError(13, "Permission denied", os.fspath(exc.path))
+        elif isinstance(exc, (ConfigError, BadHostId)):
             print(f"hermes-tui: {exc}", file=sys.stderr)
             return EXIT_USAGE
         if isinstance(exc, HomeError):

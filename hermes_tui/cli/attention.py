@@ -67,9 +67,17 @@ def _register_watch(sub: argparse._SubParsersAction) -> None:
 
 
 def _interval(text: str) -> float:
-    from hermes_tui.cli.common import number_arg
+    """Seconds between looks, in notify.poll_seconds' range (a floor: 1e-7 busy-looped)."""
+    from engine.config import POLL_SECONDS_RANGE
 
-    return number_arg(unit="seconds")(text)
+    lo, hi = POLL_SECONDS_RANGE
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not lo <= value <= hi:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds from {lo:g} to {hi:g}, got {text!r}")
+    return value
 
 
 # -- attention ------------------------------------------------------------------------------
