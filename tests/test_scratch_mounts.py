@@ -205,7 +205,8 @@ def test_delete_tree_walk_and_size_never_enter_a_bind_mount(tmp_path, binds):
     assert (tree / "x" / "y" / "bind").exists()  # residue: it and its parents stay
 
 
-async def test_the_apps_approve_keeps_the_mounted_entry_and_says_why(home, tmp_path, binds):
+@pytest.mark.parametrize("quarantine_hours", [0.0, 12.0])
+async def test_the_apps_approve_keeps_the_mounted_entry_and_says_why(home, tmp_path, binds, quarantine_hours):
     from engine.config import ScratchSettings, Settings
     from hermes_tui.app import HermesApp
     from tests.support import screen_shown
@@ -216,7 +217,7 @@ async def test_the_apps_approve_keeps_the_mounted_entry_and_says_why(home, tmp_p
     t = target_of(home)
     entry, data = _mounted_entry(t.scratch_dir, tmp_path, binds, "a/b/bind")
     plain = make_entry(t.scratch_dir, "plain")
-    app = HermesApp(home, Settings(scratch=ScratchSettings(arrival_hours=0.0, quarantine_hours=0.0)),
+    app = HermesApp(home, Settings(scratch=ScratchSettings(arrival_hours=0.0, quarantine_hours=quarantine_hours)),
                     home_label="~/.hermes")
     async with app.run_test(size=(160, 48)) as pilot:
         pane = app.query_one(ScratchPane)
