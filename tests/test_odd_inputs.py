@@ -302,7 +302,8 @@ def test_a_read_only_board_of_ones_own_reads_and_refuses_a_write_in_one_line(ope
 
 def test_kanban_list_on_a_full_disk_reads_and_a_write_is_one_line(tmp_path):
     """The home on a tiny tmpfs, filled up: ``list`` and ``show`` read the board (a read
-    needs no write), ``create`` fails in one line; with space again all is as before."""
+    needs no write), ``create`` fails in one line that says the disk is full (it said
+    "attempt to write a readonly database", issue 35.5); with space again all is as before."""
     import json
 
     from tests.support.disk import fill, tiny_tmpfs
@@ -317,7 +318,7 @@ def test_kanban_list_on_a_full_disk_reads_and_a_write_is_one_line(tmp_path):
         assert sorted(t["id"] for t in json.loads(listed.stdout)["tasks"]) == sorted(made)
         assert run_cli("--home", h, "kanban", "show", made[0]).returncode == 0
         err = _one_line(run_cli("--home", h, "kanban", "create", "no room"), 1)
-        assert "cannot be used" in err or "cannot open" in err
+        assert "is full" in err and "nothing was changed" in err and "readonly" not in err, err
         (disk / "filler").unlink()
         assert run_cli("--home", h, "kanban", "create", "room again").returncode == 0
         assert len(json.loads(run_cli("--home", h, "kanban", "list", "--json").stdout)["tasks"]) == 4

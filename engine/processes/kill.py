@@ -59,7 +59,13 @@ def kill_session(registry: ProcessRegistry, s: ProcessSession, grace: float | No
     grace = registry.kill_grace(grace)
     kill_file = s.dir / sess.KILLED_FILE
     # Intent first: whoever looks while the command dies of our TERM sees "killed".
-    atomic_write_json(kill_file, {"pending": True, "signal": None, "at": time.time(), "by_pid": os.getpid()})
+    try:
+        atomic_write_json(kill_file, {"pending": True, "signal": None, "at": time.time(), "by_pid": os.getpid()})
+    except PermissionError:
+        raise  # another user's session: the CLI's one line for that
+    except OSError as exc:  # a read-only or full file system: a kill without its record would read as a crash
+        return KillReport(**base, status=s.status, outcome=KillOutcome.ERROR,
+                          detail=f"cannot record the kill in {s.dir} ({exc.strerror or exc}): not signalled")
     try:
         report = identity.terminate(s.pid, s.fingerprint, grace)
     except BaseException:

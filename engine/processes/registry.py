@@ -63,7 +63,13 @@ def _restart_lock(session_dir: Path):
     """Held through one restart of a session (look for a successor, stop, start): two
     restarts of one session at once cannot both start it again. The kernel drops it
     with its holder, so a restart killed half-way leaves nothing to clear."""
-    fd = os.open(session_dir / sess.RESTART_LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fd = os.open(session_dir / sess.RESTART_LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except PermissionError:
+        raise  # another user's session: the CLI's one line for that
+    except OSError as exc:  # a read-only or full file system: nothing is stopped or started
+        raise SpawnFailed(f"cannot take the restart lock of {session_dir.name} ({exc.strerror or exc}): "
+                          "nothing was stopped or started") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -98,6 +104,28 @@ class Listing:
 
 def new_session_id() -> str:
     return ID_PREFIX + os.urandom(ID_HEX_LEN // 2).hex()  # as random as uuid4, without importing uuid
+
+
+MAX_ID_ARGUMENT = 128  # the longest id, prefix or name a lookup takes (a name is at most 64)
+_ID_ARGUMENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:#@+-")
+
+
+def id_argument_problem(text: str) -> str | None:
+    """Why ``text`` cannot be a session id, id prefix or name (None: it may be one). An
+    id of 300 characters reached the file system ("File name too long"); one with a
+    space, a slash or a control character is none either."""
+    from engine.text import escape_text
+
+    if not text:
+        return "no process id given"
+    shown = escape_text(text[:40]) + ("…" if len(text) > 40 else "")
+    if len(text) > MAX_ID_ARGUMENT:
+        return (f"process id '{shown}' is {len(text)} characters long: an id, prefix or name has at most "
+                f"{MAX_ID_ARGUMENT}")
+    if not _ID_ARGUMENT_CHARS.issuperset(text) or text.startswith("."):
+        return (f"process id '{shown}' is not an id, prefix or name: use proc_ and hex digits, or a name "
+                "(letters, digits, '.', '_', '-')")
+    return None
 
 
 def is_session_id(text: str) -> bool:
@@ -306,6 +334,11 @@ class ProcessRegistry:
                 continue
             except FileNotFoundError:
                 self.home.ensure_dir(self.root)
+            except PermissionError:
+                raise  # another user's home: the CLI's one line for that
+            except OSError as exc:  # a read-only or full file system, ...: the command never ran
+                raise SpawnFailed(f"cannot make the session's folder in {self.root}: "
+                                  f"{exc.strerror or exc}; it did not run") from None
 
     def _claim_name(self, name: str, session_id: str) -> None:
         from engine.processes.names import NameRefused, claim
@@ -385,10 +418,9 @@ class ProcessRegistry:
     def resolve_id(self, id_or_prefix: str) -> str:
         """The full id for an exact id or a unique prefix (>= 4 hex after ``proc_``)."""
         text = (id_or_prefix or "").strip()
-        if not text:
-            raise ProcessLookupFailed("no process id given")
-        if "/" in text or "\0" in text or text.startswith("."):
-            raise ProcessLookupFailed(f"no process session {text!r}")
+        problem = id_argument_problem(text)
+        if problem:
+            raise ProcessLookupFailed(problem)
         if (self.session_dir(text) / sess.META_FILE).exists():
             return text  # an exact id always wins over a name or a prefix
         from engine.processes.names import holder
@@ -481,7 +513,7 @@ class ProcessRegistry:
         minimum length as ours), or None. Raises when the prefix names more than one
         session, counting ours (``ours_matched``)."""
         text = (id_or_prefix or "").strip()
-        sessions = self.hermes_sessions().sessions if text else ()
+        sessions = self.hermes_sessions().sessions if text and id_argument_problem(text) is None else ()
         exact = [s for s in sessions if s.id == text]
         if exact:
             return exact[0]

@@ -181,6 +181,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"hermes-tui: permission denied: {where} (it belongs to another user, or its mode shuts "
                   "you out); nothing was changed", file=sys.stderr)
             return EXIT_FAILED
+        import errno
+
+        if isinstance(exc, OSError) and exc.errno in (errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENAMETOOLONG):
+            # A read-only or full file system, a path too long: not a bug, one line.
+            from engine.text import escape_text
+
+            where = escape_text(os.fsdecode(exc.filename)) if exc.filename is not None else "a file of the home"
+            print(f"hermes-tui: {exc.strerror or exc}: {where}", file=sys.stderr)
+            return EXIT_FAILED
         from engine.processes.session import ProcessLookupFailed
 
         if isinstance(exc, ProcessLookupFailed):

@@ -327,9 +327,35 @@ async def _with_service(ctx: Context, body, spawner) -> Any:
     except BoardUnreachable as exc:
         raise BoardAway(str(exc), EXIT_FAILED, exc.retrying, exc.back) from None
     except StoreError as exc:
-        raise CliError(str(exc), EXIT_FAILED) from None
+        raise CliError(_full_disk_words(path) or str(exc), EXIT_FAILED) from None
     except sqlite3.DatabaseError as exc:  # damage found after opening, a full disk, ...
-        raise CliError(f"the board {path} cannot be used: {exc}", EXIT_FAILED) from None
+        raise CliError(_full_disk_words(path, exc) or f"the board {path} cannot be used: {exc}", EXIT_FAILED) from None
+
+
+# What SQLite says when a write meets a full disk: SQLITE_FULL, an I/O error, or, on the
+# read-only connection a read is given when the disk is full, SQLITE_READONLY.
+_FULL_DISK_ERRORS = ("SQLITE_FULL", "SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_CANTOPEN")
+
+
+def _full_disk_words(path, exc: Exception | None = None) -> str | None:
+    """The one line for a board write refused because its disk is full (a write said
+    "attempt to write a readonly database"), or None when that is not why."""
+    import os
+    from pathlib import Path
+
+    if not isinstance(path, Path):
+        return None  # a PostgreSQL board: the server says for itself
+    name = getattr(exc, "sqlite_errorname", None) if exc is not None else None
+    if exc is not None and not (name or "").startswith(_FULL_DISK_ERRORS):
+        return None
+    try:
+        full = os.statvfs(path.parent).f_bavail == 0
+    except OSError:
+        return None
+    if not full:
+        return None
+    return (f"the disk holding the board {path} is full: nothing was changed (free some space and try again; "
+            "the board can still be read)")
 
 
 def board_override(ctx: Context):

@@ -128,7 +128,11 @@ def _registry(ctx: Context):
 
 def _lookup(reg, id_or_prefix: str):
     from engine.processes import ProcessLookupFailed
+    from engine.processes.registry import id_argument_problem
 
+    problem = id_argument_problem(id_or_prefix.strip())
+    if problem:  # bad usage, before any file is looked at (300 characters: "File name too long")
+        raise CliError(problem, EXIT_USAGE)
     try:
         return reg.get(id_or_prefix)
     except ProcessLookupFailed as exc:

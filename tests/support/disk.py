@@ -37,3 +37,23 @@ def fill(path: Path) -> None:
                 fh.write(b"\0" * 4096)
         except OSError:
             pass
+
+
+@contextmanager
+def read_only(where: Path) -> Iterator[Path]:
+    """``where`` made read-only for the block by a read-only bind mount of it onto itself
+    (chmod does not stop root; this does). Skips the test when mounting is not allowed.
+    Nothing may hold a file under ``where`` open for writing (the kernel refuses then)."""
+    try:
+        bound = subprocess.run(["mount", "--bind", str(where), str(where)], capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as exc:
+        pytest.skip(f"cannot run mount: {exc}")
+    if bound.returncode != 0:
+        pytest.skip(f"a bind mount is not permitted here (the suite runs as root in CI): "
+                    f"{bound.stderr.decode().strip()}")
+    try:
+        ro = subprocess.run(["mount", "-o", "remount,bind,ro", str(where)], capture_output=True, timeout=30)
+        assert ro.returncode == 0, ro.stderr.decode()
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True, timeout=30)
