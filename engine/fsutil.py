@@ -80,3 +80,18 @@ def tree_size(path: Path | str, stop_above: int | None = None, on_disk: bool = F
         if stop_above is not None and total > stop_above:
             return total
     return total
+
+
+def sqlite_file_version(path: str | os.PathLike[str]) -> tuple:
+    """The change marker of an SQLite database in WAL mode: the change time, size and
+    inode of its file and its WAL; every commit moves one of them. Stats only: nothing
+    is opened (a board file is SQLite's to open)."""
+    version = []
+    for suffix in ("", "-wal"):
+        try:
+            st = os.stat(f"{os.fspath(path)}{suffix}")
+        except OSError:
+            version.append(None)
+        else:
+            version.append((st.st_mtime_ns, st.st_size, st.st_ino))
+    return tuple(version)

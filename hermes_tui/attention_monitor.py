@@ -3,10 +3,12 @@
 Every ``ui.refresh_seconds`` the monitor compares, on the UI thread and without any I/O,
 what the panes last read (the board's blocked, review and running columns, the
 sessions the processes pane listed and the notices it showed, the scratch pane's
-survey) and what the app's dispatcher did; only when one of them changed, or
-RECHECK_SECONDS have passed (claims running out, quarantine hours, the prune log), it
-reads the board's few facts through the shared board service and computes the items
-in a thread. The result reaches the app as :class:`AttentionMonitor.Updated`.
+survey) and what the app's dispatcher did, and, in a worker thread, the change markers
+of every board of the home (engine.attention.boards: two stats a board); only when one
+of them changed, or RECHECK_SECONDS have passed (claims running out, quarantine hours,
+the prune log), it reads the few facts of the boards that changed (every board of the
+home, not only the one shown) and computes the items in a thread. The result reaches
+the app as :class:`AttentionMonitor.Updated`.
 
 New items of the notifying kinds go to :class:`engine.attention.notify.Notifier`
 (claimed once per home); its terminal sequences (bell, OSC 9/777) are written by the
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 from engine.attention import state
+from engine.attention.boards import BoardsReader
 from engine.attention.collect import Attention, Facts, compute, home_facts, scratch_facts
 from engine.attention.notify import Notifier
 from engine.attention.sources import DispatchWatch, read_watch_states
@@ -51,6 +54,9 @@ class AttentionMonitor:
         self.settings = settings
         self.clock = clock
         self.dispatch = DispatchWatch()
+        self.boards = BoardsReader(home, settings)
+        self._markers: tuple | None = None
+        self._looking = False
         self._outbox: list[str] = []
         self.notifier = Notifier(home, settings, terminal=self._outbox.append, clock=clock)
         self.attention = Attention((), (), frozenset())
@@ -94,10 +100,29 @@ class AttentionMonitor:
         now = time.monotonic()
         signature = self._inputs()
         if signature == self._signature and now - self._last_full < RECHECK_SECONDS:
+            self._look_at_boards()
             return
         self._signature = signature
         self._last_full = now
         self.request()
+
+    def _look_at_boards(self) -> None:
+        """Compute again when a board of the home changed (its change marker, taken in a
+        thread: the boards the panes do not show change too)."""
+        if self._looking or self._running:
+            return
+        self._looking = True
+
+        async def look() -> None:
+            try:
+                markers = await asyncio.to_thread(self.boards.markers)
+            finally:
+                self._looking = False
+            if markers != self._markers:
+                self.request()
+
+        self.app.run_worker(look, group="attention-boards", exit_on_error=False,
+                            description="the boards' change markers")
 
     @property
     def current(self) -> bool:
@@ -138,22 +163,15 @@ class AttentionMonitor:
             self._running = False
 
     async def _compute_once(self) -> None:
-        from engine.attention.board import read_board
-        from engine.kanban.service import BoardService
-
         now = self.clock()
         problems: list[str] = []
-        board = None
+        boards = None
         try:
-            if await asyncio.to_thread(BoardService.exists, self.home, self.settings):
-                async with await BoardService.open(self.home, self.settings, create=False) as service:
-                    board = await read_board(service, now, self.settings.kanban.dispatch_interval_seconds)
-            else:
-                from engine.attention.board import BoardFacts
-
-                board = BoardFacts((), {}, ())
-        except Exception as exc:  # unreachable, unreadable: the pane says it; its items are not judged
-            problems.append(f"board: {exc}")
+            self._markers = await asyncio.to_thread(self.boards.markers)  # before the reads: a later change is seen
+            boards, board_problems = await self.boards.read(now)
+            problems += board_problems
+        except Exception as exc:  # the boards cannot be listed: the pane says why; their items are not judged
+            problems.append(f"boards: {exc}")
         try:
             processes = self.app.pane("processes")
             scratch = self.app.pane("scratch")
@@ -167,16 +185,16 @@ class AttentionMonitor:
 
             survey = shown_survey(listing.now, self.settings.scratch.idle_hours, scratch.idle_entries(),
                                   tuple(listing.quarantine))
-        attention = await asyncio.to_thread(self._compute_in_thread, board, sessions, survey, problems, now)
+        attention = await asyncio.to_thread(self._compute_in_thread, boards, sessions, survey, problems, now)
         sequences, self._outbox[:] = list(self._outbox), []
         self.computations += 1
         self._unapplied += 1
         self.app.post_message(self.Updated(attention, sequences))
 
-    def _compute_in_thread(self, board, sessions, survey, problems, now) -> Attention:
+    def _compute_in_thread(self, boards, sessions, survey, problems, now) -> Attention:
         if self._warnings is None or time.monotonic() - self._warnings_at >= HOME_CHECK_SECONDS:
             self._warnings, self._warnings_at = home_facts(self.home, self.settings), time.monotonic()
-        facts = Facts(board=board, sessions=sessions, watch_states=read_watch_states(sessions),
+        facts = Facts(boards=boards, sessions=sessions, watch_states=read_watch_states(sessions),
                       scratch=scratch_facts(self.home, self.settings, survey, take_survey=False),
                       warnings=self._warnings, dispatch=self.dispatch, problems=tuple(problems))
         attention = compute(facts, now, state.dismissed(self.home))
@@ -287,7 +305,11 @@ class AttentionMixin:
         # a hidden pane's table has no rows laid out to move to).
         if pane is Pane.BOARD:
             self.action_focus_pane("board")
-            self._once_shown(self._select_card, item.subject)
+            if item.board is not None:
+                self.run_worker(self._go_to_board(item), group="attention-go", exclusive=True,
+                                exit_on_error=False, description="the item's board")
+            else:
+                self._once_shown(self._select_card, item.subject)
         elif pane is Pane.PROCESSES:
             self.action_focus_pane("processes")
             self._once_shown(self.pane("processes").show_session, item.subject)
@@ -298,6 +320,26 @@ class AttentionMixin:
             self.action_focus_pane("prune-log")
         else:
             self.notify(f"{item.why}: {item.action}", timeout=10, markup=False)
+
+    async def _go_to_board(self, item) -> None:
+        """The item's board in the board pane (switched to when another one is shown),
+        then its card selected."""
+        from engine.kanban.boards import BadSlug, UnknownBoard, board_slug, resolve_board
+
+        board = self.pane("board")
+        if board_slug(self.home, board.db_path) != item.board:
+            try:
+                path = await asyncio.to_thread(resolve_board, self.home, item.board)
+            except (BadSlug, UnknownBoard) as exc:
+                self.notify(str(exc), severity="warning", markup=False)
+                return
+            await board.switch_to(path)
+            # The switch opens the board and asks for its cards: wait for them (bounded).
+            for _ in range(400):
+                if item.subject in board.cards:
+                    break
+                await asyncio.sleep(0.05)
+        self._once_shown(self._select_card, item.subject)
 
     def _once_shown(self, select, arg, tries: int = 20) -> None:
         """``select(arg)`` once the pane's rows are laid out (after its first refresh)."""

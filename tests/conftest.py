@@ -3,9 +3,12 @@ child processes a test starts (so no test leaves a process behind)."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -29,6 +32,13 @@ os.environ.pop("TMUX", None)
 os.environ.pop("STY", None)
 
 _schedule.mark_started()
+
+# A guest home's attention state (notice claims, dismissals, notify.log) lives outside
+# it, in the user's state folder (engine.attention.state.state_dir): the suite's go to a
+# folder of its own, never the real ~/.local/state. CLI children inherit it.
+_STATE_HOME = tempfile.mkdtemp(prefix="hermes-tui-test-state-")
+os.environ["XDG_STATE_HOME"] = _STATE_HOME
+atexit.register(shutil.rmtree, _STATE_HOME, True)
 
 
 def _terminal_signals() -> None:

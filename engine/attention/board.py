@@ -33,10 +33,20 @@ class BoardFacts:
     latest: dict  # card id -> its newest block/review event
     host_events: tuple  # host_lost events of the window
     dispatch_interval: float = 10.0
+    board: str | None = None  # its slug (engine.attention.boards), None: a board with no slug
+    selector: str = ""  # what names it on the command line (``--board ops``), "" when it is the default
+    named: bool = False  # the home has more than one board: the words say which
+
+
+def _command(facts: BoardFacts, verb: str, card: str) -> str:
+    """The command that answers an item, naming the board when the home has several."""
+    where = f"{facts.selector} " if facts.named and facts.selector else ""
+    return f"hermes-tui kanban {where}{verb} {card}"
 
 
 async def read_board(service, now: float, dispatch_interval: float = 10.0) -> BoardFacts:
-    """The facts of :func:`board_items`, read through a board service."""
+    """The facts of :func:`board_items`, read through a board service (the board's
+    name is the caller's to add: engine.attention.boards)."""
     tasks = await service.list_tasks([BLOCKED, REVIEW, RUNNING])
     latest = await service.latest_events(BLOCK_EVENTS + REVIEW_EVENTS, [BLOCKED, REVIEW]) if any(
         t.status != RUNNING for t in tasks) else {}
@@ -45,26 +55,40 @@ async def read_board(service, now: float, dispatch_interval: float = 10.0) -> Bo
 
 
 def board_items(facts: BoardFacts, now: float) -> list[Item]:
+    """The board's items, each carrying its board: its slug in ``board`` and at the end
+    of its key (``blocked:t_1:12@ops``: the same card id on two boards is two items, and
+    a key does not change when a board is added), its answer naming the board and its
+    words starting with it when the home has more than one."""
     items: list[Item] = []
     for task in facts.tasks:
         event = facts.latest.get(task.id)
         if task.status == BLOCKED:
-            items.append(_blocked(task, event if event is not None and event.kind in BLOCK_EVENTS else None))
+            items.append(_blocked(facts, task, event if event is not None and event.kind in BLOCK_EVENTS else None))
         elif task.status == REVIEW:
-            items.append(_review(task, event if event is not None and event.kind in REVIEW_EVENTS else None))
+            items.append(_review(facts, task, event if event is not None and event.kind in REVIEW_EVENTS else None))
         elif task.status == RUNNING:
-            item = _stale(task, now, facts.dispatch_interval)
+            item = _stale(facts, task, now, facts.dispatch_interval)
             if item is not None:
                 items.append(item)
     items.extend(_hosts_lost(facts.host_events))
-    return items
+    if facts.board is None and not facts.named:
+        return items
+    return [_on_board(facts, item) for item in items]
+
+
+def _on_board(facts: BoardFacts, item: Item) -> Item:
+    from dataclasses import replace
+
+    key = f"{item.key}@{facts.board}" if facts.board is not None else item.key
+    why = f"board {outside(facts.board or facts.selector, 80)}: {item.why}" if facts.named else item.why
+    return replace(item, key=key, why=why, board=facts.board)
 
 
 def _title(task) -> str:
     return outside(task.title, 60)
 
 
-def _blocked(task, event) -> Item:
+def _blocked(facts: BoardFacts, task, event) -> Item:
     occurrence = event.id if event is not None else int(task.completed_at or task.created_at)
     since = event.created_at if event is not None else None
     payload = event.payload if event is not None else {}
@@ -74,25 +98,25 @@ def _blocked(task, event) -> Item:
         last = outside(task.last_failure_error or payload.get("error"))
         why = f"{_title(task)}: the breaker blocked it {counted}" + (f"; last failure: {last}" if last else "")
         return Item(f"{Kind.GAVE_UP}:{task.id}:{occurrence}", Kind.GAVE_UP, task.id, since, why,
-                    f"read its log and fix the cause, then unblock it (hermes-tui kanban unblock {task.id})")
+                    f"read its log and fix the cause, then unblock it ({_command(facts, 'unblock', task.id)})")
     reason = outside(payload.get("reason"))
     by = payload.get("by")
     who = "its worker" if by == "worker" else "a person" if by == "operator" else "someone"
     why = f"{_title(task)}: blocked by {who}" + (f": {reason}" if reason else " (no reason given)")
     return Item(f"{Kind.BLOCKED}:{task.id}:{occurrence}", Kind.BLOCKED, task.id, since, why,
-                f"answer what it needs, then unblock it (hermes-tui kanban unblock {task.id})")
+                f"answer what it needs, then unblock it ({_command(facts, 'unblock', task.id)})")
 
 
-def _review(task, event) -> Item:
+def _review(facts: BoardFacts, task, event) -> Item:
     occurrence = event.id if event is not None else int(task.created_at)
     summary = outside((event.payload.get("summary") if event is not None else None) or task.result)
     why = f"{_title(task)}: waiting for review" + (f": {summary}" if summary else "")
     return Item(f"{Kind.REVIEW}:{task.id}:{occurrence}", Kind.REVIEW, task.id,
                 event.created_at if event is not None else None, why,
-                f"review it: complete it (hermes-tui kanban complete {task.id}) or send it back to ready")
+                f"review it: complete it ({_command(facts, 'complete', task.id)}) or send it back to ready")
 
 
-def _stale(task, now: float, interval: float) -> Item | None:
+def _stale(facts: BoardFacts, task, now: float, interval: float) -> Item | None:
     expires = task.claim_expires
     if expires is None or now < expires + max(STALE_CLAIM_GRACE_SECONDS, 2 * interval):
         return None
@@ -101,7 +125,7 @@ def _stale(task, now: float, interval: float) -> Item | None:
            "and no dispatcher has taken it back")
     return Item(f"{Kind.STALE_CLAIM}:{task.id}:{task.current_run_id}", Kind.STALE_CLAIM, task.id, expires, why,
                 "run a dispatcher (the app, or hermes-tui kanban daemon), or reclaim it "
-                f"(hermes-tui kanban reclaim {task.id})")
+                f"({_command(facts, 'reclaim', task.id)})")
 
 
 def _hosts_lost(events) -> list[Item]:

@@ -53,7 +53,8 @@ class Facts:
     """What the items are computed from; a source left None was not read (its kinds are
     not covered: nothing is said about them, and no claim of theirs is forgotten)."""
 
-    board: BoardFacts | None = None
+    board: BoardFacts | None = None  # one board (tests); ``boards``: every board of the home
+    boards: tuple[BoardFacts, ...] | None = None
     sessions: tuple | None = None
     watch_states: dict = field(default_factory=dict)
     scratch: ScratchFacts | None = None
@@ -76,6 +77,12 @@ class Attention:
     def keys(self) -> frozenset[str]:
         return frozenset(i.key for i in self.items) | frozenset(i.key for i in self.dismissed)
 
+    def on_board(self, slug: str) -> Attention:
+        """Only the items of board ``slug``."""
+        return Attention(tuple(i for i in self.items if i.board == slug),
+                         tuple(i for i in self.dismissed if i.board == slug), self.covered, self.problems,
+                         self.computed_at)
+
     def of_kind(self, kinds) -> Attention:
         wanted = frozenset(kinds)
         return Attention(tuple(i for i in self.items if i.kind in wanted),
@@ -86,8 +93,9 @@ class Attention:
 def compute(facts: Facts, now: float, dismissed: dict[str, float]) -> Attention:
     items: list[Item] = []
     covered: set[Kind] = set()
-    if facts.board is not None:
-        items += board_items(facts.board, now)
+    if facts.board is not None or facts.boards is not None:
+        for board in ((facts.board,) if facts.board is not None else ()) + (facts.boards or ()):
+            items += board_items(board, now)
         covered |= BOARD_KINDS
     if facts.dispatch is not None:
         items += facts.dispatch.items()
@@ -115,8 +123,9 @@ def compute(facts: Facts, now: float, dismissed: dict[str, float]) -> Attention:
 # -- reading each source ------------------------------------------------------------------
 
 async def board_facts(home: HomeLayout, settings: Settings, now: float) -> BoardFacts | None:
-    """The board's facts through this event loop's board service; None when the home
-    has no board (a read never creates one)."""
+    """The default board's facts through this event loop's board service; empty when the
+    home has no board (a read never creates one). Attention reads every board of the
+    home (:mod:`engine.attention.boards`); this one is for a caller that wants one."""
     from engine.kanban.service import BoardService
 
     if not await asyncio.to_thread(BoardService.exists, home, settings):
@@ -167,18 +176,21 @@ def collect(home: HomeLayout, settings: Settings, now: float | None = None, *,
     """Every source read here (the CLI, ``watch``). A source that cannot be read is a
     problem line; the others still give their items."""
     now = time.time() if now is None else now
+    from engine.attention.boards import read_all
+
     problems: list[str] = []
-    board = None
+    boards = None
     try:
-        board = asyncio.run(board_facts(home, settings, now))
-    except Exception as exc:  # an unreachable server, a damaged file: the rest still counts
-        problems.append(f"board: {exc}")
+        boards, board_problems = asyncio.run(read_all(home, settings, now))
+        problems += board_problems
+    except Exception as exc:  # a home whose boards cannot be listed: the rest still counts
+        problems.append(f"boards: {exc}")
     sessions, watch = None, {}
     try:
         sessions, watch = session_facts(home, settings)
     except Exception as exc:
         problems.append(f"processes: {exc}")
-    facts = Facts(board=board, sessions=sessions, watch_states=watch,
+    facts = Facts(boards=boards, sessions=sessions, watch_states=watch,
                   scratch=scratch_facts(home, settings, take_survey=scratch_survey),
                   warnings=home_facts(home, settings), problems=tuple(problems))
     return compute(facts, now, state.dismissed(home))

@@ -94,7 +94,9 @@ class Item:
     coming back later is a new key. ``subject`` names what it is about (a card id, a
     session id, an entry name, a host, a doctor check). ``since`` is when it began (None
     when the cause has no start time of its own). ``why`` and ``action`` are words for a
-    person, outside text in them already masked (secrets) and made one line."""
+    person, outside text in them already masked (secrets) and made one line. ``board``
+    names the board a board item is about (its slug, as ``--board`` takes it; None for an
+    item of no board, or of a board with no slug: a ``--db`` file, a server)."""
 
     key: str
     kind: Kind
@@ -102,6 +104,7 @@ class Item:
     since: float | None
     why: str
     action: str
+    board: str | None = None
 
     @property
     def pane(self) -> Pane:
@@ -113,7 +116,7 @@ class Item:
 
     def to_json(self) -> dict[str, Any]:
         return {"key": self.key, "kind": self.kind.value, "subject": self.subject, "since": self.since,
-                "why": self.why, "action": self.action, "pane": self.pane.value}
+                "why": self.why, "action": self.action, "pane": self.pane.value, "board": self.board}
 
 
 def newest_first(items: list[Item] | tuple[Item, ...]) -> list[Item]:

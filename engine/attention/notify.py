@@ -250,7 +250,7 @@ class Notifier:
     def _run_command(self, item: Item) -> None:
         data = (json.dumps(item.to_json(), sort_keys=False) + "\n").encode()
         env = dict(self.env, HERMES_HOME=str(self.home.root), HERMES_ATTENTION_KIND=item.kind.value,
-                   HERMES_ATTENTION_KEY=item.key)
+                   HERMES_ATTENTION_KEY=item.key, HERMES_ATTENTION_BOARD=item.board or "")
         try:
             done = subprocess.run(["/bin/sh", "-c", self.n.command], input=data, capture_output=True,
                                   timeout=self.n.command_timeout_seconds, env=env, cwd=self.home.root,
@@ -288,10 +288,11 @@ class Notifier:
 
 
 def log_line(home: HomeLayout, line: str) -> None:
-    """One line in ``<home>/hermes-tui/notify.log`` (started again past LOG_MAX_BYTES)."""
-    path: Path = home.own_dir / LOG_FILE
+    """One line in ``<home>/hermes-tui/notify.log`` (a guest home's: in its state folder
+    outside it, engine.attention.state.state_dir), started again past LOG_MAX_BYTES."""
+    path: Path = state.state_dir(home) / LOG_FILE
     try:
-        home.ensure_dir(home.own_dir)
+        state.ensure_state_dir(home)
         if path.exists() and path.stat().st_size > LOG_MAX_BYTES:
             os.replace(path, path.with_name(LOG_FILE + ".1"))
         with open(path, "a", encoding="utf-8") as fh:

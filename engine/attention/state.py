@@ -1,7 +1,8 @@
 """What a home remembers about its attention items: dismissals and notice claims.
 
 Two small JSON files in hermes-tui's own folder (``<home>/hermes-tui/``, the folder
-hermes-agent never opens), each replaced atomically, both changed only under one
+hermes-agent never opens; for a home hermes-tui did not make, a folder of this user's
+outside it: :func:`state_dir`), each replaced atomically, both changed only under one
 ``flock`` (``attention.lock``), so two processes of one home (the app and ``watch``, two
 apps) never lose each other's writes:
 
@@ -41,8 +42,45 @@ class StateError(Exception):
     """The attention state cannot be written (one line: which file, why)."""
 
 
+_GUEST: dict[str, bool] = {}
+
+
+def state_dir(home: HomeLayout, environ: dict[str, str] | None = None) -> Path:
+    """Where the home's attention state lives: hermes-tui's own folder of a home it
+    made; for a guest home (hermes-agent's, anyone's: engine.hermes.guest) a folder of
+    this user's, outside the home, named by the home's path
+    (``$XDG_STATE_HOME/hermes-tui/homes/<name>-<hash>``, ``~/.local/state`` by default):
+    a home hermes-tui did not make gets nothing written into it by a notice or a
+    dismissal. Every process of the home finds the same folder (the path is resolved)."""
+    import hashlib
+
+    from engine.hermes.guest import home_owner
+
+    root = os.path.realpath(home.root)
+    guest = _GUEST.get(root)
+    if guest is None:
+        guest = _GUEST[root] = home_owner(Path(root), None).is_guest
+    if not guest:
+        return home.own_dir
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in os.path.basename(root))[:40] or "home"
+    return Path(base) / "hermes-tui" / "homes" / f"{name}-{hashlib.sha256(root.encode()).hexdigest()[:16]}"
+
+
 def _path(home: HomeLayout, name: str) -> Path:
-    return home.own_dir / name
+    return state_dir(home) / name
+
+
+def ensure_state_dir(home: HomeLayout) -> Path:
+    """The state folder, made when missing (only writers call this; a guest home's is
+    made private to this user)."""
+    folder = state_dir(home)
+    if folder == home.own_dir:
+        home.ensure_dir(home.own_dir)
+    else:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    return folder
 
 
 def _read(path: Path) -> dict[str, float]:
@@ -70,7 +108,7 @@ def _locked(home: HomeLayout) -> Iterator[None]:
     from engine.home import HomeError
 
     try:
-        home.ensure_dir(home.own_dir)
+        ensure_state_dir(home)
         fd = os.open(_path(home, LOCK_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except (OSError, HomeError) as exc:
         raise StateError(f"cannot lock {_path(home, LOCK_FILE)}: {getattr(exc, 'strerror', None) or exc}") from None

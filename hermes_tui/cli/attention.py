@@ -47,6 +47,7 @@ def _register_attention(sub: argparse._SubParsersAction) -> None:
     p.add_argument("keys", nargs="*", metavar="KEY", help="the keys to dismiss (see --json, or the key lines)")
     p.add_argument("--kind", action="append", type=_kind, metavar="K", help="only items of this kind (repeatable)")
     p.add_argument("--all", action="store_true", help="also list dismissed items; with dismiss: every item shown")
+    p.add_argument("--board", metavar="SLUG", help="only the items of this board (every board of the home by default)")
     add_json_flag(p)
     p.set_defaults(func=run_attention)
 
@@ -61,6 +62,7 @@ def _register_watch(sub: argparse._SubParsersAction) -> None:
         "per home, whether the app, another watch or this one sees it first. INT or TERM stops it (exit 0).",
     )
     p.add_argument("--kind", action="append", type=_kind, metavar="K", help="only print items of this kind")
+    p.add_argument("--board", metavar="SLUG", help="only print items of this board (notices still cover every board)")
     p.add_argument("--interval", type=_interval, metavar="S", help="seconds between looks (default notify.poll_seconds)")
     add_json_flag(p)
     p.set_defaults(func=run_watch)
@@ -82,6 +84,29 @@ def _interval(text: str) -> float:
 
 # -- attention ------------------------------------------------------------------------------
 
+def _board_arg(ctx: Context) -> str | None:
+    """``--board SLUG``: checked against the home's boards (one usage line when it names none)."""
+    slug = getattr(ctx.args, "board", None)
+    if slug is None:
+        return None
+    from engine.kanban.boards import BadSlug, UnknownBoard, resolve_board
+
+    try:
+        resolve_board(ctx.home, slug)
+    except (BadSlug, UnknownBoard) as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    return slug.strip().lower()
+
+
+def _only(found, a, board: str | None = None):
+    """The items ``--kind`` and ``--board`` leave."""
+    if a.kind:
+        found = found.of_kind(a.kind)
+    if board is not None:
+        found = found.on_board(board)
+    return found
+
+
 def item_line(item, *, dismissed: bool = False) -> str:
     from engine.text import local_time
 
@@ -98,9 +123,8 @@ def run_attention(ctx: Context) -> int:
         return _dismiss(ctx)
     if a.keys:
         raise CliError(f"unexpected {a.keys[0]!r}: to dismiss, say 'hermes-tui attention dismiss KEY'", EXIT_USAGE)
-    found = collect(ctx.home, ctx.settings)
-    if a.kind:
-        found = found.of_kind(a.kind)
+    board = _board_arg(ctx)
+    found = _only(collect(ctx.home, ctx.settings), a, board)
     if ctx.json:
         items = [i.to_json() | {"dismissed": False} for i in found.items]
         if a.all:
@@ -137,9 +161,7 @@ def _dismiss(ctx: Context) -> int:
     if bad:
         raise CliError(f"{bad[0]!r} is not an attention key (a key starts with its kind, e.g. blocked:...)",
                        EXIT_USAGE)
-    found = collect(ctx.home, ctx.settings)
-    if a.kind:
-        found = found.of_kind(a.kind)
+    found = _only(collect(ctx.home, ctx.settings), a, _board_arg(ctx))
     current = {i.key for i in found.items} | {i.key for i in found.dismissed}
     keys = list(a.keys) if a.keys else [i.key for i in found.items]
     missing = [k for k in keys if k not in current]
@@ -176,10 +198,12 @@ def run_watch(ctx: Context) -> int:
     import time
 
     from engine.attention import collect as col
+    from engine.attention.boards import BoardsReader
     from engine.attention.notify import Notifier
 
     a = ctx.args
     settings = ctx.settings
+    board = _board_arg(ctx)
     interval = a.interval or settings.notify.poll_seconds
     stop = threading.Event()
 
@@ -199,17 +223,19 @@ def run_watch(ctx: Context) -> int:
                         on_failure=lambda line: print(f"hermes-tui watch: {line}", file=sys.stderr, flush=True))
     print(f"Watching {ctx.home.root} every {interval:g}s (Ctrl+C to stop).", file=sys.stderr, flush=True)
     printed: set[str] = set()
+    reader = BoardsReader(ctx.home, settings)  # a board is read again only when it changed
     scratch, scratch_at = None, float("-inf")
     warnings, home_at = None, float("-inf")
     try:
         while not stop.is_set():
             now = time.time()
             problems = []
-            board = None
+            boards = None
             try:
-                board = _run_async(col.board_facts(ctx.home, settings, now))
+                boards, board_problems = _run_async(reader.read(now))
+                problems += board_problems
             except Exception as exc:
-                problems.append(f"board: {exc}")
+                problems.append(f"boards: {exc}")
             sessions, watch_states = None, {}
             try:
                 sessions, watch_states = col.session_facts(ctx.home, settings)
@@ -221,10 +247,10 @@ def run_watch(ctx: Context) -> int:
                 warnings, home_at = col.home_facts(ctx.home, settings), now
             from engine.attention import state
 
-            found = col.compute(col.Facts(board=board, sessions=sessions, watch_states=watch_states,
+            found = col.compute(col.Facts(boards=boards, sessions=sessions, watch_states=watch_states,
                                           scratch=scratch, warnings=warnings, problems=tuple(problems)),
                                 now, state.dismissed(ctx.home))
-            shown = found.of_kind(a.kind) if a.kind else found
+            shown = _only(found, a, board)
             for item in reversed(shown.items):  # oldest first: a log reads down
                 if item.key in printed:
                     continue

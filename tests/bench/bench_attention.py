@@ -1,7 +1,7 @@
 """Attention benchmark: computing the attention items of a big home, against reading
 the board alone (what the board pane does on every refresh), measured in the same run.
 
-    python tests/bench/bench_attention.py [--runs N] [--cards N] [--sessions N]
+    python tests/bench/bench_attention.py [--runs N] [--cards N] [--sessions N] [--boards N] [--board-cards N]
 
 The home: N cards (default 10,000: 8,500 done, 600 ready, 400 blocked by a worker or
 by the breaker, 300 in review, 200 running with a live claim), every card with its
@@ -14,6 +14,11 @@ Both sides open the board through the board service and read it in one event loo
   reads: blocked, review and running cards, their newest block or review event, the
   recent host_lost events; the session listing; the prune log's tail; doctor's cheap
   checks), then the items computed and the dismissed ones left out.
+
+A second table (issue 36): a home of ``--boards`` boards (default 20) of ``--board-cards``
+cards each (default 500, the same mix): the app's look at every board when none changed
+(engine.attention.boards.BoardsReader: two stats a board, nothing read), and a look after
+one board changed (that board read again), against one board's read.
 
 Rounds alternate which side goes first; each row has medians with min-max and the load.
 """
@@ -45,8 +50,8 @@ from engine.kanban.service import BoardService  # noqa: E402
 from engine.kanban.statuses import ARCHIVED, STATUSES  # noqa: E402
 
 
-async def build_board(home: HomeLayout, cards: int) -> None:
-    board = await Board.open(home.kanban_db, create=True)
+async def build_board(home: HomeLayout, cards: int, path: Path | None = None) -> None:
+    board = await Board.open(path or home.kanban_db, create=True)
     try:
         made = await tr.create_tasks(board, [NewTask(f"card {i}: a title of a usual length") for i in range(cards)])
         ids = [t.id for t in made]
@@ -97,6 +102,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--cards", type=int, default=10_000)
     ap.add_argument("--sessions", type=int, default=1_000)
+    ap.add_argument("--boards", type=int, default=20)
+    ap.add_argument("--board-cards", type=int, default=500)
     args = ap.parse_args()
     os.environ["HERMES_AUTO_PRUNE"] = "0"
     root = Path(tempfile.mkdtemp(prefix="hermes-tui-bench-attention-"))
@@ -113,16 +120,7 @@ def main() -> int:
         counts[item.kind.value] = counts.get(item.kind.value, 0) + 1
     print(f"items: {len(found.items)} {counts}", flush=True)
 
-    shown = [s for s in STATUSES if s != ARCHIVED]
-
-    async def read_board() -> None:
-        async with await BoardService.open(home, settings, create=False) as service:
-            await service.view(shown, 100)
-
-    def reference() -> float:
-        start = time.perf_counter()
-        asyncio.run(read_board())
-        return time.perf_counter() - start
+    reference = pane_read(home, settings)
 
     def ours() -> float:
         start = time.perf_counter()
@@ -149,10 +147,75 @@ def main() -> int:
     table.add(compare("attention's board part alone", ours_board, reference, args.runs,
                       note="the three reads of engine.attention.board and the items"))
     table.print()
+    many_boards(root, args)
     import shutil
 
     shutil.rmtree(root, ignore_errors=True)
     return 0
+
+
+def pane_read(home: HomeLayout, settings: Settings):
+    """The reference: the board pane's read of the home's default board, timed."""
+    shown = [s for s in STATUSES if s != ARCHIVED]
+
+    async def read_board() -> None:
+        async with await BoardService.open(home, settings, create=False) as service:
+            await service.view(shown, 100)
+
+    def reference() -> float:
+        start = time.perf_counter()
+        asyncio.run(read_board())
+        return time.perf_counter() - start
+
+    return reference
+
+
+def many_boards(root: Path, args) -> None:
+    """Issue 36: attention over every board of a home costs a stat per board file a look,
+    and one board's read per board that changed."""
+    from engine.attention.boards import BoardsReader
+    from engine.kanban.boards import create_own_board
+
+    home = HomeLayout(root / "boards-home").ensure()
+    home.ensure_dir(home.own_dir)
+    settings = Settings()
+    print(f"building {args.boards} boards of {args.board_cards} cards in {home.root} ...", flush=True)
+    asyncio.run(build_board(home, args.board_cards))
+    for n in range(1, args.boards):
+        asyncio.run(build_board(home, args.board_cards, create_own_board(home, f"board-{n:02d}")))
+    reader = BoardsReader(home, settings, max_age=1e9)
+    boards, problems = asyncio.run(reader.read(time.time()))
+    assert len(boards) == args.boards and not problems, problems
+    reference = pane_read(home, settings)
+
+    def quiet() -> float:
+        start = time.perf_counter()
+        reader.markers()  # the app's look each ui.refresh_seconds: nothing moved, nothing read
+        return time.perf_counter() - start
+
+    def quiet_read() -> float:
+        start = time.perf_counter()
+        asyncio.run(reader.read(time.time()))  # a computation (watch's look) with no board changed
+        return time.perf_counter() - start
+
+    changed_path = home.kanban_db
+    before = reader.reads
+
+    def one_changed() -> float:
+        os.utime(changed_path)  # the board's marker moves, as a commit moves it
+        start = time.perf_counter()
+        asyncio.run(reader.read(time.time()))
+        return time.perf_counter() - start
+
+    table = Table(f"Attention over {args.boards} boards of {args.board_cards:,} cards", reference_name="one board read")
+    table.add(compare(f"the app's look at {args.boards} boards", quiet, reference, args.runs,
+                      note="BoardsReader.markers(): two stats a board, what the app pays every refresh"))
+    table.add(compare(f"a read of {args.boards} boards, none changed", quiet_read, reference, args.runs,
+                      note="BoardsReader.read(): every board's facts kept (an event loop, the markers)"))
+    table.add(compare(f"a look at {args.boards} boards, one changed", one_changed, reference, args.runs,
+                      note="the changed board's three reads, the others kept"))
+    table.print()
+    print(f"boards read again over {args.runs} looks with one changed: {reader.reads - before}")
 
 
 if __name__ == "__main__":

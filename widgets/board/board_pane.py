@@ -764,6 +764,12 @@ class BoardPane(Pane):
         if path is not None and path != self.db_path:
             self._reopen(path)
 
+    async def switch_to(self, path: Path) -> None:
+        """Show the board at ``path`` (the attention list's Enter on another board's item);
+        returns once it is open (its cards are asked for, not yet read)."""
+        if path != self.db_path:
+            await self._reopen(path).wait()
+
     @work(exclusive=True, group="board-open", description="open the board switched to")
     async def _reopen(self, path: Path) -> None:
         """Show another board: close this one's service, forget its cards, open that one."""

@@ -258,18 +258,6 @@ class HermesBoardReader:
             "GROUP BY task_id)", list(kinds))})
 
 
-def _file_version(path: Path) -> tuple:
-    version = []
-    for suffix in ("", "-wal"):
-        try:
-            st = os.stat(f"{path}{suffix}")
-        except OSError:
-            version.append(None)
-        else:
-            version.append((st.st_mtime_ns, st.st_size, st.st_ino))
-    return tuple(version)
-
-
 def _parents(conn: sqlite3.Connection, cols: dict[str, set[str]]) -> dict[str, list[str]]:
     links: dict[str, list[str]] = {}
     if {"parent_id", "child_id"} <= cols.get("task_links", set()):
@@ -493,7 +481,9 @@ class HermesBoardService:
     async def data_version(self) -> object:
         """The change times and sizes of hermes's board file and its WAL: every commit
         hermes makes changes one of them (a stat: nothing is opened, nothing written)."""
-        return await self._read(_file_version, self.path)
+        from engine.fsutil import sqlite_file_version
+
+        return await self._read(sqlite_file_version, self.path)
 
     # -- changes (hermes kanban ...) -------------------------------------------------------
 
