@@ -97,7 +97,8 @@ def test_no_worker_and_another_hosts_worker_are_left_alone(child):
     elsewhere = _task(worker_pid=child.pid, worker_started_at=fingerprint(child.pid), claim_lock="elsewhere-host:12")
     assert stop_plan(elsewhere) is StopPlan.OTHER_HOST
     assert stop_plan_words(elsewhere, StopPlan.OTHER_HOST, 2) == (
-        f"Its worker pid {child.pid} runs on another host (elsewhere-host:12): nothing is signalled.")
+        f"Its worker pid {child.pid} runs on another host (elsewhere-host:12): nothing is signalled from here; "
+        "that host's dispatcher stops it on its next tick.")
 
 
 # -- the dialogs and refusals -----------------------------------------------------------------------
@@ -116,7 +117,9 @@ def test_a_reclaim_names_the_run_the_counter_and_the_plan():
     assert (words.title, words.yes) == ("Reclaim t_1?", "Reclaim")
     assert words.body == ('t_1 "Port the importer" (run 7, worker pid 42) goes back to ready and its failure '
                           "counter (2) resets to 0.\n\nIts worker pid 42 runs on another host (elsewhere-host:12): "
-                          "nothing is signalled.")
+                          "nothing is signalled from here; that host's dispatcher stops it on its next tick. The card "
+                          "waits (awaiting_host_stop) until that host has stopped it or its lease lapsed: it is not "
+                          "started again beside it.")
     hermes = reclaim_confirm(task, StopPlan.OTHER_HOST, 2, by_hermes=True)
     assert "`hermes kanban reclaim`" in hermes.body and "signals nothing" in hermes.body
     assert run_named(_task()) == "run -, worker pid -"

@@ -25,13 +25,19 @@ import pytest
 from engine import identity
 from engine.home import HomeLayout
 from engine.kanban import transitions as tr
-from engine.kanban.backends.sqlite.store import Board
 from engine.kanban.models import NewTask
 from engine.kanban.registry_spawner import RegistrySpawner
 from engine.processes import session as sess
 from tests.support import wait_until, wait_until_async
 from tests.support.commands import until
-from tests.support.kanban import FakeClock, cli_argv, dispatcher, kanban_settings, open_board
+from tests.support.kanban import (
+    FakeClock,
+    cli_argv,
+    dispatcher,
+    kanban_settings,
+    open_shared_board,
+    shared_board_location,
+)
 
 GRACE = 60.0
 CARDS = 3
@@ -43,7 +49,7 @@ def world(tmp_path, board_backend):
     """Two homes and where their one board is (a file path, or a server URL); the
     workers' gate is opened and every worker awaited afterwards."""
     homes = [HomeLayout(tmp_path / name).ensure() for name in ("home-a", "home-b")]
-    location = board_backend or str(tmp_path / "shared" / "kanban.db")
+    location = shared_board_location(tmp_path, board_backend)
     gate = tmp_path / "gate"
     spawners: list[RegistrySpawner] = []
     yield homes, location, gate, spawners
@@ -51,13 +57,6 @@ def world(tmp_path, board_backend):
     for spawner in spawners:
         for s in spawner.registry.list(include_finished=False):
             spawner.registry.wait(s.id, timeout=30)
-
-
-async def _open(location: str, home: HomeLayout, clock: FakeClock):
-    if location.startswith("postgresql"):
-        return await open_board(home, clock, location)
-    Path(location).parent.mkdir(exist_ok=True)
-    return await Board.open(Path(location), clock=clock)
 
 
 def _settings(command: str):
@@ -99,7 +98,7 @@ async def test_another_home_on_the_board_never_releases_a_launch_it_cannot_see_s
     (home_a, home_b), location, gate, spawners = world
     command = f'touch "{tmp_path}/ran-$HERMES_KANBAN_RUN_ID"; {until(gate)} exit 0'
     settings = _settings(command)
-    board = await _open(location, home_b, FakeClock(time.time() + GRACE + 5))
+    board = await open_shared_board(location, home_b, FakeClock(time.time() + GRACE + 5))
     try:
         cards = [t.id for t in await tr.create_tasks(board, [NewTask(f"card {i}", assignee="w")
                                                               for i in range(CARDS)])]

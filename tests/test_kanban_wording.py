@@ -22,8 +22,12 @@ def test_a_change_says_its_verb_the_move_and_what_became_of_the_worker():
         "Archived t_1  (running -> archived); worker pid 42 stopped"
     survived = StopReport(42, host_local=True, attempted=True, survivors=(42, 43))
     assert change_words("reclaim", _result(survived)).endswith("; worker pid 42 SURVIVED (42, 43)")
-    refused = StopReport(42, host_local=False, refused="it runs on another host")
-    assert change_words("reclaim", _result(refused)).endswith("; worker pid 42 not signalled: it runs on another host")
+    refused = StopReport(42, host_local=False, refused="it runs on another host (b)")
+    assert change_words("reclaim", _result(refused)).endswith(
+        "; worker pid 42 not signalled: it runs on another host (b); that host stops it on its next tick; the card "
+        "waits (awaiting_host_stop) until then, or until that host's lease lapses")
+    assert change_words("archive", _result(refused, "archived")).endswith(
+        "; worker pid 42 not signalled: it runs on another host (b); that host stops it on its next tick")
     recycled = StopReport(42, host_local=True, pid_recycled=True)
     assert change_words("reclaim", _result(recycled)).endswith(
         "; worker pid 42 now belongs to another process: not signalled")

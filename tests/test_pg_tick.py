@@ -100,7 +100,7 @@ async def test_the_first_look_reads_what_the_dispatcher_s_own_reads_give_and_ren
         assert ready_rows == expected[2]  # the same rows in the same order, floats to the last digit
         assert [r[0] for r in ready_rows] == [ready[5].id, *sorted(ready[i].id for i in (0, 2, 4)), ready[3].id,
                                               ready[6].id]
-        assert dict((r[0], r[2:]) for r in ready_rows)[limited] == ("rate_limited", START - 1.0 / 3)
+        assert dict((r[0], r[2:4]) for r in ready_rows)[limited] == ("rate_limited", START - 1.0 / 3)
         assert launching_rows == expected[3] and [r[1] for r in launching_rows] == [launching.id]
         assert lost == ["host-a", "host-b"]  # by id; this host and the live one left out
         assert [tuple(r) for r in await board.fetch("SELECT boot_id, lease_expires, renewed_at FROM hosts "

@@ -114,6 +114,10 @@ LIVE_SQL = (f"SELECT EXISTS (SELECT 1 FROM tasks WHERE status = '{RUNNING}') OR 
             "WHERE ended_at IS NOT NULL AND worker_pid IS NOT NULL)")
 # A run's status from its claim until its worker is recorded.
 LAUNCHING = "launching"
+# Closed runs whose worker, still alive, is stopped at once, not after the terminal grace:
+# taken as host_lost or released as not_started, or taken back by a person (reclaim,
+# archive) from another host, where the card waits for this host's stop (awaiting_host_stop).
+AT_ONCE = (RunOutcome.HOST_LOST, RunOutcome.NOT_STARTED, RunOutcome.RECLAIMED, RunOutcome.ARCHIVED)
 # Outcomes a worker gives its own run (its worker then ends by itself).
 WORKERS_OWN_ENDS = (RunOutcome.COMPLETED, RunOutcome.BLOCKED, RunOutcome.REVIEW)
 # Running cards whose run is still launching (the claim wrote it; no worker recorded).
@@ -132,7 +136,9 @@ PROMOTABLE_SQL = (f"SELECT t.id FROM tasks t WHERE t.status = '{TODO}' AND NOT E
 # (their titles and bodies are read for the cards chosen only: a board may hold 100,000).
 # (In parts, (columns, source, order), as LAUNCHING_PARTS: a server board's first look
 # aggregates them in that order, PgBoard.first_look.)
-READY_PARTS = ("t.id, t.assignee, r.outcome, r.ended_at",
+# With the evidence that run keeps (its worker's pid, fingerprint and claim lock, until its
+# host has seen that worker gone): a worker on another host holds the card (awaiting_host_stop).
+READY_PARTS = ("t.id, t.assignee, r.outcome, r.ended_at, r.worker_pid, r.worker_started_at, r.claim_lock",
                "tasks t LEFT JOIN task_runs r ON r.id = (SELECT max(id) FROM task_runs WHERE task_id = t.id "
                f"AND ended_at IS NOT NULL) WHERE t.status = '{READY}' AND t.claim_lock IS NULL",
                "t.priority DESC, t.created_at, t.id")
@@ -468,8 +474,8 @@ class Dispatcher:
         now = self.board.now()
         rows = await self.board.fetch(
             "SELECT id, task_id, worker_pid, worker_started_at, claim_lock FROM task_runs "
-            "WHERE ended_at IS NOT NULL AND worker_pid IS NOT NULL AND (ended_at <= ? OR outcome IN (?, ?))",
-            (now - self.k.terminal_worker_grace_seconds, RunOutcome.HOST_LOST, RunOutcome.NOT_STARTED))
+            "WHERE ended_at IS NOT NULL AND worker_pid IS NOT NULL AND (ended_at <= ? OR outcome IN (?, ?, ?, ?))",
+            (now - self.k.terminal_worker_grace_seconds, *AT_ONCE))
         for run_id, task_id, pid, fp, lock in rows:
             if not is_host_local(lock) or pid == os.getpid():
                 continue
@@ -821,10 +827,12 @@ class Dispatcher:
                 f"FROM tasks WHERE status = '{RUNNING}' GROUP BY assignee", params), (READY_SQL, ())])
         per_profile = {r[0]: int(r[1]) for r in running}
         budget = self.k.max_in_progress - sum(int(r[2] or 0) for r in running)
+        awaiting = await self._awaiting_host_stop(ready, now)
         # A big board in a thread: it holds back 100,000 cards a tick, each with its reason
         # (0.4 s of CPU that the app's event loop, which ticks, must not spend).
-        classify = (asyncio.to_thread(self._classify, ready, now, per_profile, budget)
-                    if len(ready) > CLASSIFY_IN_THREAD else _done(self._classify(ready, now, per_profile, budget)))
+        classify = (asyncio.to_thread(self._classify, ready, now, per_profile, budget, awaiting)
+                    if len(ready) > CLASSIFY_IN_THREAD
+                    else _done(self._classify(ready, now, per_profile, budget, awaiting)))
         skipped, picked, nonspawnable = await classify
         tally.skipped.extend(skipped)
         await self._note_nonspawnable(nonspawnable, now)
@@ -855,16 +863,51 @@ class Dispatcher:
             launched = await self._launch_all(claimed)
             await self._record_launches(list(zip(claimed, launched, strict=True)), tally)
 
-    def _classify(self, ready: list, now: float, per_profile: dict[str, int], budget: int):
+    async def _awaiting_host_stop(self, ready: list, now: float) -> dict[str, tuple[str, int]]:
+        """The ready cards whose last run's worker runs on another host, which has not
+        confirmed its stop yet (card -> (host, pid)): starting one here would run two
+        workers. A host confirms a stop by clearing the run's evidence (its tick's
+        terminal-worker reaper stops the worker, or sees it gone, and records it), so
+        while the evidence stays the worker may live; it is judged from here only where
+        it can be. On a server board: nothing waits for a host whose lease lapsed (it is
+        lost: its cards move on, and it stops its old workers when it returns); a worker
+        of this very boot (another host id on this machine) is checked by its pid and
+        start time; any other waits for its host. A file board lives on one machine (it
+        must not be shared over a network), so every worker on it is checked from here:
+        one of another boot is gone with that boot."""
+        here = hostname()
+        foreign = [(task_id, host, pid, fp) for task_id, *_r, pid, fp, lock in ready
+                   if pid is not None and (host := lock_host(lock)) is not None and host != here]
+        if not foreign:
+            return {}
+        this_boot = boot_id()
+        live_hosts = set(await self.board.live_hosts(now)) if self.board.has_host_leases else None
+        awaiting = {}
+        for task_id, host, pid, fp in foreign:
+            if live_hosts is not None:
+                if host not in live_hosts:
+                    continue  # lost, or never held a lease: nothing waits for it
+                of_this_boot = bool(this_boot) and identity.is_verifiable(fp) and str(fp).split("|")[0] == this_boot
+                if of_this_boot and liveness(pid, fp) not in RUNS:
+                    continue  # seen gone from here
+            elif liveness(pid, fp) not in RUNS:
+                continue
+            awaiting[task_id] = (host, pid)
+        return awaiting
+
+    def _classify(self, ready: list, now: float, per_profile: dict[str, int], budget: int,
+                  awaiting: dict[str, tuple[str, int]] | None = None):
         """Each ready card, in dispatch order: held back (a Skip with its reason) or picked
         (id, profile, newly assigned), within the caps; and those whose assignee may not
-        be spawned here (for their event)."""
+        be spawned here (for their event). ``awaiting``: the cards whose last worker's
+        host has not confirmed its stop (see _awaiting_host_stop)."""
+        awaiting = awaiting or {}
         allowed = allowed_profiles(self.settings)
         default = self.k.default_assignee if self.k.default_assignee in allowed else None
         skipped: list[Skip] = []
         picked: list[tuple[str, str, bool]] = []
         nonspawnable: list[tuple[str, str]] = []
-        for task_id, assignee, last_outcome, last_ended in ready:
+        for task_id, assignee, last_outcome, last_ended, *_evidence in ready:
             newly = False
             if not assignee:
                 if default is None:
@@ -874,6 +917,10 @@ class Dispatcher:
             if assignee not in allowed:
                 skipped.append(Skip(task_id, HoldReason.SKIPPED_NONSPAWNABLE, profile=assignee))
                 nonspawnable.append((task_id, assignee))
+                continue
+            if task_id in awaiting:
+                host, pid = awaiting[task_id]
+                skipped.append(Skip(task_id, HoldReason.AWAITING_HOST_STOP, profile=assignee, host=host, pid=pid))
                 continue
             if (last_outcome == RunOutcome.RATE_LIMITED and last_ended is not None
                     and now - last_ended < self.k.rate_limit_cooldown_seconds):

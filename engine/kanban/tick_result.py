@@ -21,6 +21,9 @@ class HoldReason(enum.StrEnum):
     AT_CAPACITY = "at_capacity"
     PER_PROFILE_CAPPED = "per_profile_capped"
     RATE_LIMIT_COOLDOWN = "rate_limit_cooldown"
+    # Its last run's worker runs on another host, which has not confirmed its stop yet
+    # (and still holds its lease): starting it here would run two workers.
+    AWAITING_HOST_STOP = "awaiting_host_stop"
     SKIPPED_LOCKED = "skipped_locked"  # the whole tick: another dispatcher had the board
 
 
@@ -44,6 +47,8 @@ class Skip:
     running: int | None = None  # at_capacity / per_profile_capped: workers running then
     limit: int | None = None  # ... and the cap they reached
     profile: str | None = None  # the card's assignee
+    host: str | None = None  # awaiting_host_stop: the host its last worker runs on
+    pid: int | None = None  # ... and that worker's pid
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,9 @@ def skip_reason(skip: Skip) -> str:
         return "assigned to a profile this machine cannot spawn"
     if skip.reason == HoldReason.RATE_LIMIT_COOLDOWN:
         return "cooling down after a rate limit"
+    if skip.reason == HoldReason.AWAITING_HOST_STOP:
+        return (f"waiting for host {skip.host or '?'} to stop its last worker"
+                f"{f' (pid {skip.pid})' if skip.pid else ''} (awaiting_host_stop)")
     return skip.reason.replace("_", " ")
 
 
@@ -84,7 +87,7 @@ def change_words(verb: str, result: TransitionResult) -> str:
     line = f"{_PAST[verb]} {result.task_id}"
     if result.from_status != result.to_status:
         line += f"  ({result.from_status} -> {result.to_status})"
-    return line + _stop_words(result.stop)
+    return line + _stop_words(result.stop, verb)
 
 
 def assign_words(task_id: str, profile: str | None) -> str:
@@ -92,10 +95,15 @@ def assign_words(task_id: str, profile: str | None) -> str:
     return f"Assigned {task_id} to {profile or 'nobody'}"
 
 
-def _stop_words(stop: StopReport | None) -> str:
+def _stop_words(stop: StopReport | None, verb: str) -> str:
     """What happened to the card's worker ("" when no worker pid is recorded)."""
     if stop is None or not stop.pid:
         return ""
+    if not stop.host_local:  # its host stops it, at once (the dispatcher's terminal-worker reaper)
+        line = f"; worker pid {stop.pid} not signalled: {stop.refused}; that host stops it on its next tick"
+        if verb == "reclaim":  # the card is ready, and is not started again beside it meanwhile
+            line += "; the card waits (awaiting_host_stop) until then, or until that host's lease lapses"
+        return line
     if stop.attempted:
         if stop.stopped:
             return f"; worker pid {stop.pid} stopped"
@@ -150,7 +158,8 @@ def refused_words(verb: str, task: Task) -> str | None:
 
 _STOP_PLAN_WORDS = {  # StopPlan's values
     "no_worker": "No worker process is recorded for it: nothing is signalled.",
-    "other_host": "Its worker pid {pid} runs on another host ({lock}): nothing is signalled.",
+    "other_host": ("Its worker pid {pid} runs on another host ({lock}): nothing is signalled from here; that "
+                   "host's dispatcher stops it on its next tick."),
     "signal": ("Its worker pid {pid} (identity verified) gets SIGTERM to its process group, then "
                "SIGKILL after {grace:g}s if still alive."),
     "unverified": "Its worker pid {pid} was never verified: it is NOT signalled.",
@@ -183,6 +192,9 @@ def reclaim_confirm(task: Task, plan: StopPlan, grace: float, *, by_hermes: bool
         reset = failure_reset_words(task.consecutive_failures)
         body = (f"{task.id} \"{task.title}\" ({run_named(task)}) goes back to ready"
                 f"{' and ' + reset if reset else ''}.\n\n" + stop_plan_words(task, plan, grace))
+        if plan.value == "other_host":
+            body += (" The card waits (awaiting_host_stop) until that host has stopped it or its lease lapsed: "
+                     "it is not started again beside it.")
     return Confirm(f"Reclaim {task.id}?", body, "Reclaim")
 
 

@@ -94,7 +94,7 @@ def stop_worker(pid: int | None, fp: str | None, lock: str | None, grace: float)
     if not pid:
         return StopReport(pid, local, stopped=True)
     if not local:
-        return StopReport(pid, False, refused="the worker runs on another host")
+        return StopReport(pid, False, refused=f"it runs on another host ({lock_host(lock) or lock})")
     state = identity.liveness(pid, fp)
     if state is Liveness.GONE:
         return StopReport(pid, True, stopped=True)

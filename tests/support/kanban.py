@@ -72,6 +72,21 @@ async def open_board(home: HomeLayout, clock: FakeClock | None = None, url: str 
     return await Board.open(home.kanban_db, clock=clock or FakeClock())
 
 
+def shared_board_location(tmp_path: Path, url: str | None) -> str:
+    """Where several homes' one board is: the PostgreSQL ``url``, else an SQLite file
+    outside every home (as ``--db PATH`` gives)."""
+    return url or str(tmp_path / "shared" / "kanban.db")
+
+
+async def open_shared_board(location: str, home: HomeLayout, clock: FakeClock) -> Board:
+    """The board at :func:`shared_board_location`'s ``location`` (``home``: whose it is
+    opened from, for a server board)."""
+    if location.startswith("postgresql"):
+        return await open_board(home, clock, location)
+    Path(location).parent.mkdir(exist_ok=True)
+    return await Board.open(Path(location), clock=clock)
+
+
 def dispatcher(board: Board, home: HomeLayout, settings: Settings, spawner) -> Dispatcher:
     return Dispatcher(board, home=home, settings=settings, spawner=spawner)
 
