@@ -98,8 +98,17 @@ def one_line(text: str, limit: int) -> str:
 
 
 # C0 controls but newline and tab, DEL, and the C1 controls: on a terminal each can act
-# (start a sequence, ring the bell, move the cursor) instead of being shown.
-_CONTROLS_BUT_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# (start a sequence, ring the bell, move the cursor) instead of being shown. And lone
+# surrogates: a byte that is not UTF-8, decoded with surrogateescape (U+DC80-U+DCFF), would
+# reach the terminal as that raw byte (0x9b is a CSI to a terminal in 8-bit mode).
+_CONTROLS_BUT_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _escape_one(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    if 0xDC80 <= c <= 0xDCFF:
+        return f"\\x{c - 0xDC00:02x}"  # the byte surrogateescape stands for
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
 
 
 def escape_text(text: str, *, keep_lines: bool = False) -> str:
@@ -110,10 +119,11 @@ def escape_text(text: str, *, keep_lines: bool = False) -> str:
     written as its Python escape (``\n``, ``\x1b``, ``\udcff``, and a backslash doubled),
     so one line stays one line and the text can be read back exactly (the audit log).
     ``keep_lines``: a block of output, whose newlines and tabs are kept and whose other
-    control characters are written as ``\x1b``; the rest, backslashes too, unchanged."""
+    control characters are written as ``\x1b`` (a byte that is not UTF-8, decoded with
+    surrogateescape, as ``\xff``); the rest, backslashes too, unchanged."""
     text = str(text)
     if keep_lines:
-        return _CONTROLS_BUT_LINES.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+        return _CONTROLS_BUT_LINES.sub(_escape_one, text)
     if text.isprintable():
         try:
             text.encode("utf-8")

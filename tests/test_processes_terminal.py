@@ -177,3 +177,32 @@ def test_the_app_exits_and_cleans_up_when_its_terminal_closes(tmp_path, moment):
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+# Bytes that are not UTF-8 (a lone continuation, an overlong lead, 0xff 0xfe), a secret,
+# a screen clear: what a binary-ish command prints.
+BINARY = r"printf '\377\376 caf\303\251 \200\201 password=hunter2hunter2 \033[2J end\n\300 last\n'"
+
+
+def test_proc_log_to_a_pipe_or_a_file_is_byte_exact_for_binary_output(home, tmp_path):
+    """Issue 35.9: the bytes of the output went through UTF-8 with replacement, so a pipe
+    or a file got U+FFFD where the docs promise the stored bytes (masked, nothing else);
+    a terminal still gets visible escapes."""
+    root = str(home.root)
+    sid = run_cli("--home", root, "run", "--bg", "--", BINARY).stdout.strip()
+    assert run_cli("--home", root, "proc", "wait", sid, "--timeout", "30").returncode == 0
+    stored = (home.processes_dir / sid / "output.log").read_bytes()
+    assert b"\xff\xfe" in stored and b"\xc0 last" in stored
+    expected = stored.replace(b"hunter2hunter2", b"***")
+    env = {k: v for k, v in os.environ.items() if k != "HERMES_HOME"}
+    argv = [sys.executable, "-m", "hermes_tui", "--home", root, "proc", "log", sid]
+    piped = subprocess.run(argv, capture_output=True, env=env, timeout=60)
+    assert piped.returncode == 0 and piped.stdout == expected, piped.stdout
+    into = tmp_path / "log.bin"
+    with open(into, "wb") as fh:
+        assert subprocess.run(argv, stdout=fh, env=env, timeout=60).returncode == 0
+    assert into.read_bytes() == expected
+    code, out = run_on_pty(home, "proc", "log", sid)
+    assert code == 0 and "\x1b" not in out and r"\x1b[2J" in out and "***" in out and "hunter2" not in out, out
+    # each byte that is not UTF-8 is an escape of its own, never the raw byte nor U+FFFD
+    assert "\ufffd" not in out and r"\xff\xfe café \x80\x81" in out and r"\xc0 last" in out, out

@@ -458,36 +458,39 @@ def cmd_log(ctx: Context) -> int:
     from engine.processes.redact import maybe_redact
 
     s = _own_session(ctx)
+    redact = ctx.settings.processes.redact and not ctx.args.raw
     tail = ctx.args.tail if ctx.args.tail is not None else (None if ctx.json else DEFAULT_LOG_TAIL)
-    if tail is None and ctx.json:
-        return _log_json_streamed(s, ctx.settings.processes.redact and not ctx.args.raw)
+    if tail is None:  # --json without --tail: the whole output, streamed
+        return _log_json_streamed(s, redact)
     try:
-        if tail is None:
-            from engine.processes.follower import OutputFollower
-
-            with OutputFollower(s.output_path) as follower:  # data only: a cut output reads head, marker, tail
-                data = follower.read_all().data + follower.flush().encode()
-            shown = Tail(data, os.stat(s.output_path).st_size if data else 0)
-        else:
-            shown = read_tail(s.output_path, lines=tail)  # only the tail is read, and at most 1 MiB
+        shown = read_tail(s.output_path, lines=tail)  # only the tail is read, and at most 1 MiB
     except FileNotFoundError:
         shown = Tail(b"", 0)
     except OSError as exc:
         raise CliError(f"cannot read {s.output_path}: {exc.strerror or exc}") from None
-    if shown.cut and not ctx.json:
+    if ctx.json:
+        print_json({"id": s.id, "output": maybe_redact(shown.text, redact), "total_bytes": shown.total,
+                    "cut_bytes": shown.cut})
+        return EXIT_OK
+    if shown.cut:
         print(f"hermes-tui: the first line shown is only the end of a longer one "
               f"({shown.cut} bytes before it left out)", file=sys.stderr)
-    if ctx.args.raw and not ctx.json:
+    if ctx.args.raw:
         sys.stdout.buffer.write(shown.data)
         sys.stdout.flush()
         return EXIT_OK
-    text = maybe_redact(shown.text,
-                        ctx.settings.processes.redact and not ctx.args.raw)
-    if ctx.json:
-        print_json({"id": s.id, "output": text, "total_bytes": shown.total, "cut_bytes": shown.cut})
-    else:
+    # Masked, and otherwise the stored bytes: bytes that are not UTF-8 go through as they
+    # are (surrogateescape), not as U+FFFD. A terminal gets the text, whose stream shows
+    # control characters and those bytes as visible escapes.
+    text = maybe_redact(shown.data.decode("utf-8", errors="surrogateescape"), redact)
+    from hermes_tui.cli.common import TerminalSafeStream
+
+    if isinstance(sys.stdout, TerminalSafeStream):
         sys.stdout.write(text)
+    else:
         sys.stdout.flush()
+        sys.stdout.buffer.write(text.encode("utf-8", errors="surrogateescape"))
+    sys.stdout.flush()
     return EXIT_OK
 
 
