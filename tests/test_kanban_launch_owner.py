@@ -15,6 +15,7 @@ workers that are real sessions paced by a gate file."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -167,5 +168,76 @@ async def test_another_home_on_the_board_never_releases_a_launch_it_cannot_see_s
         for card in cards:  # a launch released as never started never ran
             if any(e.kind == "launch_released" for e in await board.events(card)):
                 assert not (tmp_path / f"ran-{claimed[card].id}").exists()
+    finally:
+        await board.close()
+
+
+async def _one_cut_short_launch(world, tmp_path, children):
+    """Home A's dispatcher killed after its worker started, unrecorded; a live process
+    that is not it (``sleep``). Returns (board, card, that process, A's launch token)."""
+    (home_a, home_b), location, gate, spawners = world
+    command = f"{until(gate)} exit 0"
+    board = await open_shared_board(location, home_b, FakeClock(time.time() + GRACE + 5))
+    [card] = [t.id for t in await tr.create_tasks(board, [NewTask("card", assignee="w")])]
+    _kill_a_mid_launch(home_a, location, "after_spawn", command)
+    spawners += [RegistrySpawner(home_a, _settings(command)), RegistrySpawner(home_b, _settings(command))]
+    other = children(["sleep", "100"])
+    wait_until(lambda: identity.fingerprint(other.pid) != identity.UNVERIFIED, what="the sleep's identity")
+    return board, card, other, command
+
+
+async def _forge_the_claim(board, card: str, pid: int, fp: str | None) -> None:
+    """The claim's dispatcher as ``pid`` (its lock), and its recorded start time ``fp``
+    (None: as claimed). Pids are not reused on demand: this stands for a reused one."""
+    from engine.kanban.hosts import hostname
+
+    lock = f"{hostname()}:{pid}"
+
+    async def forge(conn) -> None:
+        await conn.execute("UPDATE tasks SET claim_lock = ? WHERE id = ?", (lock, card))
+        await conn.execute("UPDATE task_runs SET claim_lock = ? WHERE task_id = ?", (lock, card))
+        if fp is not None:
+            [(event_id, payload)] = await conn.execute_fetchall(
+                "SELECT id, payload FROM task_events WHERE task_id = ? AND kind = 'claimed'", (card,))
+            await conn.execute("UPDATE task_events SET payload = ? WHERE id = ?",
+                               (json.dumps({**json.loads(payload), "launcher_started_at": fp}), event_id))
+
+    await board.atomic(forge)
+
+
+async def test_a_launch_whose_home_s_dispatcher_still_runs_is_left_to_it(world, tmp_path, children):
+    """While the claiming dispatcher (its pid and start time) still runs, it records its
+    own launch: another home neither holds nor releases it, and starts nothing beside it."""
+    (home_a, home_b), _location, _gate, spawners = world
+    board, card, launcher, command = await _one_cut_short_launch(world, tmp_path, children)
+    try:
+        await _forge_the_claim(board, card, launcher.pid, identity.fingerprint(launcher.pid))
+        b = dispatcher(board, home_b, _settings(command), spawners[1])
+        quiet = await b.tick()
+        assert not (quiet.launch_held or quiet.launch_released or quiet.spawned or quiet.warnings)
+        assert not [e for e in await board.events(card) if e.kind.startswith("launch_")]
+        launcher.kill()
+        launcher.wait()
+        assert (await b.tick()).launch_held == (card,)  # gone: now held for home A
+        assert {c: len(w) for c, w in _live(spawners).items()} == {card: 1}
+    finally:
+        await board.close()
+
+
+async def test_a_person_cannot_take_back_a_cut_short_launch_whose_dispatcher_s_pid_now_names_another_process(
+        world, tmp_path, children):
+    """The claiming dispatcher is judged by its pid *and* the start time its claim
+    recorded: a pid reused by another process does not make its launch look in flight.
+    Before: the pid alone was asked, the reclaim went through, and the worker ran on
+    unseen."""
+    (home_a, home_b), location, _gate, spawners = world
+    board, card, other, _command = await _one_cut_short_launch(world, tmp_path, children)
+    try:
+        await _forge_the_claim(board, card, other.pid, None)  # the dead dispatcher's start time stays
+        refused = subprocess.run(cli_argv(home_b, "--db", location, "reclaim", card), capture_output=True,
+                                 text=True, timeout=120)
+        assert refused.returncode == 1, refused.stdout
+        assert "was cut short and is not resolved yet" in refused.stderr
+        assert (await board.get_task(card)).status == "running"
     finally:
         await board.close()
