@@ -393,10 +393,10 @@ class HermesApp(AttentionMixin, App[int]):
         self.action_focus_pane(self._active_pane)
 
     def on_board_pane_dispatch_requested(self, message) -> None:
-        self.dispatch_loop.request()
+        self.dispatch_loop.request(message.board)
 
     def on_dispatch_loop_worker_exited(self, message: DispatchLoop.WorkerExited) -> None:
-        self.dispatch_loop.wake()
+        self.dispatch_loop.wake(message.session_id)
 
     def on_board_pane_open_worker_output(self, message) -> None:
         """A card's worker is a process session: its output opens in the processes pane."""

@@ -53,7 +53,8 @@ class AttentionMonitor:
         self.home = home
         self.settings = settings
         self.clock = clock
-        self.dispatch = DispatchWatch()
+        self.dispatch = DispatchWatch()  # the default board's ticks
+        self.board_dispatch: dict[str, DispatchWatch] = {}  # each named board's, by slug
         self.boards = BoardsReader(home, settings)
         self._markers: tuple | None = None
         self._looking = False
@@ -92,7 +93,7 @@ class AttentionMonitor:
             getattr(processes, "sessions_version", 0),  # not each session's status: 1,000 every second
             len(getattr(processes, "notifications", ())),
             id(getattr(scratch, "last_survey", None)),
-            self.dispatch.version, self._dismissals,
+            self.dispatch.version, tuple(w.version for w in self.board_dispatch.values()), self._dismissals,
         )
 
     def check(self) -> None:
@@ -143,11 +144,20 @@ class AttentionMonitor:
         self.app.run_worker(self._computations, group="attention", exit_on_error=False,
                             description="the attention items")
 
-    def tick_done(self, result) -> None:
-        self.dispatch.tick_done(result, self.clock())
+    def _watch_of(self, board: str | None) -> DispatchWatch:
+        """What the dispatcher did on ``board`` (None: the default board), tick after tick."""
+        if board is None:
+            return self.dispatch
+        watch = self.board_dispatch.get(board)
+        if watch is None:
+            watch = self.board_dispatch[board] = DispatchWatch()
+        return watch
 
-    def tick_failed(self, error: str) -> None:
-        self.dispatch.tick_failed(error, self.clock())
+    def tick_done(self, result, board: str | None = None) -> None:
+        self._watch_of(board).tick_done(result, self.clock())
+
+    def tick_failed(self, error: str, board: str | None = None) -> None:
+        self._watch_of(board).tick_failed(error, self.clock())
         self.check()
 
     # -- computing ------------------------------------------------------------------------------
@@ -196,7 +206,8 @@ class AttentionMonitor:
             self._warnings, self._warnings_at = home_facts(self.home, self.settings), time.monotonic()
         facts = Facts(boards=boards, sessions=sessions, watch_states=read_watch_states(sessions),
                       scratch=scratch_facts(self.home, self.settings, survey, take_survey=False),
-                      warnings=self._warnings, dispatch=self.dispatch, problems=tuple(problems))
+                      warnings=self._warnings, dispatch=self.dispatch,
+                      board_dispatch=tuple(self.board_dispatch.items()), problems=tuple(problems))
         attention = compute(facts, now, state.dismissed(self.home))
         if survey is None:  # no survey yet: keep what the last one said about the entries
             from engine.attention.model import Kind
@@ -266,7 +277,7 @@ class AttentionMixin:
                 screen.show(message.attention.items, len(message.attention.dismissed))
 
     def on_board_pane_tick_done(self, message) -> None:
-        self.attention.tick_done(message.result)
+        self.attention.tick_done(message.result, getattr(message, "slug", None))
 
     def on_pane_status_changed(self, message) -> None:
         """A pane's headline changed (HermesApp's own handler runs too): look now, not at the next check."""

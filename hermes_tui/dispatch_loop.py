@@ -6,19 +6,29 @@ once when a worker this app started exits, so a finished worker's card is judged
 moments instead of at the next interval. Each result goes to the board pane as a
 ``BoardPane.TickDone`` message: the pane only shows it.
 
-It never ticks hermes-agent's board (hermes's gateway dispatches it): the first tick
-there is refused with one notification and the loop stays idle.
+It ticks **every hermes-tui board of the home** (issue 36): the default board, and each
+of hermes-tui's own named boards (``kanban boards create``), each with its own link,
+its own tick and its own dispatch lock, as ``kanban --board SLUG daemon`` would; the
+named boards are listed again at every timed tick (a board made while the app runs is
+dispatched from then on). Each result reaches the board pane naming its board: the
+pane shows the ticks of the board it shows, whichever that is.
 
-It holds the default board through an :class:`engine.kanban.link.BoardLink` (the pane
-holds its own), so it shares the process's one :class:`engine.kanban.service.BoardService`
-with the pane; the app closes it when it ends.
-A tick never runs twice at once: a request that arrives during a tick runs one more
-tick right after it (never a cancelled half-tick).
+It never ticks hermes-agent's board (hermes's gateway dispatches it): the first tick
+there is refused with one notification and that board stays idle.
+
+It holds each board through an :class:`engine.kanban.link.BoardLink` (the pane holds
+its own), so it shares the process's one :class:`engine.kanban.service.BoardService`
+per board with the pane; the app closes them when it ends.
+A tick of one board never runs twice at once: a request that arrives during a tick runs
+one more tick right after it (never a cancelled half-tick).
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.message import Message
@@ -35,6 +45,80 @@ if TYPE_CHECKING:
 FIRST_TICK_SECONDS = 2.0
 
 
+class BoardTicker:
+    """One board the loop ticks: its link, its coalesced ticks, what its last tick did."""
+
+    def __init__(self, loop: DispatchLoop, override: Path | None = None, slug: str | None = None) -> None:
+        self.loop = loop
+        self.slug = slug
+        self.link = BoardLink(loop.home, loop.settings, override=override)  # never listened to (ticks are timed)
+        self._ticker = Coalesced(
+            lambda ticks: loop.app.run_worker(ticks, group="board-dispatch", exit_on_error=False), self.tick)
+        self.ticks = 0
+        self.unreachable_ticks = 0  # ticks that found the board's server away (said by the pane, not here)
+        self.last_result: DispatchResult | None = None
+        self.refused = ""  # why this app may not dispatch this board (said once)
+
+    @property
+    def ticking(self) -> bool:
+        return self._ticker.running
+
+    def request(self) -> None:
+        self._ticker.request()
+
+    async def tick(self) -> DispatchResult | None:
+        """One tick on the board's shared service; None when there is no board yet or the
+        tick failed (said in a notification: a failed tick must not take the app down)."""
+        from engine.kanban.backends.hermes.board import DispatchRefused
+        from engine.kanban.backends.postgres.errors import BoardUnreachable
+
+        loop = self.loop
+        if self.refused:
+            return None
+        service = await self.link.open()
+        if service is None:
+            self._not_open()
+            return None
+        try:
+            result = await service.tick(loop.spawner)
+        except DispatchRefused as exc:  # hermes-agent's board: its gateway dispatches it
+            self.refused = str(exc)
+            loop.app.notify(self.refused, severity="warning", timeout=8, markup=False)
+            return None
+        except BoardUnreachable as exc:  # the next tick retries
+            self.link.lost(exc)
+            self._not_open()
+            return None
+        except Exception as exc:
+            self._failed(str(exc))
+            return None
+        await self.link.reached()
+        self.ticks += 1
+        self.last_result = result
+        for spawned in result.spawned:
+            loop._watch_exit(spawned.session_id, self)
+        loop._deliver(self, result)
+        return result
+
+    def _not_open(self) -> None:
+        """Why the link has no board to tick: missing is nothing to say; the pane already
+        says "board unreachable, retrying" and a malformed board URL; a board that cannot
+        be used fails every tick."""
+        state = self.link.state
+        if state is LinkState.UNREACHABLE:
+            self.unreachable_ticks += 1
+            if self.loop.on_failure is not None:
+                self.loop.on_failure(f"{self.link.away_words}: {self.link.reason}", self.slug)
+        elif state is LinkState.FAILED and not isinstance(self.link.failure, ValueError):
+            self._failed(str(self.link.failure))
+
+    def _failed(self, error: str) -> None:
+        where = f"board {self.slug}: " if self.slug is not None else ""
+        self.loop.app.notify(f"dispatch failed: {where}{error}", severity="error", timeout=8, markup=False)
+        if self.loop.on_failure is not None:
+            self.loop.on_failure(error, self.slug)
+
+
 class DispatchLoop:
     class WorkerExited(Message):
         """Posted to the app by the thread that waits for a worker this app started, once
@@ -49,15 +133,19 @@ class DispatchLoop:
         self.home = home
         self.settings = settings
         self._spawner = spawner
-        self._ticker = Coalesced(
-            lambda ticks: self.app.run_worker(ticks, group="board-dispatch", exit_on_error=False), self.tick)
-        self._watched: set[str] = set()
-        self.link = BoardLink(home, settings)  # the default board; never listened to (ticks are timed)
-        self.ticks = 0
-        self.unreachable_ticks = 0  # ticks that found the board's server away (said by the pane, not here)
-        self.last_result: DispatchResult | None = None
-        self.refused = ""  # why this app may not dispatch its board (said once)
-        self.on_failure = None  # called with the error of a failed tick (the attention list counts them)
+        self._watched: dict[str, BoardTicker] = {}
+        self.main = BoardTicker(self)  # the default board
+        self.others: dict[str, BoardTicker] = {}  # hermes-tui's own named boards, by their file
+        self._listing = False
+        self.on_failure = None  # called with the error of a failed tick and its board's slug (None: the default
+        # board): the attention list counts them
+
+    # The default board's ticker, as the app and its tests knew the loop.
+    link = property(lambda self: self.main.link)
+    ticks = property(lambda self: self.main.ticks)
+    unreachable_ticks = property(lambda self: self.main.unreachable_ticks)
+    last_result = property(lambda self: self.main.last_result)
+    refused = property(lambda self: self.main.refused)
 
     @property
     def spawner(self):
@@ -82,68 +170,69 @@ class DispatchLoop:
 
     @property
     def ticking(self) -> bool:
-        """A tick is under way (or one more is due right after it)."""
-        return self._ticker.running
+        """A tick of the default board is under way (or one more is due right after it)."""
+        return self.main.ticking
 
-    def request(self) -> None:
-        """Tick now, or right after the tick that is running."""
-        self._ticker.request()
+    def request(self, board: object = None) -> None:
+        """Tick now, or right after the tick that is running: the board at ``board`` (a
+        path), or every board (the default one, and the named ones, listed again)."""
+        if board is not None:
+            ticker = self.ticker_for(board)
+            if ticker is None and isinstance(board, Path):  # a named board not listed yet: this one only
+                from engine.kanban.boards import board_slug
+
+                ticker = self.others[os.path.abspath(board)] = BoardTicker(self, Path(board),
+                                                                           board_slug(self.home, board))
+            if ticker is not None:
+                ticker.request()
+                return
+        self.main.request()
+        for ticker in list(self.others.values()):
+            ticker.request()
+        self._list_boards()
 
     async def tick(self) -> DispatchResult | None:
-        """One tick on the shared board service; None when there is no board yet or the
-        tick failed (said in a notification: a failed tick must not take the app down)."""
-        from engine.kanban.backends.hermes.board import DispatchRefused
-        from engine.kanban.backends.postgres.errors import BoardUnreachable
+        """One tick of the default board."""
+        return await self.main.tick()
 
-        if self.refused:
-            return None
-        service = await self.link.open()
-        if service is None:
-            self._not_open()
-            return None
-        try:
-            result = await service.tick(self.spawner)
-        except DispatchRefused as exc:  # hermes-agent's board: its gateway dispatches it
-            self.refused = str(exc)
-            self.app.notify(self.refused, severity="warning", timeout=8, markup=False)
-            return None
-        except BoardUnreachable as exc:  # the next tick retries
-            self.link.lost(exc)
-            self._not_open()
-            return None
-        except Exception as exc:
-            self._failed(str(exc))
-            return None
-        await self.link.reached()
-        self.ticks += 1
-        self.last_result = result
-        for spawned in result.spawned:
-            self._watch_exit(spawned.session_id)
-        self._deliver(result)
-        return result
+    def ticker_for(self, board: object) -> BoardTicker | None:
+        """The ticker of the board at ``board`` (a path or a server's URL), None for none."""
+        if same_board(board, self.main.link.location):
+            return self.main
+        if isinstance(board, Path):
+            return self.others.get(os.path.abspath(board))
+        return None
 
-    def _not_open(self) -> None:
-        """Why the link has no board to tick: missing is nothing to say; the pane already
-        says "board unreachable, retrying" and a malformed board URL; a board that cannot
-        be used fails every tick."""
-        state = self.link.state
-        if state is LinkState.UNREACHABLE:
-            self.unreachable_ticks += 1
-            if self.on_failure is not None:
-                self.on_failure(f"{self.link.away_words}: {self.link.reason}")
-        elif state is LinkState.FAILED and not isinstance(self.link.failure, ValueError):
-            self._failed(str(self.link.failure))
+    def _list_boards(self) -> None:
+        """hermes-tui's own named boards, listed in a thread; each new one gets a ticker
+        (and its first tick), each gone one is dropped."""
+        if self._listing or not self.app.is_running:
+            return
+        self._listing = True
 
-    def _failed(self, error: str) -> None:
-        self.app.notify(f"dispatch failed: {error}", severity="error", timeout=8, markup=False)
-        if self.on_failure is not None:
-            self.on_failure(error)
+        async def listing() -> None:
+            try:
+                found = await asyncio.to_thread(own_named_boards, self.home, self.settings)
+            finally:
+                self._listing = False
+            for path, slug in found.items():
+                if path not in self.others:
+                    ticker = self.others[path] = BoardTicker(self, Path(path), slug)
+                    ticker.request()
+            for path in [p for p in self.others if p not in found]:
+                gone = self.others.pop(path)
+                await gone.link.close()
+
+        self.app.run_worker(listing, group="board-dispatch-list", exit_on_error=False,
+                            description="the boards to dispatch")
 
     async def close(self) -> None:
-        """Give the board back (the app is closing)."""
-        await self.link.close()
+        """Give the boards back (the app is closing)."""
+        await self.main.link.close()
+        for ticker in list(self.others.values()):
+            await ticker.link.close()
 
-    def _deliver(self, result: DispatchResult) -> None:
+    def _deliver(self, ticker: BoardTicker, result: DispatchResult) -> None:
         from textual.css.query import NoMatches
 
         from widgets.board.board_pane import BoardPane
@@ -154,24 +243,53 @@ class DispatchLoop:
             pane = self.app.pane(BoardPane.PANE_ID)
         except NoMatches:  # closing
             return
-        pane.post_message(BoardPane.TickDone(result))
+        pane.post_message(BoardPane.TickDone(result, board=ticker.link.location, slug=ticker.slug))
 
-    def _watch_exit(self, session_id: str | None) -> None:
+    def _watch_exit(self, session_id: str | None, ticker: BoardTicker) -> None:
         """Wake the loop when this worker (a child of this process) exits."""
         if not session_id or session_id in self._watched:
             return
-        self._watched.add(session_id)
+        self._watched[session_id] = ticker
 
         def wait() -> None:
             exited = self.spawner.wait_exit(session_id)
-            self._watched.discard(session_id)
             if exited:
                 self.app.post_message(self.WorkerExited(session_id))  # refused once the app is closing
+            else:
+                self._watched.pop(session_id, None)
 
         threading.Thread(target=wait, name=f"board-exit-{session_id}", daemon=True).start()
 
-    def wake(self) -> None:
-        """A worker this app started has exited: tick now, to judge its run."""
+    def wake(self, session_id: str | None = None) -> None:
+        """A worker this app started has exited: tick its board now, to judge its run."""
+        ticker = self._watched.pop(session_id, None) if session_id is not None else None
         # With kanban.dispatch off the app never ticks on its own, not even on an exit.
         if self.app.is_running and self.settings.kanban.dispatch:
-            self.request()
+            (ticker or self.main).request()
+
+
+def same_board(a: object, b: object) -> bool:
+    """Whether two board locations (paths, or servers' URLs) are one board."""
+    if a is None or b is None:
+        return False
+    if isinstance(a, Path) and isinstance(b, Path):
+        return os.path.realpath(a) == os.path.realpath(b)
+    return str(a) == str(b)
+
+
+def own_named_boards(home: HomeLayout, settings: Settings) -> dict[str, str]:
+    """hermes-tui's own boards of the home other than the default one: file -> slug
+    (stats and small reads; SQLite, read-only, only to tell whose ``kanban.db`` is whose)."""
+    from engine.kanban.boards import own_boards
+    from engine.kanban.service import BoardService
+
+    try:
+        default = BoardService.path_for(home, settings)
+    except ValueError:
+        default = None
+    found = {}
+    for slug, _name, path in own_boards(home):
+        if isinstance(default, Path) and same_board(path, default):
+            continue
+        found[os.path.abspath(path)] = slug
+    return found

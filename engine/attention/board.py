@@ -77,11 +77,18 @@ def board_items(facts: BoardFacts, now: float) -> list[Item]:
 
 
 def _on_board(facts: BoardFacts, item: Item) -> Item:
+    return on_board(item, facts.board, facts.board or facts.selector if facts.named else None)
+
+
+def on_board(item: Item, board: str | None, named: str | None = "") -> Item:
+    """``item`` carrying its board: ``board`` (a slug) in its key and field, and ``named``
+    (what the words call the board; "": the slug; None: nothing) before its words."""
     from dataclasses import replace
 
-    key = f"{item.key}@{facts.board}" if facts.board is not None else item.key
-    why = f"board {outside(facts.board or facts.selector, 80)}: {item.why}" if facts.named else item.why
-    return replace(item, key=key, why=why, board=facts.board)
+    key = f"{item.key}@{board}" if board is not None else item.key
+    name = board if named == "" else named
+    why = f"board {outside(name, 80)}: {item.why}" if name else item.why
+    return replace(item, key=key, why=why, board=board)
 
 
 def _title(task) -> str:

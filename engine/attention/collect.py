@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 
 from engine.attention import state
-from engine.attention.board import BoardFacts, board_items, read_board
+from engine.attention.board import BoardFacts, board_items, on_board, read_board
 from engine.attention.model import (
     BOARD_KINDS,
     DISPATCH_KINDS,
@@ -59,7 +59,8 @@ class Facts:
     watch_states: dict = field(default_factory=dict)
     scratch: ScratchFacts | None = None
     warnings: tuple | None = None
-    dispatch: DispatchWatch | None = None
+    dispatch: DispatchWatch | None = None  # the app's dispatcher on its default board
+    board_dispatch: tuple = ()  # (slug, DispatchWatch) of each named board the app dispatches
     problems: tuple[str, ...] = ()
 
 
@@ -100,6 +101,8 @@ def compute(facts: Facts, now: float, dismissed: dict[str, float]) -> Attention:
     if facts.dispatch is not None:
         items += facts.dispatch.items()
         covered |= DISPATCH_KINDS
+    for slug, watch in facts.board_dispatch:
+        items += [on_board(item, slug) for item in watch.items()]
     if facts.sessions is not None:
         items += session_items(facts.sessions, facts.watch_states)
         covered |= PROCESS_KINDS

@@ -164,12 +164,18 @@ class BoardPane(Pane):
         """A dispatch tick ended: sent to the pane by the app's dispatch loop; it bubbles
         on to the app, whose attention monitor counts the tick."""
 
-        def __init__(self, result: DispatchResult) -> None:
+        def __init__(self, result: DispatchResult, board: object = None, slug: str | None = None) -> None:
             super().__init__()
             self.result = result
+            self.board = board  # which board was ticked (its file or server); None: the default board
+            self.slug = slug  # its slug, for a named board (None: the default board)
 
     class DispatchRequested(Message):
-        """The user asked for a tick now (the app's dispatch loop runs it)."""
+        """The user asked for a tick now of the board shown (the app's dispatch loop runs it)."""
+
+        def __init__(self, board: object = None) -> None:
+            super().__init__()
+            self.board = board
 
     def __init__(self, *, home: HomeLayout, settings: Settings, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -709,7 +715,9 @@ class BoardPane(Pane):
         super().notify(maybe_redact(message, self.settings.processes.redact), **kwargs)
 
     def on_board_pane_tick_done(self, message: TickDone) -> None:
-        if self.board_override is not None:  # the app's dispatch loop ticks the default board, not this one
+        # The app's dispatch loop ticks every board of ours: only the shown board's ticks
+        # are this pane's (after the switcher too, and back: issue 36).
+        if not self._shows(message.board):
             return
         result = message.result
         again = result is self.last_result  # the dispatcher's quiet tick, given again: its words stand
@@ -722,6 +730,15 @@ class BoardPane(Pane):
             self.notify(warning, severity="warning", timeout=8, markup=False)
         self._request_refresh()  # the board's version says whether the tick changed a card
         self._take_tick(result)
+
+    def _shows(self, board: object) -> bool:
+        """Whether ``board`` (a ticked board's location; None: the default board) is the one shown."""
+        if board is None:
+            return self.board_override is None
+        shown = self.db_path
+        if isinstance(board, Path) and isinstance(shown, Path):
+            return os.path.realpath(board) == os.path.realpath(shown)
+        return shown is not None and str(board) == str(shown)
 
     @work(exclusive=True, group="board-tick", description="the tick's held-back words")  # not repr(result)
     async def _take_tick(self, result: DispatchResult) -> None:
@@ -738,12 +755,8 @@ class BoardPane(Pane):
             self.notify(f"{self._shown_db_path()} is hermes-agent's board: hermes's gateway dispatches it, "
                         "hermes-tui never does", severity="warning", timeout=5, markup=False)
             return
-        if self.board_override is not None:
-            self.notify("the app dispatches its default board only: run `hermes-tui kanban --board SLUG dispatch` "
-                        "for this one", severity="warning", timeout=5, markup=False)
-            return
         self.notify("dispatching…", timeout=2)
-        self.post_message(self.DispatchRequested())
+        self.post_message(self.DispatchRequested(self.db_path if self.board_override is not None else None))
 
     # -- switching boards ------------------------------------------------------------------------
 
