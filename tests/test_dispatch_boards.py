@@ -94,3 +94,38 @@ async def test_the_board_line_stays_live_after_switching_away_and_back(home):
         back = pane.last_tick_at
         await wait_for(pilot, lambda: pane.last_tick_at > back, what="the default board's tick advancing again")
         assert "last tick" in info(pane)
+
+
+async def test_which_board_is_shown_is_in_the_pane_title_even_when_the_info_line_is_cut(tmp_path, monkeypatch):
+    """On hermes's boards the gateway sentence comes first on the info line and pushed the
+    board's name off it, even at 160 columns: the title names the board, on every board."""
+    import shutil
+
+    from engine.home import HomeLayout
+    from tests.test_attention_boards import HERMES_FIXTURE, NO_HERMES
+    from tests.test_hermes_home import tree_state
+
+    root = tmp_path / "hermes"
+    shutil.copytree(HERMES_FIXTURE, root)
+    hermes = HomeLayout(root)
+    monkeypatch.setenv("PATH", NO_HERMES["PATH"])
+    before = tree_state(root)
+    app = HermesApp(hermes, load_config(hermes.config_file), home_label="~/.hermes")
+    async with app.run_test(size=(100, 40)) as pilot:
+        pane = app.query_one(BoardPane)
+        await wait_for(pilot, lambda: "Board · research" in str(pane.border_title), what="research in the title")
+        await pilot.press("b")
+        await wait_for(pilot, lambda: screen_shown(app, BoardSwitchScreen))
+        await pilot.press("up", "up", "enter")  # default, ops, research (shown)
+        await wait_for(pilot, lambda: "Board · default" in str(pane.border_title), what="default in the title")
+    assert tree_state(root) == before
+
+
+async def test_a_home_of_one_board_keeps_its_plain_title(home):
+    cli(home, "kanban", "create", "the only board")
+    app = app_of(home)
+    async with app.run_test(size=(160, 48)) as pilot:
+        pane = app.query_one(BoardPane)
+        await wait_for(pilot, lambda: pane.service is not None and pane.last_tick_at is not None)
+        await pilot.pause()
+        assert "1 Board" in str(pane.border_title) and "·" not in str(pane.border_title)

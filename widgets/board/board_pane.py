@@ -365,7 +365,24 @@ class BoardPane(Pane):
         self.profiles = self.link.profiles
         self.refresh_bindings()
         self._show_info()
+        self._name_board()
         return service
+
+    @work(exclusive=True, group="board-name", description="which board is shown")
+    async def _name_board(self) -> None:
+        """The shown board's name in the pane's title, never cut off as the info line may
+        be (issue 36): its slug when the home has more than one board or it is not the
+        default one (listing the boards is stats and small reads: in a thread)."""
+        from engine.kanban.boards import _refs, board_slug
+
+        location = self.db_path
+        slug = board_slug(self.home, location) if isinstance(location, Path) else None
+        if slug is None:
+            self.set_title_detail("")
+            return
+        others = await asyncio.to_thread(lambda: len(_refs(self.home, self.settings)))
+        if location == self.db_path:  # not switched meanwhile
+            self.set_title_detail(slug if slug != "default" or others > 1 else "")
 
     async def _use_statuses(self, statuses: tuple[str, ...]) -> None:
         """Give every status of the board a column (hermes's board has triage, scheduled

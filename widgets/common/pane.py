@@ -57,6 +57,17 @@ class Pane(Vertical, can_focus=True):
         self._title = f"{self.NUMBER} {self.TITLE}" if self.NUMBER else self.TITLE
         self.border_title = self._title
 
+    def set_title_detail(self, detail: str) -> None:
+        """What the pane shows, after its name in the title (``1 Board · research``); ""
+        for nothing. Outside text: escaped for the title's markup."""
+        from rich.markup import escape
+
+        base = f"{self.NUMBER} {self.TITLE}" if self.NUMBER else self.TITLE
+        title = f"{base} · {escape(detail)}" if detail else base
+        if title != self._title:
+            self._title = title
+            self.mark_active(self.has_class("-active"), update=False)
+
     def mark_active(self, active: bool, *, update: bool = True) -> None:
         """Show the pane as the one the keys act on (or not): an accent border and title,
         and in the narrow layout the one pane displayed. ``update=False`` before mount.
