@@ -172,7 +172,8 @@ def _shared_board(home: HomeLayout, settings: Settings | None, env) -> dict | No
         where = board_location(home, settings, environ=env)
     except BadDatabaseUrl as exc:
         return {"url": None, "reachable": False, "state": f"the board database URL {exc}", "usable": False,
-                "bad_url": True, "host_id": None, "lease_expires_in": None}  # the fields of every other answer
+                "bad_url": True, "host_id": None, "lease_expires_in": None, "lease_boot_id": None,
+                "this_boot_id": None}  # the fields of every other answer
     if not isinstance(where, DatabaseUrl):
         return None
     from engine.kanban.backends.postgres.check import check_shared_board

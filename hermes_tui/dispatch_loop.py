@@ -58,6 +58,8 @@ class BoardTicker:
         self.unreachable_ticks = 0  # ticks that found the board's server away (said by the pane, not here)
         self.last_result: DispatchResult | None = None
         self.refused = ""  # why this app may not dispatch this board (said once)
+        self.stopped = ""  # why the board refuses this app's ticks now (another machine has its host id)
+        self._stopped_why: object = None  # what that refusal is about (said once each)
 
     @property
     def ticking(self) -> bool:
@@ -70,7 +72,7 @@ class BoardTicker:
         """One tick on the board's shared service; None when there is no board yet or the
         tick failed (said in a notification: a failed tick must not take the app down)."""
         from engine.kanban.backends.hermes.board import DispatchRefused
-        from engine.kanban.backends.postgres.errors import BoardUnreachable
+        from engine.kanban.backends.postgres.errors import BoardUnreachable, HostIdInUse
 
         loop = self.loop
         if self.refused:
@@ -89,10 +91,15 @@ class BoardTicker:
             self.link.lost(exc)
             self._not_open()
             return None
+        except HostIdInUse as exc:  # nothing was dispatched; each tick asks again, said once
+            self._stop(str(exc), (exc.host_id, exc.holder_boot))
+            return None
         except Exception as exc:
             self._failed(str(exc))
             return None
         await self.link.reached()
+        if self.stopped:
+            self._stop("", None)
         self.ticks += 1
         self.last_result = result
         for spawned in result.spawned:
@@ -111,6 +118,26 @@ class BoardTicker:
                 self.loop.on_failure(f"{self.link.away_words}: {self.link.reason}", self.slug)
         elif state is LinkState.FAILED and not isinstance(self.link.failure, ValueError):
             self._failed(str(self.link.failure))
+
+    def _stop(self, reason: str, why: object) -> None:
+        """The board refuses this app's ticks (``reason``: one line; "" when it takes them
+        again): said in a notification once per ``why`` (the same refusal's words change
+        as its lease runs down), and the board's info line says it until then."""
+        from textual.css.query import NoMatches
+
+        from widgets.board.board_pane import BoardPane
+
+        if reason and self.loop.on_failure is not None:
+            self.loop.on_failure(reason, self.slug)
+        if reason and why != self._stopped_why:
+            self.loop.app.notify(f"dispatch stopped: {reason}", severity="error", timeout=15, markup=False)
+        self.stopped, self._stopped_why = reason, why
+        if self.slug is not None:
+            return  # the board pane's dispatcher line is the default board's
+        try:
+            self.loop.app.pane(BoardPane.PANE_ID).post_message(BoardPane.DispatchStopped(reason))
+        except NoMatches:  # closing
+            pass
 
     def _failed(self, error: str) -> None:
         where = f"board {self.slug}: " if self.slug is not None else ""
@@ -146,6 +173,7 @@ class DispatchLoop:
     unreachable_ticks = property(lambda self: self.main.unreachable_ticks)
     last_result = property(lambda self: self.main.last_result)
     refused = property(lambda self: self.main.refused)
+    stopped = property(lambda self: self.main.stopped)
 
     @property
     def spawner(self):

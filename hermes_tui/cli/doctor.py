@@ -86,7 +86,12 @@ def _shared_board_lines(board: dict | None) -> list[str]:
     lines = [head + board["state"]]
     lease = board.get("lease_expires_in")
     host = board.get("host_id")
-    if lease is None:
+    holder, here = board.get("lease_boot_id"), board.get("this_boot_id")
+    if lease is not None and lease >= 0 and holder and here and holder != here:
+        lines.append(f"            WARNING host {host}: its live lease ({lease:.0f}s left) is held by another "
+                     f"machine (boot {holder!r}), not this one (boot {here!r}): two machines share this host id, "
+                     "and this one's dispatcher refuses to run; give each machine its own HERMES_KANBAN_HOST_ID")
+    elif lease is None:
         lines.append(f"            host {host}: no lease yet (the first dispatch tick takes one)")
     elif lease >= 0:
         lines.append(f"            host {host}: lease held, {lease:.0f}s left")

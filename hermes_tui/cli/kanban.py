@@ -292,6 +292,11 @@ class BoardAway(CliError):
         self.retrying, self.back = retrying, back
 
 
+class HostIdClash(CliError):
+    """Another machine holds this host id's live lease: nothing is dispatched (exit 1;
+    the daemon stops, it does not retry)."""
+
+
 def _run(ctx: Context, body, spawner=None) -> Any:
     """Open the board service, run ``body(service)``, close it. Engine refusals -> exit 1,
     an unusable id -> exit 2."""
@@ -304,7 +309,7 @@ async def _with_service(ctx: Context, body, spawner) -> Any:
     import sqlite3
 
     from engine.kanban.backend import BadId, StoreError
-    from engine.kanban.backends.postgres.errors import BoardUnreachable, UnusableUrl
+    from engine.kanban.backends.postgres.errors import BoardUnreachable, HostIdInUse, UnusableUrl
     from engine.kanban.backends.postgres.url import BadDatabaseUrl
     from engine.kanban.hosts import BadHostId, hostname
     from engine.kanban.service import BoardService
@@ -326,6 +331,8 @@ async def _with_service(ctx: Context, body, spawner) -> Any:
         raise CliError(str(exc), EXIT_USAGE) from None
     except BoardUnreachable as exc:
         raise BoardAway(str(exc), EXIT_FAILED, exc.retrying, exc.back) from None
+    except HostIdInUse as exc:
+        raise HostIdClash(str(exc), EXIT_FAILED) from None
     except StoreError as exc:
         raise CliError(_full_disk_words(path) or str(exc), EXIT_FAILED) from None
     except sqlite3.DatabaseError as exc:  # damage found after opening, a full disk, ...
@@ -739,6 +746,8 @@ def run_daemon(ctx: Context) -> int:
             _pause(stop, interval)
     except KeyboardInterrupt:
         pass
+    # HostIdClash (another machine holds this host id's lease) goes on up: exit 1 with
+    # its one line. Retrying would not help, and every tick must be refused anyway.
     finally:
         restore()
         signal.signal(signal.SIGTERM, previous)

@@ -170,6 +170,14 @@ class BoardPane(Pane):
             self.board = board  # which board was ticked (its file or server); None: the default board
             self.slug = slug  # its slug, for a named board (None: the default board)
 
+    class DispatchStopped(Message):
+        """The board refuses the app's dispatch ticks (``reason``, one line; "" once it
+        takes them again): another machine holds this host id's lease."""
+
+        def __init__(self, reason: str) -> None:
+            super().__init__()
+            self.reason = reason
+
     class DispatchRequested(Message):
         """The user asked for a tick now of the board shown (the app's dispatch loop runs it)."""
 
@@ -199,6 +207,7 @@ class BoardPane(Pane):
         self._held_back_words = ""  # the last tick's held-back line in words (made once per tick)
         self._workers: tuple[str, ...] = ()  # the cards that have a worker pid (their markers are rechecked)
         self.last_tick_at: float | None = None
+        self.dispatch_stopped = ""  # why the board refuses the app's ticks, when it does
         self._timer_ticks = 0
         self._info: str | None = None  # what the info line shows
         self.gateway = None  # hermes-agent's board: whether hermes's gateway (its dispatcher) runs
@@ -622,7 +631,9 @@ class BoardPane(Pane):
             self._show_foreign_info()
             return
         state = f"dispatcher every {k.dispatch_interval_seconds:g}s" if k.dispatch else "dispatcher off"
-        if self.last_tick_at is not None:
+        if self.dispatch_stopped and self.board_override is None:
+            state = f"dispatcher STOPPED: {self.dispatch_stopped}"
+        elif self.last_tick_at is not None:
             state += f", last tick {time.strftime('%H:%M:%S', time.localtime(self.last_tick_at))}"
             if self.last_result is not None and self.last_result.spawned:
                 state += f": spawned {len(self.last_result.spawned)}"
@@ -630,7 +641,9 @@ class BoardPane(Pane):
         info = self._board_label() + state + (f" · {words}" if words else "")
         self._set_info(info)  # cut with … when narrow (the selected card's reason is in full below)
         total = sum(self.counts.get(s, len(self._columns[s])) for s in self._shown_statuses(False))
-        status = f"{count_of(total, 'card')}, {running} running · {'dispatch on' if k.dispatch else 'dispatch off'}"
+        dispatch = "dispatch STOPPED" if state.startswith("dispatcher STOPPED") else \
+            "dispatch on" if k.dispatch else "dispatch off"
+        status = f"{count_of(total, 'card')}, {running} running · {dispatch}"
         if self.last_result is not None and self.last_result.skipped:
             status += f" · {len(self.last_result.skipped)} held back"
         self.set_status(status)
@@ -730,6 +743,10 @@ class BoardPane(Pane):
         """Every toast of the board: a card's text in it (a title, a worker's error in a
         warning) is masked as the card itself is (engine.processes.redact)."""
         super().notify(maybe_redact(message, self.settings.processes.redact), **kwargs)
+
+    def on_board_pane_dispatch_stopped(self, message: DispatchStopped) -> None:
+        self.dispatch_stopped = message.reason
+        self._show_info()
 
     def on_board_pane_tick_done(self, message: TickDone) -> None:
         # The app's dispatch loop ticks every board of ours: only the shown board's ticks

@@ -391,17 +391,18 @@ class PgBoard(Board):
 
     async def renew_lease(self, host_id: str, boot: str, now: float, lease_seconds: float) -> list[str]:
         """Renew this host's lease (one row per host: its id, boot and expiry); return
-        the other hosts whose lease has run out."""
+        the other hosts whose lease has run out. A live lease of this host id held by
+        another boot is not taken: :class:`HostIdInUse`."""
         # One statement, one round trip, atomic on its own: the renewal in a data-changing
         # WITH, and the other hosts as they were (the outer SELECT does not see the
         # renewal, and leaves this host out anyway).
         rows = await self.fetch(
-            "WITH renewed AS (INSERT INTO hosts (host_id, boot_id, lease_expires, renewed_at) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (host_id) DO UPDATE SET boot_id = excluded.boot_id, "
-            "lease_expires = excluded.lease_expires, renewed_at = excluded.renewed_at RETURNING host_id) "
-            "SELECT host_id FROM hosts WHERE lease_expires < ? AND host_id <> ? ORDER BY host_id",
-            (host_id, boot, now + lease_seconds, now, now, host_id))
-        return [r[0] for r in rows]
+            tick.RENEW + "SELECT (SELECT array_agg(host_id ORDER BY host_id) FROM hosts "
+            "WHERE lease_expires < ? AND host_id <> ?), " + tick.RENEWAL,
+            (host_id, boot, now + lease_seconds, now, now, host_id, host_id))
+        lost, renewed, held = rows[0]
+        tick.refuse_unless_renewed(renewed, held, host_id, boot, now)
+        return list(lost or ())
 
     has_host_leases = True
 
@@ -427,10 +428,12 @@ class PgBoard(Board):
         ``promotable``; the ``ready`` cards and the ``launching`` runs, each given in parts
         (columns, source, order), in that order), and the lease renewal
         (:meth:`renew_lease`, whose answer comes fifth: the other hosts whose lease ran
-        out), in one statement."""
+        out), in one statement. Raises :class:`HostIdInUse`, before anything acts on the
+        reads, when another boot holds this host id's live lease."""
         rows = await self.fetch(tick.first_look_sql(live, promotable, ready, launching),
-                                (host_id, boot, now + lease_seconds, now, now, host_id))
-        is_live, promotable_ids, ready_rows, launching_rows, lost = rows[0]
+                                (host_id, boot, now + lease_seconds, now, now, host_id, host_id))
+        is_live, promotable_ids, ready_rows, launching_rows, lost, renewed, held = rows[0]
+        tick.refuse_unless_renewed(renewed, held, host_id, boot, now)
         return ([(is_live,)], [(i,) for i in promotable_ids or ()], tick.json_rows(ready_rows),
                 tick.json_rows(launching_rows), list(lost or ()))
 

@@ -1,5 +1,6 @@
 """What ``doctor`` says about a PostgreSQL board: can the server be reached, is the
-database our board and at which schema version, and does this host hold a lease.
+database our board and at which schema version, does this host hold a lease, and is
+that lease this machine's (another boot holding it: two machines share the host id).
 
 Read only: it connects, reads the meta row and the hosts table, and writes nothing (an
 empty database is not set up here; the first real use does that)."""
@@ -11,6 +12,7 @@ from dataclasses import asdict, dataclass
 
 from engine.kanban.backends.postgres import schema
 from engine.kanban.backends.postgres.url import DatabaseUrl
+from engine.kanban.hosts import boot_id
 
 CHECK_TIMEOUT_SECONDS = 5.0
 
@@ -23,6 +25,8 @@ class SharedBoardCheck:
     usable: bool
     host_id: str
     lease_expires_in: float | None = None  # seconds; negative: expired; None: no lease yet
+    lease_boot_id: str | None = None  # the boot that holds this host id's lease
+    this_boot_id: str | None = None  # this machine's boot: another one holding a live lease is another machine
     bad_url: bool = False  # the driver cannot use the URL (bad input: doctor exits 2)
 
     def to_json(self) -> dict:
@@ -49,13 +53,13 @@ async def _read(url: DatabaseUrl, host_id: str) -> SharedBoardCheck:
         state = f"hermes-tui board, schema version {version}"
         if version < schema.SCHEMA_VERSION:
             state += f" (the next use migrates it to {schema.SCHEMA_VERSION})"
-        lease = None
+        lease = holder = None
         if "hosts" in tables:
             # Measured with the server's clock, as every host's dispatcher measures it.
-            row = await conn.fetchrow("SELECT lease_expires - extract(epoch FROM clock_timestamp())::float8 "
+            row = await conn.fetchrow("SELECT lease_expires - extract(epoch FROM clock_timestamp())::float8, boot_id "
                                       "FROM hosts WHERE host_id = $1", host_id)
-            lease = None if row is None else float(row[0])
-        return SharedBoardCheck(str(url), True, state, True, host_id, lease)
+            lease, holder = (None, None) if row is None else (float(row[0]), str(row[1]))
+        return SharedBoardCheck(str(url), True, state, True, host_id, lease, holder, boot_id())
     finally:
         await conn.close()
 

@@ -64,3 +64,20 @@ class NoBoardYet(StoreError):
 class UnusableUrl(StoreError):
     """The driver cannot use the board's URL (an option it does not know, a value it
     cannot read): bad input, exit 2, one line without the password."""
+
+
+class HostIdInUse(StoreError):
+    """Another machine holds this host id's live lease (another boot of the same id: two
+    machines named alike, a cloned VM): this dispatcher must do nothing, since each would
+    take the other's live workers for its own crashed ones. One line naming the host id
+    and both boots. Not retried by a daemon: a person must give each machine its own id
+    (or, after a reboot, wait for the old boot's lease to lapse)."""
+
+    def __init__(self, host_id: str, this_boot: str, holder_boot: str, seconds_left: float) -> None:
+        from engine.kanban.hosts import HOST_ID_VARIABLE
+
+        self.host_id, self.this_boot, self.holder_boot = host_id, this_boot, holder_boot
+        super().__init__(
+            f"host id {host_id!r} is in use by another machine: its lease (boot {holder_boot!r}) runs "
+            f"{max(0.0, seconds_left):.0f}s more, this machine is boot {this_boot!r}; nothing was dispatched. "
+            f"Give each machine its own {HOST_ID_VARIABLE} (after a reboot: the old lease lapses by itself)")

@@ -45,6 +45,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from engine.kanban.backends.postgres.errors import HostIdInUse
 from engine.kanban.models import dump_payload
 
 # The tick's reads as (columns, source, order) where the dispatcher's SQL is
@@ -62,20 +63,40 @@ def _rows_as_json(read: Ordered) -> str:
     return f"(SELECT json_agg(json_build_array({columns}) ORDER BY {order}) FROM {source})"
 
 
+# This host's lease renewed, as a data-changing WITH named ``renewed``: inserted, or
+# updated when the row is this boot's or its lease has run out. A live lease of the same
+# host id held by another boot is left as it is (another machine uses this id: renewed
+# is then empty, and the caller refuses to act). Parameters: host, boot, expiry, now.
+RENEW = ("WITH renewed AS (INSERT INTO hosts (host_id, boot_id, lease_expires, renewed_at) VALUES (?, ?, ?, ?) "
+         "ON CONFLICT (host_id) DO UPDATE SET boot_id = excluded.boot_id, "
+         "lease_expires = excluded.lease_expires, renewed_at = excluded.renewed_at "
+         "WHERE hosts.boot_id = excluded.boot_id OR hosts.lease_expires < excluded.renewed_at RETURNING host_id) ")
+# Whether it was renewed, and the lease as it was before (json [boot, expiry], or
+# null). Parameters: host.
+RENEWAL = ("(SELECT count(*) FROM renewed), "
+           "(SELECT json_build_array(boot_id, lease_expires) FROM hosts WHERE host_id = ?)")
+
+
 def first_look_sql(live: str, promotable: str, ready: Ordered, launching: Ordered) -> str:
-    """One statement: this host's lease renewed, then (in one snapshot, which does not
-    see the renewal) ``live``'s answer, the ids ``promotable`` gives (one column named
-    id; a text array, by id), the rows of ``ready`` and of ``launching`` (each json, in
-    its order), and the other hosts whose lease ran out (a text array, by id).
-    Parameters: host, boot, lease expiry, now; now, host."""
+    """One statement: this host's lease renewed (:data:`RENEW`), then (in one snapshot,
+    which does not see the renewal) ``live``'s answer, the ids ``promotable`` gives (one
+    column named id; a text array, by id), the rows of ``ready`` and of ``launching``
+    (each json, in its order), the other hosts whose lease ran out (a text array, by
+    id), and :data:`RENEWAL`. Parameters: host, boot, lease expiry, now; now, host; host."""
     return (
-        "WITH renewed AS (INSERT INTO hosts (host_id, boot_id, lease_expires, renewed_at) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT (host_id) DO UPDATE SET boot_id = excluded.boot_id, "
-        "lease_expires = excluded.lease_expires, renewed_at = excluded.renewed_at RETURNING host_id) "
-        f"SELECT ({live}), (SELECT array_agg(q.id ORDER BY q.id) FROM ({promotable}) q), "
+        RENEW + f"SELECT ({live}), (SELECT array_agg(q.id ORDER BY q.id) FROM ({promotable}) q), "
         f"{_rows_as_json(ready)}, {_rows_as_json(launching)}, "
-        "(SELECT array_agg(host_id ORDER BY host_id) FROM hosts WHERE lease_expires < ? AND host_id <> ?)"
+        "(SELECT array_agg(host_id ORDER BY host_id) FROM hosts WHERE lease_expires < ? AND host_id <> ?), "
+        + RENEWAL
     )
+
+
+def refuse_unless_renewed(renewed: int, held: str | None, host_id: str, boot: str, now: float) -> None:
+    """Raise :class:`HostIdInUse` when :data:`RENEW` left the lease to another boot."""
+    if renewed:
+        return
+    holder_boot, expires = json.loads(held) if held is not None else ("?", now)
+    raise HostIdInUse(host_id, boot, str(holder_boot), float(expires) - now)
 
 
 def json_rows(text: str | None) -> list[tuple]:
