@@ -547,6 +547,36 @@ async def test_the_pane_kills_what_is_left_of_a_session_whose_wrapper_was_killed
         assert not any(identity.is_alive(pid, identity.fingerprint(pid)) for pid in command)
 
 
+async def test_the_pane_kills_what_an_ended_session_left_running(home, cleanup):
+    """Issue 34 case 1, the pane: a command that double-forked ``sleep`` out of its group
+    and exited 0. The row says ``exit 0``; ``k`` names what it left running, and stops it
+    (before: 'already exit 0', and the sleep ran on). The session keeps its own exit."""
+    from tests.support.trees import kill_all_of_home, of_session
+
+    reg = ProcessRegistry(home, Settings())
+    s = reg.spawn("(setsid sleep 100 &); exit 0")
+    left = wait_until(lambda: of_session(s.id), what="the double-forked sleep")
+    app = make_app(home)
+    try:
+        async with app.run_test(size=WIDE) as pilot:
+            pane: ProcessesPane = app.pane("processes")
+            await wait_until_pilot(pilot, lambda: s.id in pane.row_ids and pane.sessions[s.id].status == "exited")
+            app.action_focus_pane("processes")
+            pane.table.focus()
+            pane.table.move_cursor(row=list(pane.row_ids).index(s.id))
+            await pilot.press("k")
+            await wait_until_pilot(pilot, lambda: screen_shown(app, ConfirmModal))
+            body = str(app.screen.body)
+            assert "ended (exit 0)" in body and "sleep" in body, body
+            await pilot.press("y")
+            await wait_until_pilot(pilot, lambda: any("stopped 1 process it left running" in t for t in app.toasts))
+            assert of_session(s.id) == {}
+            assert not any(identity.is_alive(pid, identity.fingerprint(pid)) for pid in left)
+            assert pane.sessions[s.id].exit_text() == "exit 0"
+    finally:
+        kill_all_of_home(home)
+
+
 async def test_restart_asks_first_then_runs_the_command_again_as_a_new_named_session(home, cleanup, tmp_path):
     reg = ProcessRegistry(home, Settings())
     gate = tmp_path / "gate"

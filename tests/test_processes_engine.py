@@ -416,15 +416,17 @@ def test_a_listing_between_the_exit_and_the_kill_record_does_not_freeze_exited(r
     # A TERM before the wrapper has started the command would only reach the wrapper,
     # and the command would end by the KILL after the grace period.
     wait_until(lambda: "ready" in s.output_path.read_text())
-    real = identity.terminate
+    from engine.processes import tree
+
+    real = tree.stop
     seen: list[str] = []
 
-    def terminate_then_refresh(pid, fp, grace):
-        report = real(pid, fp, grace)
+    def stop_then_refresh(root, grace, **kw):
+        report = real(root, grace, **kw)
         seen.append(reg.get(s.id).status)  # a concurrent refresh at the worst moment
         return report
 
-    monkeypatch.setattr(identity, "terminate", terminate_then_refresh)
+    monkeypatch.setattr(tree, "stop", stop_then_refresh)
     report = reg.kill(s.id, grace=1)
     assert seen == ["killed"]
     assert report.outcome == "killed" and report.status == "killed"
@@ -435,11 +437,15 @@ def test_a_listing_between_the_exit_and_the_kill_record_does_not_freeze_exited(r
 
 
 def test_kill_refused_leaves_no_kill_record(reg, monkeypatch):
+    from engine.processes import tree
+
     s = reg.spawn(["sleep", "30"])
-    monkeypatch.setattr(identity, "terminate", lambda pid, fp, grace: identity.TerminateReport(
-        pid=pid, outcome=identity.SignalOutcome.ERROR, detail="Operation not permitted"))
-    report = reg.kill(s.id)
+    monkeypatch.setattr(identity, "send_signal", lambda pid, fp, sig, **kw: identity.SignalResult(
+        pid, identity.signal_name(sig), identity.SignalOutcome.ERROR, "Operation not permitted"))
+    monkeypatch.setattr(tree, "KILL_WAIT_SECONDS", 0.1)
+    report = reg.kill(s.id, grace=0.1)
     assert report.outcome == "error" and not report.ok
+    assert "Operation not permitted" in report.detail and "still alive" in report.detail
     assert not (s.dir / KILLED_FILE).exists()
     assert reg.get(s.id).status == "running"
 

@@ -94,7 +94,10 @@ def ensure_keeper(root: Path) -> bool:
             [sys.executable, "-I", "-m", "engine.processes.keeper", str(root)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, close_fds=True, cwd="/",
-            env={k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "HOME")},
+            # A marker of its own: the keeper serves the whole home and is no session's, even
+            # when a session's command started it (engine.processes.tree stops at it).
+            env={**{k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "HOME")},
+                 "HERMES_PROCESS_ID": "keeper"},
         )
         return True
     except Exception:

@@ -60,10 +60,12 @@ class KillOutcome(enum.StrEnum):
     GONE = "gone"  # it ended before (or without) our signal
     ERROR = "error"  # the kernel refused the signal
     SURVIVORS = "survivors"  # signalled, but some of its processes outlived SIGKILL
+    LEFTOVERS_KILLED = "leftovers_killed"  # it had ended; what it left running was stopped
 
 
 # Outcomes after which nothing of the session runs any more.
-KILL_SUCCEEDED = frozenset({KillOutcome.KILLED, KillOutcome.ALREADY_FINISHED, KillOutcome.GONE})
+KILL_SUCCEEDED = frozenset({KillOutcome.KILLED, KillOutcome.ALREADY_FINISHED, KillOutcome.GONE,
+                            KillOutcome.LEFTOVERS_KILLED})
 
 
 META_FILE = "meta.json"

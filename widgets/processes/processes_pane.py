@@ -31,6 +31,7 @@ from engine.processes import ProcessLookupFailed, ProcessRegistry, ProcessSessio
 from engine.processes.notify import NotificationCenter, ProcessEvent
 from engine.processes.redact import maybe_redact
 from engine.processes.session import KillOutcome, SessionSource, SessionStatus
+from engine.processes.tree import describe
 from engine.text import coarse_duration, escape_text, human_bytes
 from widgets.common.confirm import ConfirmModal
 from widgets.common.fit_table import Col, DetailLine, FitTable
@@ -741,11 +742,12 @@ class ProcessesPane(Pane):
         if s is None:
             self.app.notify("no session selected", severity="warning")
             return
-        if not s.running and s.status != SessionStatus.LOST:
+        hermes = s.source is SessionSource.HERMES  # hermes-agent's, from its processes.json
+        left = {} if hermes or s.running else self._left_running(s)
+        if not s.running and s.status != SessionStatus.LOST and not left:
             self.app.notify(f"{s.id} already {s.exit_text()}", markup=False)
             return
         grace = self.settings.processes.kill_grace_seconds
-        hermes = s.source is SessionSource.HERMES  # hermes-agent's, from its processes.json
         if hermes and not s.running:
             self.app.notify(f"{s.id} is not running: nothing to kill", markup=False)
             return
@@ -755,12 +757,17 @@ class ProcessesPane(Pane):
                    "names it and the start time recorded there matches the live process: a reused pid is never "
                    "signalled. processes.json is not changed.")
         elif s.status == SessionStatus.LOST:  # its wrapper is gone; its command may still run on
-            how = (f"Its supervising wrapper is gone. Sends SIGTERM to each process left in group {s.pid} that "
-                   f"is verified as this session's (its own fingerprint, its HERMES_PROCESS_ID), waits {grace:g}s, "
-                   "then SIGKILL to whatever is left. Nothing else is signalled.")
+            how = (f"Its supervising wrapper is gone. Sends SIGTERM to each process left of it that is verified "
+                   f"as this session's (its own fingerprint; its group, session or HERMES_PROCESS_ID), waits "
+                   f"{grace:g}s, then SIGKILL to whatever is left. Nothing else is signalled.")
+        elif not s.running:  # it ended, but what it started runs on
+            how = (f"Its command ended ({s.exit_text()}), but it left {describe(left, 'running')}. Sends SIGTERM "
+                   f"to each (verified by its own fingerprint), waits {grace:g}s, then SIGKILL to whatever is "
+                   "left. Its exit stays as it was.")
         else:
-            how = (f"Sends SIGTERM to the whole group, waits {grace:g}s, then SIGKILL to whatever is left. "
-                   "The pid is checked against the fingerprint taken at spawn first: a recycled pid is never "
+            how = (f"Sends SIGTERM to everything it runs: its group and every process it started, also one that "
+                   f"moved to another group or session (timeout, setsid); waits {grace:g}s, then SIGKILL to "
+                   "whatever is left. Each pid is checked against its fingerprint first: a recycled pid is never "
                    "signalled.")
         body = (
             f"Command: {maybe_redact(s.command, self.redact)}\n"
@@ -772,6 +779,13 @@ class ProcessesPane(Pane):
                 self._kill(s.id)
 
         self.app.push_screen(ConfirmModal(f"Kill {s.id} (pid {s.pid})?", body, yes_label="Kill"), answered)
+
+    @staticmethod
+    def _left_running(s) -> dict:
+        """What a session that ended left running (its tree: one pass over /proc)."""
+        from engine.processes import tree
+
+        return tree.members(tree.Root(s.id, s.pid, s.fingerprint))
 
     def action_restart(self) -> None:
         s = self.selected
@@ -816,7 +830,7 @@ class ProcessesPane(Pane):
             return
         if report.ok:
             message, severity = f"{report.id} {report.status}", "information"
-            if report.detail and report.outcome == KillOutcome.KILLED:
+            if report.detail and report.outcome in (KillOutcome.KILLED, KillOutcome.LEFTOVERS_KILLED):
                 message += f": {report.detail}"
         else:
             message, severity = f"{report.id}: {report.outcome} ({report.detail})", "error"
