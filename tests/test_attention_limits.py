@@ -50,3 +50,79 @@ def test_notify_numbers_out_of_range_are_refused_by_watch_and_attention(home, ke
 def test_in_range_numbers_are_taken(home):
     write_notify(home, poll_seconds=0.1, command_timeout_seconds=3600)
     assert run_cli("--home", str(home.root), "attention").returncode == 0
+
+
+# -- 35.6: every field of an item that comes from outside is escaped ----------------------------
+
+HOSTILE = ["\x1b]2;pwned\x07", "line1\nline2", "bell\x07", "\x9bc1", "lone\udcff"]
+
+
+def test_every_text_field_of_every_item_is_escaped_whoever_made_it():
+    """The family: an item's key, subject, why and action reach terminals, notify.command
+    (stdin and HERMES_ATTENTION_KEY) and webhooks. Whatever a source put in (an entry
+    name, a card id of another program's board, a host id), no control character,
+    newline or lone surrogate is left, and an escaped field stays as it is."""
+    from engine.attention.model import Item, Kind
+
+    for bad in HOSTILE:
+        for kind in Kind:
+            item = Item(f"{kind.value}:{bad}:1", kind, bad, None, f"why {bad}", f"do {bad}")
+            for field in (item.key, item.subject, item.why, item.action):
+                assert field.isprintable(), (kind, field)
+                field.encode("utf-8")  # no lone surrogate
+            again = Item(item.key, kind, item.subject, None, item.why, item.action)
+            assert again == item  # escaping twice changes nothing: keys stay stable
+
+
+def test_watch_through_a_pipe_and_notify_command_get_no_raw_control_from_entry_names(home, children, tmp_path):
+    """prune_due and quarantine items of entries named with ESC, BEL, a newline and a
+    non-UTF-8 byte: `watch` (plain and --json) into a pipe, `attention --json`, and
+    notify.command's stdin and HERMES_ATTENTION_KEY carry them escaped, one line each."""
+    import json
+    import os
+    import sys
+
+    from tests.support import wait_until
+    from tests.support.scratch import make_entry
+
+    out = tmp_path / "got"
+    out.mkdir()
+    home.config_file.write_text(
+        "scratch:\n  arrival_hours: 0\n  auto_prune: false\n"
+        "notify:\n  kinds: [prune_due]\n  desktop: false\n  bell: false\n  poll_seconds: 0.2\n"
+        f"  command: 'cat >> {out}/stdin; printf \"%s\\n\" \"$HERMES_ATTENTION_KEY\" >> {out}/keys'\n")
+    names = ["esc\x1b]2;x\x07", "new\nline", "bel\x07", b"bad\xff\xfe", "token=ghp_" + "a" * 36]
+    for name in names:
+        make_entry(home.scratch_dir, name)
+    listed = run_cli("--home", str(home.root), "attention", "--json", "--kind", "prune_due")
+    assert listed.returncode == 0, listed.stderr
+    items = json.loads(listed.stdout)["items"]
+    assert len(items) == len(names)
+    env = dict(os.environ, HERMES_AUTO_PRUNE="0")
+    env.pop("HERMES_HOME", None)
+    for name in ("DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR"):
+        env.pop(name, None)
+    plain, as_json = tmp_path / "plain.out", tmp_path / "json.out"
+    watches = []
+    for dest, extra in ((plain, []), (as_json, ["--json"])):
+        with open(dest, "wb") as fh:  # a file, as `watch | tee` gives it: not a terminal
+            watches.append(children([sys.executable, "-m", "hermes_tui", "--home", str(home.root), "watch", *extra],
+                                    stdout=fh, env=env))
+    wait_until(lambda: (out / "keys").exists() and len((out / "keys").read_bytes().splitlines()) == len(names),
+               what="a command run per item")
+    wait_until(lambda: all(len(p.read_bytes().splitlines()) >= len(names) for p in (plain, as_json)),
+               what="both watches printing every item")
+    for w in watches:
+        w.terminate()
+        assert w.wait(timeout=60) == 0
+    for path in (plain, as_json, out / "stdin", out / "keys"):
+        data = path.read_bytes()
+        text = data.decode("utf-8")  # valid UTF-8: no lone surrogate, no raw 0xff
+        assert not [c for c in text if (ord(c) < 32 and c != "\n") or 0x7f <= ord(c) <= 0x9f], (path, text)
+        assert "ghp_" + "a" * 36 not in text  # the secret in a name is masked too
+        assert len(data.splitlines()) == len(names), (path, text)  # a newline never splits an item
+    keys = set((out / "keys").read_text().splitlines())
+    assert keys == {i["key"] for i in items}
+    assert keys == {json.loads(line)["key"] for line in (out / "stdin").read_text().splitlines()}
+    for line in (out / "stdin").read_text().splitlines():
+        json.loads(line)["subject"].encode("utf-8")  # the JSON holds no \udcff that decodes to a surrogate

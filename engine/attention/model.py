@@ -10,6 +10,8 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
+from engine.text import escape_text
+
 
 class Kind(enum.StrEnum):
     """What needs a person. The values are what ``attention --json`` prints, what
@@ -105,6 +107,19 @@ class Item:
     why: str
     action: str
     board: str | None = None
+
+    def __post_init__(self) -> None:
+        # Every text field reaches terminals (watch, watch | tee), notify.command's stdin
+        # and HERMES_ATTENTION_KEY, webhooks: whatever a source put in (an entry name, a
+        # card id of another program's board, a host id), no control character, newline
+        # or lone surrogate survives (escaped: one line, valid UTF-8). The sources mask
+        # secrets in what they take from outside; this is the last line for the family.
+        # escape_text leaves escaped text as it is, so this costs nothing twice.
+        for name in ("key", "subject", "why", "action"):
+            value = getattr(self, name)
+            clean = escape_text(value)
+            if clean is not value:
+                object.__setattr__(self, name, clean)
 
     @property
     def pane(self) -> Pane:
