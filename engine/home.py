@@ -128,9 +128,28 @@ class HomeLayout:
         return self.root / "kanban.db"
 
     @property
+    def hermes_kanban_root(self) -> Path:
+        """Where hermes-agent keeps its boards, as hermes finds it (hermes_cli/kanban_db.py
+        ``kanban_home()``): ``$HERMES_KANBAN_HOME`` when set, else the root of a profile's
+        home (``<root>/profiles/<name>`` -> ``<root>``, when ``<root>/kanban.db`` is there:
+        hermes shares one board across profiles), else the home. Read at each call (a
+        stat at most)."""
+        given = os.environ.get("HERMES_KANBAN_HOME", "").strip()
+        if given:
+            return Path(os.path.abspath(Path(given).expanduser()))
+        if self.root.parent.name == "profiles" and (self.root.parent.parent / "kanban.db").is_file():
+            return self.root.parent.parent
+        return self.root
+
+    @property
+    def hermes_kanban_db(self) -> Path:
+        """hermes-agent's ``default`` board: ``kanban.db`` in :attr:`hermes_kanban_root`."""
+        return self.hermes_kanban_root / "kanban.db"
+
+    @property
     def hermes_kanban_logs_dir(self) -> Path:
         """Where hermes-agent keeps its workers' logs (``kanban/logs/<id>.log``)."""
-        return self.root / "kanban" / "logs"
+        return self.hermes_kanban_root / "kanban" / "logs"
 
     @property
     def is_managed(self) -> bool:

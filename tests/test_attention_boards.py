@@ -263,3 +263,39 @@ def test_the_answer_of_an_item_on_another_hermes_board_works_when_run(hermes_hom
     assert done.returncode == 0, done.stderr
     left = {(i["board"], i["kind"], i["subject"]) for i in hermes_items(hermes_home)}
     assert left == EXPECTED - {("ops", "blocked", RELAY)}  # the current board (research) was not touched
+
+
+# --------------------------------------------------------------------------------------
+# hermes's own ways to find its boards (hermes_cli/kanban_db.py kanban_home()):
+# $HERMES_KANBAN_HOME, and a profile's home sharing its root's boards
+# --------------------------------------------------------------------------------------
+
+
+def test_hermes_kanban_home_names_where_hermes_boards_are(hermes_home, tmp_path):
+    own = tmp_path / "elsewhere"
+    own.mkdir()
+    before = tree_state(hermes_home.root)
+    env = {**NO_HERMES, "HERMES_KANBAN_HOME": str(hermes_home.root)}
+    done = run_cli("--home", str(own), "attention", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    listed = json.loads(done.stdout)["items"]
+    assert {(i["board"], i["kind"], i["subject"]) for i in listed if i["pane"] == "board"} == EXPECTED
+    boards = run_cli("--home", str(own), "kanban", "boards", "--json", env=env)
+    data = json.loads(boards.stdout)
+    assert data["current"] == "research" and [b["slug"] for b in data["boards"]] == ["default", "ops", "research"]
+    shown = run_cli("--home", str(own), "kanban", "--board", "ops", "show", RELAY, "--json", env=env)
+    assert shown.returncode == 0 and json.loads(shown.stdout)["status"] == "blocked", shown.stderr
+    assert tree_state(hermes_home.root) == before
+    # Without it, the other home has no board of hermes's.
+    alone = run_cli("--home", str(own), "attention", "--json", env=NO_HERMES)
+    assert [i for i in json.loads(alone.stdout)["items"] if i["pane"] == "board"] == []
+
+
+def test_a_profiles_home_shares_its_roots_boards_as_in_hermes(hermes_home):
+    profile = hermes_home.root / "profiles" / "writer"
+    before = tree_state(hermes_home.root)
+    done = run_cli("--home", str(profile), "attention", "--json", env=NO_HERMES)
+    assert done.returncode == 0, done.stderr
+    listed = json.loads(done.stdout)["items"]
+    assert {(i["board"], i["kind"], i["subject"]) for i in listed if i["pane"] == "board"} == EXPECTED
+    assert tree_state(hermes_home.root) == before

@@ -51,8 +51,8 @@ def _listing_marker(home: HomeLayout) -> tuple:
 
     # Not the folders a board file lives in: opening a board there makes and removes its
     # WAL, which would list the boards again at every look.
-    paths = (home.kanban_db, own_boards_root(home), home.root / "kanban" / "boards", home.root / "kanban" / "current",
-             home.shared_kanban_db)
+    kanban = home.hermes_kanban_root / "kanban"
+    paths = (home.kanban_db, own_boards_root(home), kanban / "boards", kanban / "current", home.hermes_kanban_db)
     out = []
     for path in paths:
         try:

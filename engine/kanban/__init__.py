@@ -42,7 +42,8 @@ def board_path(home: HomeLayout, settings: Settings, override: str | os.PathLike
     from engine.kanban.backends.hermes.board_file import BoardKind, board_kind
 
     shared = board_kind(home.shared_kanban_db)
-    if shared is BoardKind.HERMES:
+    hermes = shared if home.hermes_kanban_db == home.shared_kanban_db else board_kind(home.hermes_kanban_db)
+    if hermes is BoardKind.HERMES:
         return _hermes_current_db(home)
     if shared is BoardKind.OURS and not home.kanban_db.exists():
         return home.shared_kanban_db
@@ -51,14 +52,16 @@ def board_path(home: HomeLayout, settings: Settings, override: str | os.PathLike
 
 def _hermes_current_db(home: HomeLayout) -> Path:
     """hermes-agent's current board (its own setting, ``kanban/current``), when its
-    database is hermes's; else its ``default`` board at ``<home>/kanban.db``."""
+    database is hermes's; else its ``default`` board at ``kanban.db`` (both under
+    :attr:`engine.home.HomeLayout.hermes_kanban_root`: ``$HERMES_KANBAN_HOME`` when set)."""
     from engine.hermes.boards import DEFAULT_BOARD, board_db, current_board
     from engine.kanban.backends.hermes.board_file import BoardKind, board_kind
 
-    slug = current_board(home.root)
-    if slug != DEFAULT_BOARD and board_kind(board_db(home.root, slug)) is BoardKind.HERMES:
-        return board_db(home.root, slug)
-    return home.shared_kanban_db
+    root = home.hermes_kanban_root
+    slug = current_board(root)
+    if slug != DEFAULT_BOARD and board_kind(board_db(root, slug)) is BoardKind.HERMES:
+        return board_db(root, slug)
+    return home.hermes_kanban_db
 
 
 def chosen_board_path(home: HomeLayout, settings: Settings, override: str | os.PathLike[str] | None = None,
@@ -81,7 +84,7 @@ def board_path_at_a_glance(home: HomeLayout, settings: Settings) -> Path | None:
     chosen = chosen_board_path(home, settings)
     if chosen is not None:
         return chosen
-    return None if home.shared_kanban_db.exists() else home.kanban_db
+    return None if home.shared_kanban_db.exists() or home.hermes_kanban_db.exists() else home.kanban_db
 
 
 def board_location(home: HomeLayout, settings: Settings, override: str | os.PathLike[str] | None = None,

@@ -109,7 +109,7 @@ def board_slug(home: HomeLayout, path: object) -> str | None:
     (``--db``) or a server board."""
     if not isinstance(path, Path):
         return None
-    found = hermes_boards_mod.slug_of(home.root, path)
+    found = hermes_boards_mod.slug_of(home.hermes_kanban_root, path)
     if found is not None:
         return found
     path = Path(os.path.abspath(path))
@@ -126,15 +126,15 @@ def home_has_hermes_board(home: HomeLayout) -> bool:
     SQLite read-only and immutable: call off the UI thread)."""
     from engine.kanban.backends.hermes.board_file import BoardKind, board_kind
 
-    return board_kind(home.shared_kanban_db) is BoardKind.HERMES
+    return board_kind(home.hermes_kanban_db) is BoardKind.HERMES
 
 
 def resolve_board(home: HomeLayout, raw_slug: str) -> Path:
     """The database file ``--board SLUG`` names. Raises BadSlug or UnknownBoard (naming
     the boards there are)."""
     slug = check_slug(raw_slug)
-    if home_has_hermes_board(home) and hermes_boards_mod.board_exists(home.root, slug):
-        path = hermes_boards_mod.board_db(home.root, slug)
+    if home_has_hermes_board(home) and hermes_boards_mod.board_exists(home.hermes_kanban_root, slug):
+        path = hermes_boards_mod.board_db(home.hermes_kanban_root, slug)
         if not path.is_file():  # never made here: hermes's folder is hermes's
             raise UnknownBoard(f"hermes-agent's board {slug!r} has no database yet (hermes makes it: "
                                f"`hermes kanban --board {slug} init`)")
@@ -152,8 +152,8 @@ def _refs(home: HomeLayout, settings: Settings) -> list[BoardInfo]:
     refs: list[BoardInfo] = []
     hermes_current = None
     if home_has_hermes_board(home):
-        hermes_current = hermes_boards_mod.current_board(home.root)
-        for ref in hermes_boards_mod.hermes_boards(home.root):
+        hermes_current = hermes_boards_mod.current_board(home.hermes_kanban_root)
+        for ref in hermes_boards_mod.hermes_boards(home.hermes_kanban_root):
             refs.append(BoardInfo(ref.slug, ref.name, HERMES, ref.db_path, ref.description, ref.archived,
                                   hermes_current=ref.slug == hermes_current))
     for slug, name, path in own_boards(home):

@@ -350,7 +350,7 @@ class HermesBoardService:
         ``kanban/boards/``); None for a hermes database elsewhere (``--db``)."""
         from engine.hermes.boards import slug_of
 
-        return slug_of(self.home.root, self.path)
+        return slug_of(self.home.hermes_kanban_root, self.path)
 
     @property
     def capabilities(self) -> Capabilities:
@@ -399,7 +399,7 @@ class HermesBoardService:
         from engine.hermes.boards import logs_dir
 
         slug = self.slug
-        folder = self.home.hermes_kanban_logs_dir if slug is None else logs_dir(self.home.root, slug)
+        folder = self.home.hermes_kanban_logs_dir if slug is None else logs_dir(self.home.hermes_kanban_root, slug)
         return folder / f"{task_id}.log"
 
     # -- reads ---------------------------------------------------------------------------
