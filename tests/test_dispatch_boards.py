@@ -69,7 +69,7 @@ async def test_the_app_dispatches_a_second_own_board_without_any_daemon(home):
     assert len(runs) == 1 and runs[0]["outcome"] == "completed"
 
 
-async def test_the_board_line_stays_live_after_switching_away_and_back(home):
+async def test_the_board_line_and_held_back_reasons_stay_live_after_switching_away_and_back(home):
     cli(home, "kanban", "create", "on the default board")
     cli(home, "kanban", "boards", "create", "side")
     side = json.loads(cli(home, "kanban", "--board", "side", "create", "on the side board", "--json"))["id"]
@@ -94,6 +94,12 @@ async def test_the_board_line_stays_live_after_switching_away_and_back(home):
         back = pane.last_tick_at
         await wait_for(pilot, lambda: pane.last_tick_at > back, what="the default board's tick advancing again")
         assert "last tick" in info(pane)
+        # The card's "held back" reason (no assignee) is on its detail line again, as before the switch.
+        cards = pane.query_one("#cards-ready")
+        cards.focus()
+        cards.highlighted = 0
+        await wait_for(pilot, lambda: "held back: " in str(pane.query_one("#board-detail").render()),
+                       what="the held-back reason back on the detail line")
 
 
 async def test_which_board_is_shown_is_in_the_pane_title_even_when_the_info_line_is_cut(tmp_path, monkeypatch):
