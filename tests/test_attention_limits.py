@@ -126,3 +126,88 @@ def test_watch_through_a_pipe_and_notify_command_get_no_raw_control_from_entry_n
     assert keys == {json.loads(line)["key"] for line in (out / "stdin").read_text().splitlines()}
     for line in (out / "stdin").read_text().splitlines():
         json.loads(line)["subject"].encode("utf-8")  # the JSON holds no \udcff that decodes to a surrogate
+
+
+# -- 35.2 and 35.3: notify.command's output is a bounded tail, its whole session stops ------------
+
+def _notifier(home, command: str, timeout: float, lines: list[str]):
+    import dataclasses
+
+    from engine.attention.notify import Notifier
+    from engine.config import NotifySettings, Settings
+
+    settings = dataclasses.replace(Settings(), notify=NotifySettings(
+        desktop=False, bell=False, terminal="off", command=command, command_timeout_seconds=timeout))
+    return Notifier(home, settings, environ={"PATH": "/usr/bin:/bin"}, on_failure=lines.append)
+
+
+def _blocked(n: int):
+    from engine.attention.collect import Attention
+    from engine.attention.model import Item, Kind
+
+    return Attention((Item(f"blocked:t_{n}:1", Kind.BLOCKED, f"t_{n}", 1.0, "blocked", "unblock"),), (),
+                     frozenset({Kind.BLOCKED}))
+
+
+def test_a_command_that_writes_without_end_keeps_only_a_bounded_tail(home, tmp_path):
+    """`yes` on stdout and stderr until a gate file is made: the notifier reads it all as
+    it comes and keeps at most OUTPUT_TAIL_BYTES of each (was: all of it, 3 GB in 1.5 s).
+    Asserted on the bytes kept and read, not on time; the gate is made only once more
+    than 20 MiB have gone through, so the bound is what held it."""
+    from engine.attention import notify
+    from tests.support import wait_until
+
+    counted, gate = tmp_path / "counted", tmp_path / "gate"
+    # The shell writes a 1 MiB block to each stream a round and notes the round in a file.
+    block = tmp_path / "block"
+    block.write_bytes(b"y\n" * (512 * 1024))
+    command = (f"i=0; while [ ! -e '{gate}' ]; do cat '{block}'; cat '{block}' >&2; i=$((i+1)); "
+               f"echo $i > '{counted}'; done; echo the-last-line >&2; exit 3")
+    runs = []
+    real = notify.run_bounded
+
+    def spy(*args, **kwargs):
+        runs.append(real(*args, **kwargs))
+        return runs[-1]
+
+    notify.run_bounded = spy
+    try:
+        lines: list[str] = []
+        n = _notifier(home, command, 3600, lines)
+        n.offer(_blocked(1))
+        wait_until(lambda: counted.exists() and counted.read_text().strip().isdigit()
+                   and int(counted.read_text()) >= 20, timeout=300, what="20 MiB written by the command")
+        gate.touch()
+        assert n.wait_idle(timeout=300)
+    finally:
+        notify.run_bounded = real
+    run = runs[0]
+    assert run.returncode == 3 and not run.timed_out
+    assert len(run.stdout) <= notify.OUTPUT_TAIL_BYTES and len(run.stderr) <= notify.OUTPUT_TAIL_BYTES
+    assert run.stderr.endswith(b"the-last-line\n")  # the tail is the end of what it wrote
+    assert lines == ["notify.command exited 3 for blocked:t_1:1: the-last-line"]
+
+
+def test_a_command_stopped_at_its_timeout_or_that_leaves_processes_leaves_none(home, tmp_path):
+    """The family: whatever notify.command starts in its session is stopped when its run
+    ends: `sleep 302 & exit 0` (its shell gone at once, a child holding its output) and
+    a command still running at the timeout with a child of its own. Each child's pid is
+    written by the child itself; after the run none of them lives."""
+    from engine import identity
+
+    lines: list[str] = []
+    pids = tmp_path / "pids"
+    left = f"sh -c 'echo $$ >> {pids}; exec sleep 302' & "
+    n = _notifier(home, left + "exit 0", 30, lines)
+    n.offer(_blocked(1))
+    assert n.wait_idle(timeout=120)
+    n = _notifier(home, left + f"while [ $(wc -l < {pids}) -lt 2 ]; do sleep 0.01; done; exec sleep 303", 1, lines)
+    n.offer(_blocked(2))
+    assert n.wait_idle(timeout=120)
+    started = [int(p) for p in pids.read_text().split()]
+    assert len(started) == 2
+    for pid in started:
+        stat = identity.read_stat(pid)
+        assert stat is None or stat.is_zombie or b"sleep" not in stat.comm, (pid, stat)
+    assert lines[0] == "notify.command for blocked:t_1:1 stopped 1 process it left running"
+    assert lines[1] == "notify.command timed out after 1s for blocked:t_2:1; stopped 1 process it left running"

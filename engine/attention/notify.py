@@ -29,6 +29,8 @@ from engine.home import HomeLayout
 from engine.text import escape_text
 
 LOG_FILE = "notify.log"
+OUTPUT_TAIL_BYTES = 64 * 1024  # of notify.command's stdout and of its stderr, each: the rest is read and dropped
+DRAIN_SECONDS = 0.5  # after its shell exits, how long a command's output may stay open before its leftovers stop
 LOG_MAX_BYTES = 1024 * 1024
 DESKTOP_TIMEOUT_SECONDS = 5.0
 NOTICE_CHARS = 200
@@ -250,21 +252,26 @@ class Notifier:
     def _run_command(self, item: Item) -> None:
         data = (json.dumps(item.to_json(), sort_keys=False) + "\n").encode()
         env = dict(self.env, HERMES_HOME=str(self.home.root), HERMES_ATTENTION_KIND=item.kind.value,
-                   HERMES_ATTENTION_KEY=item.key, HERMES_ATTENTION_BOARD=item.board or "")
+                   HERMES_ATTENTION_KEY=item.key)
         try:
-            done = subprocess.run(["/bin/sh", "-c", self.n.command], input=data, capture_output=True,
-                                  timeout=self.n.command_timeout_seconds, env=env, cwd=self.home.root,
-                                  start_new_session=True)
-        except subprocess.TimeoutExpired:
-            self._failed(f"notify.command timed out after {self.n.command_timeout_seconds:g}s for {item.key}")
-            return
+            run = run_bounded(["/bin/sh", "-c", self.n.command], data, self.n.command_timeout_seconds,
+                              env=env, cwd=str(self.home.root))
         except OSError as exc:
             self._failed(f"notify.command could not start: {exc.strerror or exc}")
             return
-        if done.returncode != 0:
-            err = done.stderr.decode("utf-8", "replace").strip().splitlines()
-            self._failed(f"notify.command exited {done.returncode} for {item.key}"
-                         + (f": {err[-1]}" if err else ""))
+        left = f"; stopped {plural_processes(run.stopped)} it left running" if run.stopped else ""
+        if run.survivors:
+            left += f"; {plural_processes(run.survivors)} would not stop"
+        if run.timed_out:
+            self._failed(f"notify.command timed out after {self.n.command_timeout_seconds:g}s for {item.key}"
+                         + left)
+            return
+        if run.returncode != 0:
+            err = run.stderr.decode("utf-8", "replace").strip().splitlines()
+            self._failed(f"notify.command exited {run.returncode} for {item.key}"
+                         + (f": {err[-1]}" if err else "") + left)
+        elif left:
+            self._failed(f"notify.command for {item.key}{left[1:]}")
 
     def _run_desktop(self, notice: Notice) -> None:
         try:
@@ -299,3 +306,139 @@ def log_line(home: HomeLayout, line: str) -> None:
             fh.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {escape_text(line)}\n")
     except Exception:
         pass
+
+
+# -- notify.command: bounded output, its whole session stopped ------------------------------------
+
+def plural_processes(n: int) -> str:
+    return f"{n} process{'es' if n != 1 else ''}"
+
+
+@dataclass
+class BoundedRun:
+    returncode: int | None
+    stdout: bytes  # the last OUTPUT_TAIL_BYTES of it
+    stderr: bytes
+    timed_out: bool
+    stopped: int = 0  # processes of its session stopped when the run ended
+    survivors: int = 0  # ... and those that would not stop
+
+
+def _tail(buf: bytearray, chunk: bytes, cap: int) -> None:
+    buf += chunk
+    if len(buf) > cap:
+        del buf[: len(buf) - cap]
+
+
+def run_bounded(argv: list[str], data: bytes, timeout: float, *, env: dict[str, str], cwd: str,
+                tail_bytes: int = OUTPUT_TAIL_BYTES) -> BoundedRun:
+    """Run ``argv`` in a new session with ``data`` on stdin. Its output is read as it comes
+    and only the last ``tail_bytes`` of each stream are kept (``yes`` fills no memory).
+    The run ends when its shell has exited (its output then has DRAIN_SECONDS to close)
+    or at ``timeout``; then every process left in its session (``sleep 302 &``) is
+    stopped: TERM, a second, KILL, each verified by its fingerprint first."""
+    import selectors
+
+    from engine import identity
+
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env, cwd=cwd, start_new_session=True, close_fds=True)
+    leader = identity.read_stat(proc.pid)  # alive or its zombie: not reaped before this
+    deadline = time.monotonic() + timeout
+    out, err = bytearray(), bytearray()
+    sel = selectors.DefaultSelector()
+    for stream, buf in ((proc.stdout, out), (proc.stderr, err)):
+        os.set_blocking(stream.fileno(), False)
+        sel.register(stream, selectors.EVENT_READ, buf)
+    os.set_blocking(proc.stdin.fileno(), False)
+    pending = memoryview(data)
+    if pending:
+        sel.register(proc.stdin, selectors.EVENT_WRITE, None)
+    else:
+        proc.stdin.close()
+    timed_out = False
+    exited_at: float | None = None
+    try:
+        while sel.get_map():
+            now = time.monotonic()
+            if proc.poll() is not None and exited_at is None:
+                exited_at = now
+            if now >= deadline:
+                timed_out = proc.poll() is None
+                break
+            if exited_at is not None and now - exited_at >= DRAIN_SECONDS:
+                break
+            for key, _ in sel.select(min(0.1, deadline - now)):
+                if key.data is None:  # stdin
+                    try:
+                        n = os.write(key.fd, pending[:65536])
+                    except BlockingIOError:
+                        continue
+                    except OSError:  # it does not read its stdin (EPIPE): fine
+                        n = len(pending)
+                    pending = pending[n:]
+                    if not pending:
+                        sel.unregister(key.fileobj)
+                        key.fileobj.close()
+                    continue
+                try:
+                    chunk = os.read(key.fd, 65536)
+                except BlockingIOError:
+                    continue
+                if chunk:
+                    _tail(key.data, chunk, tail_bytes)
+                else:
+                    sel.unregister(key.fileobj)
+        if proc.poll() is None and time.monotonic() >= deadline:
+            timed_out = True
+    finally:
+        sel.close()
+        stopped, survivors = stop_session(proc.pid, leader)
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+    return BoundedRun(proc.returncode, bytes(out), bytes(err), timed_out, stopped, survivors)
+
+
+def session_members(sid: int, leader) -> dict[int, str]:
+    """The live processes of the session ``sid`` that its leader (``leader``, the
+    ProcStat read when it started) began: started no earlier than it, on this boot. When
+    ``sid`` leads another process now (the number was used again after the session
+    emptied), none: nothing is ours there."""
+    from engine import identity
+
+    if leader is None:
+        return {}
+    members = {}
+    for stat in identity._live_stats():
+        if stat.session != sid:
+            continue
+        if stat.pid == sid and stat.start_ticks != leader.start_ticks:
+            return {}
+        if stat.start_ticks >= leader.start_ticks:
+            members[stat.pid] = identity.fingerprint_of(stat)
+    return members
+
+
+def stop_session(sid: int, leader, grace: float = 1.0) -> tuple[int, int]:
+    """Stop what is left of the command's session: (stopped besides its shell, survivors)."""
+    import signal
+
+    from engine import identity
+
+    members = session_members(sid, leader)
+    if not members:
+        return 0, 0
+    for pid, fp in members.items():
+        identity.send_signal(pid, fp, signal.SIGTERM)
+    living = identity.wait_gone(members, time.monotonic() + grace)
+    for pid, fp in living.items():
+        identity.send_signal(pid, fp, signal.SIGKILL)
+    living = identity.wait_gone(living, time.monotonic() + 1.0)
+    return len(members) - (sid in members), len(living)  # the shell itself is not "left behind"
