@@ -22,7 +22,7 @@ class HoldReason(enum.StrEnum):
     PER_PROFILE_CAPPED = "per_profile_capped"
     RATE_LIMIT_COOLDOWN = "rate_limit_cooldown"
     # Its last run's worker runs on another host, which has not confirmed its stop yet
-    # (and still holds its lease): starting it here would run two workers.
+    # (on a server board: and still holds its lease): starting it here would run two workers.
     AWAITING_HOST_STOP = "awaiting_host_stop"
     SKIPPED_LOCKED = "skipped_locked"  # the whole tick: another dispatcher had the board
 
