@@ -242,6 +242,7 @@ _HELD_BACK_ACTIONS = {
     HoldReason.SKIPPED_UNASSIGNED: "assign it (e on the board), or set kanban.default_assignee",
     HoldReason.SKIPPED_NONSPAWNABLE: "assign it to a profile of this home (kanban.profiles), or run it where that one is",
     HoldReason.RATE_LIMIT_COOLDOWN: "nothing: it is tried again once the cooldown is over",
+    HoldReason.LAST_RUN_ALIVE: "nothing: it starts once its last run is stopped (see the tick's warnings if it survives)",
 }
 
 

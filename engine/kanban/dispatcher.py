@@ -88,13 +88,11 @@ from engine.kanban.workers import (
     classify_exit,
     copy_new_output,
     find_launch,
-    group_leftovers,
     host_lock_sql,
     hostname,
     is_host_local,
     last_words,
     lock_host,
-    stop_leftovers,
     stop_worker,
     with_last_words,
     worker_env,
@@ -473,48 +471,47 @@ class Dispatcher:
     async def _reap_terminal_workers(self, tally: _Tally) -> None:
         now = self.board.now()
         rows = await self.board.fetch(
-            "SELECT id, task_id, worker_pid, worker_started_at, claim_lock FROM task_runs "
+            "SELECT id, task_id, worker_pid, worker_started_at, claim_lock, process_id FROM task_runs "
             "WHERE ended_at IS NOT NULL AND worker_pid IS NOT NULL AND (ended_at <= ? OR outcome IN (?, ?, ?, ?))",
             (now - self.k.terminal_worker_grace_seconds, *AT_ONCE))
-        for run_id, task_id, pid, fp, lock in rows:
+        for run_id, task_id, pid, fp, lock, session_id in rows:
             if not is_host_local(lock) or pid == os.getpid():
                 continue
-            state = liveness(pid, fp)
-            if state is Liveness.UNVERIFIED_ALIVE:
-                continue  # never signalled; looked at again once it is gone
-            stop = None
-            if state is Liveness.ALIVE:
-                stop = await asyncio.to_thread(stop_worker, pid, fp, lock, self.grace)
-                if not stop.stopped:
-                    tally.warnings.append(f"{task_id}: terminal worker pid {pid} survived; will retry")
-                    continue
+            if liveness(pid, fp) is not Liveness.ALIVE:
+                continue  # never signalled when unverified; a gone one's tree is 4b's (_end_leftover_groups)
+            stop = await asyncio.to_thread(stop_worker, pid, fp, lock, self.grace, session_id)
+            if not stop.stopped:
+                tally.warnings.append(f"{task_id}: terminal worker pid {pid} survived"
+                                      f"{': ' + stop.alive if stop.alive else ''}; will retry")
+                continue
             await self._copy_output((run_id,))
             async with self.board.transaction() as conn:
                 cur = await conn.execute(
                     "UPDATE task_runs SET worker_pid = NULL, worker_started_at = NULL "
                     "WHERE id = ? AND worker_pid IS ? AND worker_started_at IS ?", (run_id, pid, fp))
-                if cur.rowcount == 1 and stop is not None and stop.attempted:
+                if cur.rowcount == 1 and stop.attempted:
                     await add_event(conn, task_id, EventKind.TERMINAL_WORKER_REAPED,
                                     {"pid": pid, "worker_started_at": fp, **stop.to_json()}, now, run_id)
-            if stop is not None and stop.attempted:
+            if stop.attempted:
                 tally.reaped.append(task_id)
 
     async def _end_leftover_groups(self, tally: _Tally) -> None:
-        """A closed run whose worker is gone: end what it left in its process group
-        (TERM, grace, KILL, each verified), log it, then drop the run's evidence."""
+        """A closed run whose worker (wrapper) is gone: end what is left of its tree, in
+        whatever group or session (engine.processes.tree: TERM, grace, KILL, each verified),
+        log it, then drop the run's evidence, only once nothing of it is left (until then
+        its card is held: last_run_alive)."""
         rows = await self.board.fetch(
-            "SELECT id, task_id, worker_pid, worker_started_at, claim_lock FROM task_runs "
+            "SELECT id, task_id, worker_pid, worker_started_at, claim_lock, process_id FROM task_runs "
             "WHERE ended_at IS NOT NULL AND worker_pid IS NOT NULL")
-        for run_id, task_id, pid, fp, lock in rows:
-            if not is_host_local(lock) or liveness(pid, fp) is not Liveness.GONE:
+        for run_id, task_id, pid, fp, lock, session_id in rows:
+            if not is_host_local(lock) or liveness(pid, fp) not in (Liveness.GONE, Liveness.RECYCLED):
                 continue
-            leftovers = await asyncio.to_thread(group_leftovers, pid, fp)
-            stop = None
-            if leftovers:
-                stop = await asyncio.to_thread(stop_leftovers, pid, leftovers, self.grace)
-                if not stop.stopped:
-                    tally.warnings.append(f"{task_id}: processes {', '.join(map(str, stop.survivors))} left by "
-                                          f"worker pid {pid} survived SIGKILL; will retry")
+            stop = await asyncio.to_thread(stop_worker, pid, fp, lock, self.grace, session_id)
+            if not stop.attempted and stop.stopped:
+                stop = None  # nothing of it was left
+            elif not stop.stopped:
+                tally.warnings.append(f"{task_id}: what worker pid {pid} left survived SIGKILL ({stop.alive}); "
+                                      "card held, will retry")
             await self._copy_output((run_id,))
             async with self.board.transaction() as conn:
                 if stop is not None and stop.attempted:
@@ -759,7 +756,8 @@ class Dispatcher:
         the board's clock."""
         now = self.board.now()
         boot_now = self.board.boot_time()
-        for task, (run_started, *_rest, run_status) in await self._running("AND t.max_runtime_seconds IS NOT NULL"):
+        for task, (run_started, session_id, *_rest, run_status) in await self._running(
+                "AND t.max_runtime_seconds IS NOT NULL"):
             if not is_host_local(task.claim_lock) or run_status == LAUNCHING:
                 continue
             state = liveness(task.worker_pid, task.worker_started_at)
@@ -775,9 +773,10 @@ class Dispatcher:
             stop = None
             if state is Liveness.ALIVE:
                 stop = await asyncio.to_thread(stop_worker, task.worker_pid, task.worker_started_at,
-                                               task.claim_lock, self.grace)
+                                               task.claim_lock, self.grace, session_id)
                 if stop.survived:
-                    tally.warnings.append(f"{task.id}: worker pid {task.worker_pid} survived SIGKILL; card held")
+                    tally.warnings.append(f"{task.id}: worker pid {task.worker_pid} survived SIGKILL "
+                                          f"({stop.alive or stop.refused}); card held")
                     continue
             error = f"timed_out: elapsed {elapsed:.0f}s > limit {limit:g}s"
             if task.current_run_id is not None:
@@ -907,7 +906,7 @@ class Dispatcher:
         skipped: list[Skip] = []
         picked: list[tuple[str, str, bool]] = []
         nonspawnable: list[tuple[str, str]] = []
-        for task_id, assignee, last_outcome, last_ended, *_evidence in ready:
+        for task_id, assignee, last_outcome, last_ended, last_pid, _last_fp, last_lock in ready:
             newly = False
             if not assignee:
                 if default is None:
@@ -917,6 +916,11 @@ class Dispatcher:
             if assignee not in allowed:
                 skipped.append(Skip(task_id, HoldReason.SKIPPED_NONSPAWNABLE, profile=assignee))
                 nonspawnable.append((task_id, assignee))
+                continue
+            if last_pid is not None and is_host_local(last_lock):
+                # Something of its last run may still run here: its evidence is dropped only
+                # once nothing of that run's tree is left (phases 1 and 4b).
+                skipped.append(Skip(task_id, HoldReason.LAST_RUN_ALIVE, profile=assignee, pid=last_pid))
                 continue
             if task_id in awaiting:
                 host, pid = awaiting[task_id]

@@ -24,6 +24,9 @@ class HoldReason(enum.StrEnum):
     # Its last run's worker runs on another host, which has not confirmed its stop yet
     # (on a server board: and still holds its lease): starting it here would run two workers.
     AWAITING_HOST_STOP = "awaiting_host_stop"
+    # Something of its last run still runs on this host (a worker, or what it started in
+    # another group or session): held until nothing of that run is left.
+    LAST_RUN_ALIVE = "last_run_alive"
     SKIPPED_LOCKED = "skipped_locked"  # the whole tick: another dispatcher had the board
 
 

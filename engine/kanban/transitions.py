@@ -433,11 +433,16 @@ async def assign(board: Board, task_id: str, assignee: str | None) -> Transition
     return TransitionResult(task.id, task.status, task.status)
 
 
-async def _stop(task: Task, grace: float) -> StopReport:
+async def _stop(board: Board, task: Task, grace: float) -> StopReport:
     # With engine.identity: only a change that may signal a worker loads them.
     from engine.kanban.workers import stop_worker
 
-    return await asyncio.to_thread(stop_worker, task.worker_pid, task.worker_started_at, task.claim_lock, grace)
+    session_id = None
+    if task.current_run_id is not None:  # the worker's session: what it started is found by its id too
+        rows = await board.fetch("SELECT process_id FROM task_runs WHERE id = ?", (task.current_run_id,))
+        session_id = rows[0][0] if rows else None
+    return await asyncio.to_thread(stop_worker, task.worker_pid, task.worker_started_at, task.claim_lock, grace,
+                                   session_id)
 
 
 async def _record_stop(board: Board, task: Task, stop: StopReport, event: EventKind) -> None:
@@ -474,7 +479,7 @@ async def reclaim(board: Board, task_id: str, *, reason: str = "", grace: float 
             "worker_pid": task.worker_pid}, now, task.current_run_id)
     stop = None
     if task.worker_pid:
-        stop = await _stop(task, grace)
+        stop = await _stop(board, task, grace)
         await _record_stop(board, task, stop, EventKind.RECLAIM_WORKER_TERMINATION)
     return TransitionResult(task.id, task.status, READY, stop)
 
@@ -496,7 +501,7 @@ async def archive(board: Board, task_id: str, *, grace: float = 2.0,
         await add_event(conn, task.id, EventKind.ARCHIVED, {"from_status": task.status}, now, task.current_run_id)
     stop = None
     if task.status == RUNNING and task.worker_pid:
-        stop = await _stop(task, grace)
+        stop = await _stop(board, task, grace)
         await _record_stop(board, task, stop, EventKind.ARCHIVE_WORKER_TERMINATION)
     return TransitionResult(task.id, task.status, ARCHIVED, stop)
 

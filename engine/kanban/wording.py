@@ -47,6 +47,9 @@ def skip_reason(skip: Skip) -> str:
     if skip.reason == HoldReason.AWAITING_HOST_STOP:
         return (f"waiting for host {skip.host or '?'} to stop its last worker"
                 f"{f' (pid {skip.pid})' if skip.pid else ''} (awaiting_host_stop)")
+    if skip.reason == HoldReason.LAST_RUN_ALIVE:
+        return (f"its last run still runs here{f' (worker pid {skip.pid})' if skip.pid else ''}: held until "
+                "nothing of it is left (last_run_alive)")
     return skip.reason.replace("_", " ")
 
 

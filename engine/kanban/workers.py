@@ -6,8 +6,9 @@ else here is pure policy shared by the dispatcher and the operator commands:
 
 - claim locks are ``host:pid``; only a lock whose host part is exactly this host's id is
   "host-local", and only host-local workers are ever checked or signalled;
-- stopping a worker goes through :mod:`engine.identity` (fingerprint-verified, pidfd);
-  an unverified fingerprint is never signalled; a survivor is reported, never hidden;
+- stopping a worker stops its whole tree (:mod:`engine.processes.tree`: whatever group or
+  session its processes moved to), each process fingerprint-verified through a pidfd; an
+  unverified fingerprint is never signalled; a survivor is reported, never hidden;
 - an exit is classified from the recorded exit (never invented);
 - the worker's last words are the tail of its card log.
 """
@@ -16,8 +17,6 @@ from __future__ import annotations
 
 import enum
 import os
-import signal
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +67,7 @@ class StopReport:
     pid_recycled: bool = False
     signals: tuple[tuple[int, str], ...] = ()
     survivors: tuple[int, ...] = ()
+    alive: str = ""  # what still lives, in one line ("1 process still alive: 812 (sleep)")
 
     @property
     def survived(self) -> bool:
@@ -84,78 +84,34 @@ class StopReport:
             "pid_recycled": self.pid_recycled,
             "signals": [{"pid": p, "signal": s} for p, s in self.signals],
             "survivors": list(self.survivors),
+            "still_alive": self.alive,
         }
 
 
-def stop_worker(pid: int | None, fp: str | None, lock: str | None, grace: float) -> StopReport:
-    """TERM, grace, KILL a host-local worker whose identity is verified. Blocking (up to
-    ``grace`` + 1 s): call it from a thread."""
+def stop_worker(pid: int | None, fp: str | None, lock: str | None, grace: float,
+                session_id: str | None = None) -> StopReport:
+    """Stop a host-local worker's whole tree: its wrapper (``pid``, verified by ``fp``)
+    and every process of its session ``session_id``, in whatever group or session, also
+    once the wrapper itself is gone (engine.processes.tree): TERM, grace, KILL. Stopped
+    means nothing of it is left. Blocking (up to ``grace`` + 2 s): call it from a thread."""
+    from engine.processes import tree
+
     local = is_host_local(lock)
     if not pid:
         return StopReport(pid, local, stopped=True)
     if not local:
         return StopReport(pid, False, refused=f"it runs on another host ({lock_host(lock) or lock})")
     state = identity.liveness(pid, fp)
-    if state is Liveness.GONE:
-        return StopReport(pid, True, stopped=True)
-    if state is Liveness.RECYCLED:
-        return StopReport(pid, True, stopped=True, pid_recycled=True)
     if state is Liveness.UNVERIFIED_ALIVE:
         return StopReport(pid, True, refused="its identity was never verified, so it is never signalled")
-    report = identity.terminate(pid, fp, grace)
-    if report.refused:
-        # It died or changed between our check and the signal: nothing of ours is left.
-        gone = report.outcome in (identity.SignalOutcome.GONE, identity.SignalOutcome.PID_RECYCLED)
-        return StopReport(pid, True, stopped=gone, refused="" if gone else report.detail,
-                          pid_recycled=report.outcome is identity.SignalOutcome.PID_RECYCLED)
-    return StopReport(pid, True, attempted=True, stopped=not report.survivors,
-                      signals=tuple(report.signals), survivors=tuple(report.survivors))
-
-
-def group_leftovers(pgid: int | None, leader_fp: str | None) -> dict[int, str]:
-    """Processes a finished worker left behind in its process group: pid -> fingerprint.
-
-    The worker (the supervising wrapper) leads its own session and group, so what is
-    still in group ``pgid`` after it is gone was started by it. Only looked for when the
-    leader is gone (a live leader is stopped together with its group by
-    :func:`stop_worker`); members must be in the worker's session and have started after
-    it. Linux keeps a group id from being reused while any process is in that group,
-    so such a member cannot belong to someone else. A child that called ``setsid`` left
-    both group and session: it is out of reach here (documented in docs/kanban.md).
-    """
-    if not pgid or not identity.is_verifiable(leader_fp):
-        return {}
-    leader = identity.read_stat(pgid)
-    if leader is not None and not leader.is_zombie:
-        return {}  # alive (stop_worker's business) or the pid is someone else's now
-    born = int(str(leader_fp).partition("|")[2])
-    return {pid: identity.fingerprint_of(st) for pid, st in identity.group_members(pgid).items()
-            if st.session == pgid and st.start_ticks >= born and pid != os.getpid()}
-
-
-def _living(members: dict[int, str], deadline: float) -> dict[int, str]:
-    while True:
-        living = {pid: fp for pid, fp in members.items() if identity.is_alive(pid, fp)}
-        if not living or time.monotonic() >= deadline:
-            return living
-        time.sleep(0.02)
-
-
-def stop_leftovers(pgid: int, members: dict[int, str], grace: float) -> StopReport:
-    """TERM every leftover (each verified by the fingerprint just taken, through a
-    pidfd), wait ``grace``, KILL the survivors, and report who is still alive."""
-    sent: list[tuple[int, str]] = []
-    for pid, fp in sorted(members.items()):
-        if identity.send_signal(pid, fp, signal.SIGTERM).sent:
-            sent.append((pid, "SIGTERM"))
-    living = _living(members, time.monotonic() + max(0.0, grace))
-    if living:
-        for pid, fp in sorted(living.items()):
-            if identity.send_signal(pid, fp, signal.SIGKILL).sent:
-                sent.append((pid, "SIGKILL"))
-        living = _living(living, time.monotonic() + 1.0)
-    return StopReport(pgid, True, attempted=bool(sent), stopped=not living, signals=tuple(sent),
-                      survivors=tuple(sorted(living)))
+    recycled = state is Liveness.RECYCLED
+    done = tree.stop(tree.Root(session_id, pid, fp), grace)
+    if not done.attempted and done.stopped:
+        return StopReport(pid, True, stopped=True, pid_recycled=recycled)  # nothing of it was left
+    refused = "" if done.attempted or not done.refused else done.refused[0]
+    return StopReport(pid, True, attempted=done.attempted, stopped=done.stopped, refused=refused,
+                      pid_recycled=recycled, signals=tuple(done.signals), survivors=done.survivors,
+                      alive=done.left_line())
 
 
 # --------------------------------------------------------------------------------------

@@ -175,8 +175,9 @@ class TreeStop:
 
 
 def stop(root: Root, grace: float, *, first: dict[int, ProcStat] | None = None) -> TreeStop:
-    """TERM every member of ``root``'s tree, wait up to ``grace`` seconds (TERMing any
-    member that appears meanwhile), then KILL whatever is left, and look until nothing
+    """TERM every member of ``root``'s tree, wait up to ``grace`` seconds (looking again:
+    a process started meanwhile, such as a TERM trap's clean-up, is left to run), then KILL
+    whatever is left, and look until nothing
     is (at most :data:`KILL_WAIT_SECONDS`). Blocking: call it from a thread. ``first``:
     the members found already (a caller that looked first)."""
     markers = _Markers()
@@ -184,16 +185,12 @@ def stop(root: Root, grace: float, *, first: dict[int, ProcStat] | None = None) 
     report = TreeStop(found=len(current))
     if not current:
         return report
-    termed: dict[int, str] = {}
+    for pid, st in sorted(current.items()):
+        _send(report, pid, identity.fingerprint_of(st), signal.SIGTERM)
+    # Only what ran at the TERM gets it: a process started during the grace is most likely
+    # the command's own clean-up (a TERM trap's work), left to finish; KILL ends it after.
     deadline = time.monotonic() + max(0.0, grace)
-    while True:
-        for pid, st in sorted(current.items()):
-            fp = identity.fingerprint_of(st)
-            if termed.get(pid) != fp:
-                termed[pid] = fp
-                _send(report, pid, fp, signal.SIGTERM)
-        if time.monotonic() >= deadline:
-            break
+    while time.monotonic() < deadline:
         time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
         current = members(root, markers)
         if not current:
