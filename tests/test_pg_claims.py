@@ -114,8 +114,12 @@ async def test_a_host_whose_lease_lapsed_loses_its_expired_claims_to_another_hos
         monkeypatch.setenv(HOST_ID_VARIABLE, "host-a")
         assert (await dispatcher(board, home, settings, spawner).tick()).spawned
         monkeypatch.setenv(HOST_ID_VARIABLE, "host-b")
-        clock.advance(31)
-        assert (await dispatcher(board, home, settings, NullSpawner()).tick()).reclaimed == (card.id,)
+        host_b = dispatcher(board, home, settings, NullSpawner())
+        for _ in range(3):  # host-b ticks on (the board is reachable), host-a stays silent
+            clock.advance(10)
+            assert not (await host_b.tick()).reclaimed
+        clock.advance(1)
+        assert (await host_b.tick()).reclaimed == (card.id,)
         kinds = await _kinds(board, card.id)
         assert kinds.count("host_lost") == 1 and "reclaimed" not in kinds
     finally:
@@ -237,8 +241,9 @@ async def test_a_lapsed_host_a_and_a_live_host_a_x_are_kept_apart(home, pg_url, 
                     "UPDATE tasks SET status = 'running', claim_lock = ?, claim_expires = ?, started_at = ?, "
                     "current_run_id = ?, worker_pid = ?, worker_started_at = ? WHERE id = ?",
                     (lock, now + 900, now, run_id, proc.pid, fp, card.id))
-        await board.renew_lease("hostA", "boot", now - 100, 30.0)  # lapsed 70 s ago
-        await board.renew_lease("hostA:x", "boot", now, 30.0)  # live
+        for host, expires in (("hostA", now - 70), ("hostA:x", now + 30)):  # lapsed 70 s ago; live
+            await board.fetch("INSERT INTO hosts (host_id, boot_id, lease_expires, renewed_at) VALUES (?, 'boot', ?, ?) "
+                              "RETURNING host_id", (host, expires, now))
         monkeypatch.setenv(HOST_ID_VARIABLE, "host-b")
         result = await dispatcher(board, home, settings, NullSpawner()).tick()
         assert result.reclaimed == (lapsed.id,)

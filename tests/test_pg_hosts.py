@@ -80,8 +80,9 @@ async def test_an_expired_host_s_card_is_reclaimed_unsignalled_and_its_stale_wor
         assert identity.is_alive(pid, fp)
 
         monkeypatch.setenv(HOST_ID_VARIABLE, "host-b")
-        clock.advance(lease)  # exactly at host-a's lease expiry: not lost yet
-        assert not (await host_b.tick()).reclaimed
+        for _ in range(4):  # host-b ticks on (the board is reachable) up to host-a's lease expiry: not lost yet
+            clock.advance(lease / 4)
+            assert not (await host_b.tick()).reclaimed
         assert (await board.get_task(card.id)).current_run_id == old_run
 
         clock.advance(0.001)  # just past it
@@ -145,9 +146,10 @@ async def test_a_host_that_renews_while_another_host_s_tick_is_paused_keeps_its_
         before = await board_a.get_task(card.id)
         monkeypatch.setenv(HOST_ID_VARIABLE, "host-b")
         host_b = dispatcher(board_b, home, settings, NullSpawner())
-        clock.advance(lease / 2)
-        assert not (await host_b.tick()).reclaimed  # host-b ticks on: the board is reachable
-        clock.advance(lease / 2 + 1)  # host-a's lease (and claim) have run out: host-a is paused, not gone
+        for _ in range(3):
+            clock.advance(lease / 3)
+            assert not (await host_b.tick()).reclaimed  # host-b ticks on: the board is reachable
+        clock.advance(1)  # host-a's lease (and claim) have run out: host-a is paused, not gone
         if decision == "stale_claim":  # host-a holds no lease row at all (a board from before leases)
             await board_a.fetch("DELETE FROM hosts WHERE host_id = 'host-a' RETURNING host_id")
 

@@ -87,7 +87,9 @@ async def test_the_first_look_reads_what_the_dispatcher_s_own_reads_give_and_ren
             await _sql(board, "UPDATE tasks SET status = 'running', claim_lock = 'h:1', claim_expires = ?, "
                               "current_run_id = ? WHERE id = ?", START + 1.0 / 7, run_id, card.id)
         for host, expires in (("host-b", START - 5), ("host-a", START - 50), ("host-c", START + 50), ("me", START - 1)):
-            await board.renew_lease(host, "boot", expires - LEASE, LEASE)
+            # Each renewed just now (no outage: see tests/test_pg_outage.py), their leases as given.
+            await _sql(board, "INSERT INTO hosts (host_id, boot_id, lease_expires, renewed_at) "
+                              "VALUES (?, 'boot', ?, ?) RETURNING host_id", host, expires, START - 1)
 
         expected = [[tuple(r) for r in await board.fetch(sql)] for sql in (LIVE_SQL, PROMOTABLE_SQL, READY_SQL,
                                                                             LAUNCHING_SQL)]

@@ -397,9 +397,8 @@ class PgBoard(Board):
         # WITH, and the other hosts as they were (the outer SELECT does not see the
         # renewal, and leaves this host out anyway).
         rows = await self.fetch(
-            tick.RENEW + "SELECT (SELECT array_agg(host_id ORDER BY host_id) FROM hosts "
-            "WHERE lease_expires < ? AND host_id <> ?), " + tick.RENEWAL,
-            (host_id, boot, now + lease_seconds, now, now, host_id, host_id))
+            tick.RENEW + "SELECT " + tick.LOST + ", " + tick.RENEWAL,
+            (*tick.renew_params(host_id, boot, now, lease_seconds), host_id))
         lost, renewed, held = rows[0]
         tick.refuse_unless_renewed(renewed, held, host_id, boot, now)
         return list(lost or ())
@@ -408,8 +407,8 @@ class PgBoard(Board):
 
     async def live_hosts(self, now: float) -> list[str]:
         """The hosts whose lease runs past ``now`` (the board's, that is the server's, time)."""
-        return [r[0] for r in await self.fetch("SELECT host_id FROM hosts WHERE lease_expires >= ? ORDER BY host_id",
-                                               (now,))]
+        return [r[0] for r in await self.fetch(f"SELECT h.host_id FROM hosts h WHERE {tick.LEASE_LIVE} "
+                                               "ORDER BY h.host_id", (now, now))]
 
     def no_live_lease_sql(self, host: str, now: float) -> tuple[str, tuple]:
         """SQL true while ``host`` holds no live lease at ``now``, with its parameters.
@@ -417,7 +416,7 @@ class PgBoard(Board):
         stale claim of a host without one) carries it, so the lease is judged by the
         statement that acts, not by a read that came before it: a host that renewed
         meanwhile (this tick paused, or slow) keeps its cards."""
-        return "NOT EXISTS (SELECT 1 FROM hosts WHERE host_id = ? AND lease_expires >= ?)", (host, now)
+        return f"NOT EXISTS (SELECT 1 FROM hosts h WHERE h.host_id = ? AND {tick.LEASE_LIVE})", (host, now, now)
 
     # -- the tick in few round trips (see engine.kanban.backends.postgres.tick) ------------
 
@@ -431,7 +430,7 @@ class PgBoard(Board):
         out), in one statement. Raises :class:`HostIdInUse`, before anything acts on the
         reads, when another boot holds this host id's live lease."""
         rows = await self.fetch(tick.first_look_sql(live, promotable, ready, launching),
-                                (host_id, boot, now + lease_seconds, now, now, host_id, host_id))
+                                (*tick.renew_params(host_id, boot, now, lease_seconds), host_id))
         is_live, promotable_ids, ready_rows, launching_rows, lost, renewed, held = rows[0]
         tick.refuse_unless_renewed(renewed, held, host_id, boot, now)
         return ([(is_live,)], [(i,) for i in promotable_ids or ()], tick.json_rows(ready_rows),

@@ -70,7 +70,32 @@ def _rows_as_json(read: Ordered) -> str:
 RENEW = ("WITH renewed AS (INSERT INTO hosts (host_id, boot_id, lease_expires, renewed_at) VALUES (?, ?, ?, ?) "
          "ON CONFLICT (host_id) DO UPDATE SET boot_id = excluded.boot_id, "
          "lease_expires = excluded.lease_expires, renewed_at = excluded.renewed_at "
-         "WHERE hosts.boot_id = excluded.boot_id OR hosts.lease_expires < excluded.renewed_at RETURNING host_id) ")
+         "WHERE hosts.boot_id = excluded.boot_id OR hosts.lease_expires < excluded.renewed_at RETURNING host_id), "
+         # An outage (nobody renewed for longer than the gap): the leases live when it
+         # began are given a grace until one full lease after now (OUTAGE_GRACE).
+         "outage AS (INSERT INTO hermes_kanban_meta (key, value) SELECT x.k, x.v "
+         "FROM (SELECT max(renewed_at) AS last FROM hosts) p, LATERAL (VALUES ('unreachable_from', p.last::text), "
+         "('outage_grace_until', (?::float8)::text)) AS x(k, v) WHERE p.last < ? "
+         "ON CONFLICT (key) DO UPDATE SET value = excluded.value RETURNING key) ")
+# Of a hosts row ``h`` at time ? (given twice): its lease lives, or the grace of the last
+# outage covers it (it was live when nobody could reach the board any more).
+LEASE_LIVE = ("(h.lease_expires >= ? OR (h.lease_expires > COALESCE((SELECT value::float8 FROM hermes_kanban_meta "
+              "WHERE key = 'unreachable_from'), 'Infinity') AND ? <= COALESCE((SELECT value::float8 FROM "
+              "hermes_kanban_meta WHERE key = 'outage_grace_until'), '-Infinity')))")
+# The other hosts whose lease ran out, by id (a text array), judged against the time the
+# board was reachable: not lost while LEASE_LIVE holds, nor when this very statement
+# finds an outage that began while their lease lived. Parameters: now, now (LEASE_LIVE),
+# now minus the gap, host.
+LOST = ("(SELECT array_agg(h.host_id ORDER BY h.host_id) FROM hosts h WHERE NOT " + LEASE_LIVE +
+        " AND NOT ((SELECT max(renewed_at) FROM hosts) < ? AND h.lease_expires > (SELECT max(renewed_at) FROM hosts)) "
+        "AND h.host_id <> ?)")
+
+
+def renew_params(host: str, boot: str, now: float, lease_seconds: float) -> tuple:
+    """:data:`RENEW`'s parameters, then :data:`LOST`'s. An outage is a gap of more than
+    half a lease in which no host renewed."""
+    gap_from = now - lease_seconds / 2
+    return (host, boot, now + lease_seconds, now, now + lease_seconds, gap_from, now, now, gap_from, host)
 # Whether it was renewed, and the lease as it was before (json [boot, expiry], or
 # null). Parameters: host.
 RENEWAL = ("(SELECT count(*) FROM renewed), "
@@ -81,13 +106,12 @@ def first_look_sql(live: str, promotable: str, ready: Ordered, launching: Ordere
     """One statement: this host's lease renewed (:data:`RENEW`), then (in one snapshot,
     which does not see the renewal) ``live``'s answer, the ids ``promotable`` gives (one
     column named id; a text array, by id), the rows of ``ready`` and of ``launching``
-    (each json, in its order), the other hosts whose lease ran out (a text array, by
-    id), and :data:`RENEWAL`. Parameters: host, boot, lease expiry, now; now, host; host."""
+    (each json, in its order), the other hosts whose lease ran out (:data:`LOST`), and
+    :data:`RENEWAL`. Parameters: :func:`renew_params`; host."""
     return (
         RENEW + f"SELECT ({live}), (SELECT array_agg(q.id ORDER BY q.id) FROM ({promotable}) q), "
         f"{_rows_as_json(ready)}, {_rows_as_json(launching)}, "
-        "(SELECT array_agg(host_id ORDER BY host_id) FROM hosts WHERE lease_expires < ? AND host_id <> ?), "
-        + RENEWAL
+        + LOST + ", " + RENEWAL
     )
 
 
