@@ -82,3 +82,47 @@ async def test_max_runtime_stops_the_whole_worker_and_never_starts_one_beside_it
         assert seen_runs >= 1 and len(await board.runs_of(card.id)) >= 3
     finally:
         await board.close()
+
+
+async def test_a_card_is_held_while_anything_of_its_last_run_lives(world, monkeypatch):
+    """The hold: a worker that crashed (exit 1) and left a ``setsid sleep`` that cannot be
+    stopped now (the kernel refuses the signal: faked, the tests run as one user) holds its
+    ready card, ``last_run_alive`` with the one line naming the sleep; once the sleep can
+    be stopped it is, and only then does the card start again."""
+    from engine import identity
+    from engine.kanban import wording
+    from engine.processes import tree
+
+    home, clock = world
+    settings = kanban_settings({"w": "(setsid sleep 100 &); exit 1"}, crash_grace_seconds=30, failure_limit=10)
+    board = await open_board(home, clock)
+    spawner = RegistrySpawner(home, settings)
+    disp = dispatcher(board, home, settings, spawner)
+    real = identity.send_signal
+
+    def refuse_sleep(pid, fp, sig, **kw):
+        st = identity.read_stat(pid)
+        if st is not None and st.comm == b"sleep":
+            return identity.SignalResult(pid, identity.signal_name(sig), identity.SignalOutcome.ERROR,
+                                         "Operation not permitted")
+        return real(pid, fp, sig, **kw)
+
+    try:
+        card = await tr.create_task(board, NewTask("leaves a sleep", assignee="w"))
+        first = (await disp.tick()).spawned[0]
+        wait_until(lambda: spawner.registry.get(first.session_id).finished, what="the worker's exit")
+        wait_until(lambda: "sleep" in str(_workers_of(card.id)), what="the sleep it left")
+        monkeypatch.setattr(identity, "send_signal", refuse_sleep)
+        monkeypatch.setattr(tree, "KILL_WAIT_SECONDS", 0.1)
+        result = await disp.tick()
+        assert result.crashed == (card.id,) and not result.spawned, result
+        assert [s.reason for s in result.skipped] == ["last_run_alive"]
+        assert "held until nothing of it is left" in wording.held_back_words(result)
+        assert any("sleep" in w and "still alive" in w for w in result.warnings), result.warnings
+        assert not (await disp.tick()).spawned  # still held
+        monkeypatch.setattr(identity, "send_signal", real)
+        result = await disp.tick()
+        assert len(result.spawned) == 1, result  # the sleep stopped, the evidence dropped, started again
+        assert list(_workers_of(card.id)) in ([result.spawned[0].session_id], [])
+    finally:
+        await board.close()
