@@ -304,3 +304,43 @@ def test_doctor_says_once_that_desktop_notices_are_off_without_a_session_bus(hom
     report = json.loads(run_cli("--home", str(home.root), "doctor", "--json",
                                 env={"DBUS_SESSION_BUS_ADDRESS": "", "XDG_RUNTIME_DIR": ""}).stdout)
     assert report["desktop_notices"] is False
+
+
+def test_notices_claimed_by_a_watch_killed_before_sending_are_sent_by_the_next_one(home, children, tmp_path):
+    """Issue 34 case 9, lost notices: a watch claims every new item, then is killed -9
+    while its first command waits on a gate file (the rest not yet sent). Its claims name
+    a dead owner (pid and start time), so the next watch takes them over and sends every
+    item: at least once, each payload carrying its key so a receiver can dedupe (the
+    dead watch's one command in flight, left running, may deliver its item too)."""
+    out, gate = tmp_path / "out", tmp_path / "gate"
+    out.mkdir()
+    command = (f'echo "$HERMES_ATTENTION_KEY" >> {out}/started; '
+               f"while [ ! -e {gate} ]; do sleep 0.01; done; cat >> {out}/received")
+    write_config(home, command=command, poll_seconds=0.2, desktop=False, bell=False, terminal="off")
+    cards = [new_card(home, f"card {i}") for i in range(5)]
+    for card in cards:
+        assert run_cli("--home", str(home.root), "kanban", "block", card, "--reason", "r").returncode == 0
+    first = start_watch(home, children)
+    wait_until(lambda: (out / "started").exists() and (out / "started").read_text().strip(),
+               what="the first watch's first command waiting on the gate")
+    claimed = json.loads((home.own_dir / "attention-notified.json").read_text())
+    assert len(claimed.get("claims", {})) == 5 and not claimed["keys"]  # claimed, none sent
+    first.kill()
+    first.wait(timeout=60)
+    gate.touch()
+    second = start_watch(home, children)
+
+    def received() -> dict[str, int]:
+        got: dict[str, int] = {}
+        if (out / "received").exists():
+            for line in (out / "received").read_text().splitlines():
+                key = json.loads(line)["key"]
+                got[key] = got.get(key, 0) + 1
+        return got
+
+    wait_until(lambda: {k.split(":")[1] for k in received()} == set(cards), what="every card's notice")
+    second.send_signal(signal.SIGTERM)
+    assert second.wait(timeout=60) == 0
+    assert all(n <= 2 for n in received().values()) and sum(received().values()) <= 6
+    state = json.loads((home.own_dir / "attention-notified.json").read_text())
+    assert len(state["keys"]) == 5 and not state.get("claims")  # all marked sent

@@ -154,6 +154,8 @@ class Notifier:
         self.kinds = frozenset(Kind(k) for k in self.n.kinds)
         self.desktop = self.n.desktop and desktop_status(self.env)[0]
         self._pending: list[Item] = []
+        self._outstanding: dict[str, int] = {}  # claimed key -> sends left before it is marked sent
+        self._lock = threading.Lock()
         self._next_notice = 0.0
         self._jobs: queue.Queue = queue.Queue()
         self._thread: threading.Thread | None = None
@@ -171,7 +173,7 @@ class Notifier:
         returns the items this process claimed."""
         if not self.active:
             return []
-        known = state.notified(self.home)  # a read: nothing new, nothing written
+        known = state.taken(self.home)  # a read: nothing new, nothing written
         wanted = [i for i in attention.items if i.kind in self.kinds and i.key not in known]
         if not wanted:
             return []
@@ -184,6 +186,9 @@ class Notifier:
             return []
         mine = [i for i in wanted if i.key in set(keys)]
         self.claimed.extend(mine)
+        with self._lock:  # each item: its command run (if any) and its notice, then marked sent
+            for item in mine:
+                self._outstanding[item.key] = 2 if self.n.command else 1
         if self.n.command:
             for item in mine:
                 self._submit(self._run_command, item)
@@ -202,6 +207,7 @@ class Notifier:
             return None
         notice = notice_for(self._pending)
         self._pending = []
+        self._done([i.key for i in notice.items])
         self._next_notice = now + self.n.rate_limit_seconds
         self.sent.append(notice)
         if self.n.bell and self.terminal is not None:
@@ -249,7 +255,30 @@ class Notifier:
             time.sleep(0.02)
         return True
 
+    def _done(self, keys: list[str]) -> None:
+        """One send of each of ``keys`` is over; those with none left are marked sent."""
+        finished = []
+        with self._lock:
+            for k in keys:
+                left = self._outstanding.get(k, 1) - 1
+                if left <= 0:
+                    self._outstanding.pop(k, None)
+                    finished.append(k)
+                else:
+                    self._outstanding[k] = left
+        if finished:
+            try:
+                state.mark_sent(self.home, finished, self.clock())
+            except state.StateError as exc:
+                self._failed(f"notices: {exc}")
+
     def _run_command(self, item: Item) -> None:
+        try:
+            self._run_command_once(item)
+        finally:
+            self._done([item.key])
+
+    def _run_command_once(self, item: Item) -> None:
         data = (json.dumps(item.to_json(), sort_keys=False) + "\n").encode()
         env = dict(self.env, HERMES_HOME=str(self.home.root), HERMES_ATTENTION_KIND=item.kind.value,
                    HERMES_ATTENTION_KEY=item.key)

@@ -11,9 +11,12 @@ apps) never lose each other's writes:
   A key is claimed once, ever, by one process: that is what makes a notice reach a
   person once per home, whoever has the home open.
 
-A key is claimed before its notice is sent: a process stopped between the two loses
-that notice rather than letting another process send it again (at most once, never
-twice). Reading writes nothing (a guest home stays as it was); a file is written only by a
+A key is claimed (with the claiming process's pid and start-time fingerprint), then
+sent, then marked sent. A claim whose owner is verifiably dead (that pid is gone or is
+another process now) before it was marked sent is taken over and sent again by the next
+notifier of the home: at least once, so a receiver may see an item twice (the item's
+key is in the payload and in HERMES_ATTENTION_KEY to tell). A claim whose owner cannot
+be verified is never taken over. Reading writes nothing (a guest home stays as it was); a file is written only by a
 dismissal or a claim. Keys whose item has gone are forgotten after FORGET_AFTER_SECONDS,
 but only by a process that looked at their kind (it knows they have gone).
 """
@@ -83,21 +86,28 @@ def ensure_state_dir(home: HomeLayout) -> Path:
     return folder
 
 
-def _read(path: Path) -> dict[str, float]:
-    """A state file's keys; a missing, torn or foreign file reads as empty."""
+def _read_all(path: Path) -> tuple[dict[str, float], dict[str, dict]]:
+    """A state file's keys and (the notified file's) open claims; a missing, torn or
+    foreign file reads as empty."""
     try:
         data = read_json(path)
     except (OSError, ValueError):
-        return {}
+        return {}, {}
     keys = data.get("keys") if isinstance(data, dict) else None
     if not isinstance(keys, dict):
-        return {}
-    return {str(k): float(v) for k, v in keys.items() if isinstance(v, (int, float))}
+        return {}, {}
+    claims = data.get("claims")
+    claims = {str(k): v for k, v in claims.items() if isinstance(v, dict)} if isinstance(claims, dict) else {}
+    return {str(k): float(v) for k, v in keys.items() if isinstance(v, (int, float))}, claims
 
 
-def _write(path: Path, keys: dict[str, float]) -> None:
+def _read(path: Path) -> dict[str, float]:
+    return _read_all(path)[0]
+
+
+def _write(path: Path, keys: dict[str, float], claims: dict[str, dict] | None = None) -> None:
     try:
-        atomic_write_json(path, {"version": VERSION, "keys": keys})
+        atomic_write_json(path, {"version": VERSION, "keys": keys, **({"claims": claims} if claims else {})})
     except OSError as exc:
         raise StateError(f"cannot write {path}: {exc.strerror or exc}") from None
 
@@ -125,7 +135,45 @@ def dismissed(home: HomeLayout) -> dict[str, float]:
 
 
 def notified(home: HomeLayout) -> dict[str, float]:
+    """The keys marked sent."""
     return _read(_path(home, NOTIFIED_FILE))
+
+
+def _owner_dead(claim: dict) -> bool:
+    """Is the claim's owner verifiably gone (its pid gone, or another process now)?"""
+    from engine import identity
+
+    pid, fp = claim.get("pid"), claim.get("fp")
+    if isinstance(pid, bool) or not isinstance(pid, int) or not identity.is_verifiable(fp):
+        return False  # cannot tell: never taken over
+    return identity.liveness(pid, fp) in (identity.Liveness.GONE, identity.Liveness.RECYCLED)
+
+
+def taken(home: HomeLayout) -> set[str]:
+    """The keys no other notifier may send now: sent, or claimed by an owner not known
+    to be dead (a read: writes nothing)."""
+    keys, claims = _read_all(_path(home, NOTIFIED_FILE))
+    return set(keys) | {k for k, c in claims.items() if not _owner_dead(c)}
+
+
+def _me() -> dict:
+    from engine import identity
+
+    return {"pid": os.getpid(), "fp": identity.fingerprint(os.getpid())}
+
+
+def mark_sent(home: HomeLayout, keys: Iterable[str], now: float | None = None) -> None:
+    """``keys`` were sent: their claims become sent keys."""
+    now = time.time() if now is None else now
+    keys = list(keys)
+    if not keys:
+        return
+    with _locked(home):
+        sent, claims = _read_all(_path(home, NOTIFIED_FILE))
+        for k in keys:
+            claims.pop(k, None)
+            sent.setdefault(k, now)
+        _write(_path(home, NOTIFIED_FILE), sent, claims)
 
 
 def _forget(keys: dict[str, float], present: set[str], covered: frozenset[Kind], now: float) -> dict[str, float]:
@@ -153,13 +201,17 @@ def claim(home: HomeLayout, keys: Iterable[str], *, present: Iterable[str] = (),
     ``present``/``covered``: what the caller's computation saw, to forget old keys."""
     now = time.time() if now is None else now
     wanted = list(dict.fromkeys(keys))
+    me = _me()
     with _locked(home):
-        current = notified(home)
-        mine = [k for k in wanted if k not in current]
+        current, claims = _read_all(_path(home, NOTIFIED_FILE))
+        mine = [k for k in wanted if k not in current and (k not in claims or _owner_dead(claims[k]))]
         kept = _forget(current, set(present) | set(wanted), covered, now)
-        if mine or len(kept) != len(current):
-            kept.update({k: now for k in mine})
-            _write(_path(home, NOTIFIED_FILE), kept)
+        seen = set(present) | set(wanted)
+        open_claims = {k: c for k, c in claims.items()
+                       if k in seen or kind_of_key(k) not in covered or not _owner_dead(c)}
+        if mine or len(kept) != len(current) or len(open_claims) != len(claims):
+            open_claims.update({k: {"at": now, **me} for k in mine})
+            _write(_path(home, NOTIFIED_FILE), kept, open_claims)
             dismissals = dismissed(home)
             pruned = _forget(dismissals, set(present), covered, now)
             if len(pruned) != len(dismissals):
