@@ -71,6 +71,7 @@ class BoardTicker:
     async def tick(self) -> DispatchResult | None:
         """One tick on the board's shared service; None when there is no board yet or the
         tick failed (said in a notification: a failed tick must not take the app down)."""
+        from engine.kanban.backend import BoardGone
         from engine.kanban.backends.hermes.board import DispatchRefused
         from engine.kanban.backends.postgres.errors import BoardUnreachable, HostIdInUse
 
@@ -90,6 +91,11 @@ class BoardTicker:
         except BoardUnreachable as exc:  # the next tick retries
             self.link.lost(exc)
             self._not_open()
+            return None
+        except BoardGone as exc:  # removed or replaced since it was opened: nothing more there; said once,
+            # and the next tick opens whatever board is at the path now (none: nothing to tick)
+            loop.app.notify(f"dispatch: {exc}", severity="warning", timeout=8, markup=False)
+            await self.link.forget()
             return None
         except HostIdInUse as exc:  # nothing was dispatched; each tick asks again, said once
             self._stop(str(exc), (exc.host_id, exc.holder_boot))

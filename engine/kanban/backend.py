@@ -64,6 +64,13 @@ class StoreError(Exception):
     cannot be made: one line, meant for the user."""
 
 
+class BoardGone(StoreError):
+    """The board's file was removed, or another file now stands at its path, since this
+    process opened it (its identity, ``st_dev``/``st_ino``, is checked with a stat before
+    every statement): nothing is read from or written to the file it held, which is no
+    longer the board anyone else sees."""
+
+
 class UnknownTask(StoreError):
     """No card with that id (or the prefix names none or several)."""
 

@@ -178,6 +178,14 @@ class BoardLink:
             self.override, self.location, self.failure = override, override, None
             self._set(LinkState.LOOKING)
 
+    async def forget(self) -> None:
+        """The board held is no longer the one at its place (its file removed or replaced):
+        give its service back, and the next :meth:`open` looks for the board there now."""
+        async with self._lock:
+            await self._close_locked()
+            self.failure = None
+            self._set(LinkState.LOOKING)
+
     async def close(self) -> None:
         """Give the service back (the last holder closes the board)."""
         async with self._lock:

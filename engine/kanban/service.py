@@ -83,7 +83,7 @@ class BoardService:
         where = path.secret if isinstance(path, DatabaseUrl) else Path(path).resolve()
         key = (where, id(asyncio.get_running_loop()))
         shared = cls._open.get(key)
-        if shared is not None:
+        if shared is not None and shared._board.gone() is None:
             shared._refs += 1
             return shared
         if isinstance(path, DatabaseUrl):
@@ -103,12 +103,15 @@ class BoardService:
             path, create = routed
             key = (Path(path).resolve(), key[1])
             shared = cls._open.get(key)
+            if shared is not None and shared._board.gone() is not None:
+                del cls._open[key]  # its holders keep it (it refuses them); a new opener gets the file there now
+                shared = None
             if shared is not None:
                 shared._refs += 1
                 return shared
             board = await Board.open(path, clock=clock or time.time, create=create)
         shared = cls._open.get(key)  # another coroutine may have opened it meanwhile
-        if shared is not None:
+        if shared is not None and shared._board.gone() is None:
             # Counted before the spare connection is closed: while that close is awaited
             # the other holder may give the service back, and being its last holder it
             # would close the connection this caller is about to be handed.
@@ -144,6 +147,16 @@ class BoardService:
     @property
     def path(self) -> Path | DatabaseUrl:
         return self._board.path
+
+    @property
+    def identity(self) -> tuple[int, int] | None:
+        """The board file's (st_dev, st_ino) when it was opened; None for a server board."""
+        return self._board.identity
+
+    def gone(self) -> str | None:
+        """Why the board is no longer the file at its path (removed or replaced since it
+        was opened), else None (see ``Board.gone``)."""
+        return self._board.gone()
 
     def now(self) -> float:
         return self._board.now()

@@ -297,15 +297,16 @@ class HostIdClash(CliError):
     the daemon stops, it does not retry)."""
 
 
-def _run(ctx: Context, body, spawner=None) -> Any:
+def _run(ctx: Context, body, spawner=None, create: bool = True, runner=None) -> Any:
     """Open the board service, run ``body(service)``, close it. Engine refusals -> exit 1,
-    an unusable id -> exit 2."""
+    an unusable id -> exit 2. ``create``: a missing board file is made (False: refused).
+    ``runner``: an ``asyncio.Runner`` whose one loop runs it (else a loop of its own)."""
     import asyncio
 
-    return asyncio.run(_with_service(ctx, body, spawner))
+    return (runner.run if runner is not None else asyncio.run)(_with_service(ctx, body, spawner, create))
 
 
-async def _with_service(ctx: Context, body, spawner) -> Any:
+async def _with_service(ctx: Context, body, spawner, create: bool = True) -> Any:
     import sqlite3
 
     from engine.kanban.backend import BadId, StoreError
@@ -324,7 +325,7 @@ async def _with_service(ctx: Context, body, spawner) -> Any:
     except BadDatabaseUrl as exc:  # --db, $HERMES_KANBAN_DB or $HERMES_KANBAN_DATABASE_URL
         raise CliError(f"the board database URL {exc}", EXIT_USAGE) from None
     try:
-        async with await BoardService.open(ctx.home, ctx.settings, override=override,
+        async with await BoardService.open(ctx.home, ctx.settings, override=override, create=create,
                                            spawner=spawner) as service:
             return await body(service)
     except (BadId, UnusableUrl) as exc:
@@ -637,6 +638,65 @@ def _tick(ctx: Context, spawner=None):
     return _run(ctx, body, spawner)
 
 
+class _DaemonBoard:
+    """The board file a daemon ticks, as it was at its first tick: its path and identity
+    (``st_dev``/``st_ino``). A board removed or replaced since is never ticked (nor made
+    again): one line, exit 1. A server board has no identity (None).
+
+    Every tick runs on one event loop, and the daemon holds the file board's service open
+    from its first tick to its end (as the app does): the unlinked file stays open, so
+    its inode number cannot be given to a new file at the same path, and the identity
+    stays a sound test. A server board is opened anew every tick, as before."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self.path = None
+        self.identity = None
+        self.runner = asyncio.Runner()
+        self._held = None
+
+    def tick(self, ctx: Context, spawner):
+        from engine.kanban.backend import BoardGone
+
+        if self.identity is not None:
+            self._check()
+
+        async def body(service):
+            if self.identity is not None and service.identity != self.identity:
+                raise BoardGone(self._words(service.identity))
+            result = await service.tick()
+            if self.path is None:
+                self.path, self.identity = service.path, service.identity
+                if self.identity is not None:  # held to the end (see the class doc)
+                    from engine.kanban.service import BoardService
+
+                    self._held = await BoardService.open(ctx.home, ctx.settings, override=service.path,
+                                                         create=False)
+            return result
+
+        return _run(ctx, body, spawner, create=self.identity is None, runner=self.runner)
+
+    def _check(self) -> None:
+        """Refused before anything opens the path (or resolves ``--board``) again."""
+        from engine.kanban.backends.sqlite.store import file_identity
+
+        now = file_identity(self.path)
+        if now != self.identity:
+            raise CliError(self._words(now), EXIT_FAILED)
+
+    def _words(self, now) -> str:
+        what = "removed" if now is None else "replaced by another file"
+        return f"the board {self.path} was {what} since this daemon started: nothing more is dispatched there"
+
+    def close(self) -> None:
+        try:
+            if self._held is not None:
+                self.runner.run(self._held.close())
+        finally:
+            self.runner.close()
+
+
 def dispatch_lines(result) -> list[str]:
     """The plain-text report of one tick."""
     from engine.kanban.wording import LOCKED, held_back_words, skip_reason
@@ -707,6 +767,7 @@ def run_daemon(ctx: Context) -> int:
     restore = defer_during_launches()  # INT/TERM/HUP wait until a launch batch is recorded
     print(f"Dispatching every {interval:g}s. Ctrl+C to stop.", flush=True)
     ticks = 0
+    board = _DaemonBoard()
     last_held_back = ""
     away_since: float | None = None  # the board's server is unreachable (or refusing) since (monotonic)
     back_words = ""
@@ -714,7 +775,7 @@ def run_daemon(ctx: Context) -> int:
     try:
         while not stop["now"]:
             try:
-                result = _tick(ctx, spawner)
+                result = board.tick(ctx, spawner)
             except BoardAway as exc:
                 # Once per outage, one line; then retry with a growing pause (0.5 s doubling
                 # to 5 s), reaping this host's finished workers meanwhile, and tick as soon
@@ -749,6 +810,7 @@ def run_daemon(ctx: Context) -> int:
     # HostIdClash (another machine holds this host id's lease) goes on up: exit 1 with
     # its one line. Retrying would not help, and every tick must be refused anyway.
     finally:
+        board.close()
         restore()
         signal.signal(signal.SIGTERM, previous)
     print(f"Stopped after {ticks} tick(s).", file=sys.stderr)

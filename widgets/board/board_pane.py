@@ -464,7 +464,20 @@ class BoardPane(Pane):
         except NoMatches:
             return
         self.add_class("-failed")
-        self.set_status("board unusable")
+        self.set_status("board removed" if self._gone() else "board unusable")
+
+    def _gone(self) -> bool:
+        """The board shown was removed or replaced since it was opened (the link failed so)."""
+        from engine.kanban.backend import BoardGone
+
+        return isinstance(self.link.failure, BoardGone)
+
+    def _board_gone(self, exc: Exception) -> None:
+        """The board's file was removed or replaced: said in one line in place of the
+        columns; nothing is read or written there again (switch boards with b)."""
+        text = str(exc)
+        self.link.fail(text[:1].upper() + text[1:] + " (b: switch boards)", exc)
+        self._show_link()
 
     # -- reading the board ------------------------------------------------------------------
 
@@ -493,7 +506,7 @@ class BoardPane(Pane):
         self._missing_key = None
         import sqlite3
 
-        from engine.kanban.backend import StoreError
+        from engine.kanban.backend import BoardGone, StoreError
         from engine.kanban.backends.postgres.errors import BoardUnreachable
 
         statuses = self._shown_statuses(self.show_archived)
@@ -509,6 +522,9 @@ class BoardPane(Pane):
         except BoardUnreachable as exc:  # the last cards stay shown; every refresh retries
             self.link.lost(exc)
             self._show_info()
+            return
+        except BoardGone as exc:
+            self._board_gone(exc)
             return
         except StoreError as exc:
             self.link.fail(f"The board cannot be read: {exc}", exc)
@@ -1054,10 +1070,15 @@ class BoardPane(Pane):
 
     @work(group="board-change", description="a change of a card")
     async def _run_change(self, coro) -> None:
-        from engine.kanban.backend import StoreError
+        from engine.kanban.backend import BoardGone, StoreError
 
         try:
             message = await coro
+        except BoardGone as exc:  # said once, in place of the columns
+            if not self._gone():
+                self._board_gone(exc)
+            self.notify(str(exc), severity="error", timeout=6, markup=False)
+            return
         except StoreError as exc:
             self.notify(str(exc), severity="error", timeout=6, markup=False)
             return

@@ -7,6 +7,10 @@ Why these choices:
 - Every write is ``BEGIN IMMEDIATE`` (take the write lock up front, so two dispatchers
   serialise instead of deadlocking on a lock upgrade) plus compare-and-set UPDATEs
   whose losers see ``rowcount == 0``.
+- The board is the file at its path *as it was opened*: its identity (``st_dev`` and
+  ``st_ino``, a stat, never an open) is checked before every statement, and a board
+  removed or replaced since is a :class:`BoardGone` (one line), never read or written
+  again through the connection that still holds the unlinked file.
 - The file is ours only if its ``application_id`` says so. A file that is not SQLite,
   that SQLite cannot read, that belongs to something else, or that was written by a
   newer hermes-tui is refused with one line; it is never recreated or overwritten.
@@ -26,7 +30,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from engine.kanban.backend import MIN_ID_PREFIX, BadId, StoreError, UnknownTask
+from engine.kanban.backend import MIN_ID_PREFIX, BadId, BoardGone, StoreError, UnknownTask
 from engine.kanban.backends.sqlite.connection import SqliteConnection, fetch_each
 from engine.kanban.dispatch_lock import dispatch_lock
 from engine.kanban.models import Event, Run, Task, TaskDetails, load_payload
@@ -262,20 +266,42 @@ def _create_board_file(path: Path) -> None:
                 pass
 
 
-def _open_board_file(path: Path, create: bool) -> sqlite3.Connection:
+Identity = tuple[int, int]  # (st_dev, st_ino) of a board file
+
+
+def file_identity(path: Path) -> Identity | None:
+    """The file at ``path`` now, by a stat (never an open: see the module doc); None
+    when nothing (or nothing we may look at) is there."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _open_board_file(path: Path, create: bool, seen: dict | None = None) -> sqlite3.Connection:
     """The board's connection, checked, migrated and configured (run on the connection's
     thread). No open()/read of the file here: once a connection exists in this process,
     closing any other descriptor of the board would drop SQLite's POSIX locks (see
-    docs/architecture.md). Whether the file is SQLite, and ours, SQLite tells us."""
+    docs/architecture.md). Whether the file is SQLite, and ours, SQLite tells us.
+    ``seen["identity"]`` is set to the identity of the file the connection holds (the
+    same before and after the connect, else the file was replaced meanwhile: refused)."""
     if not path.exists():
         if not create:
             raise StoreError(f"no board at {path}")
         _create_board_file(path)
     _precheck(path)
+    before = file_identity(path)
     try:
         conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open the board {path}: {exc}") from None
+    if before is None or file_identity(path) != before:
+        conn.close()
+        raise BoardGone(f"the board {path} was removed or replaced while it was being opened; nothing was "
+                        "read or written there")
+    if seen is not None:
+        seen["identity"] = before
     try:
         # Ownership is checked before any pragma that writes the file (journal_mode
         # rewrites the header): a foreign file must stay byte-for-byte as it was.
@@ -289,6 +315,8 @@ def _open_board_file(path: Path, create: bool) -> sqlite3.Connection:
         conn.close()
         reader = _reader_on_a_full_disk(path)
         if reader is not None:
+            if seen is not None:
+                seen["identity"] = file_identity(path)
             return reader
         raise StoreError(f"cannot open the board {path}: {exc}") from None
     except sqlite3.DatabaseError as exc:
@@ -402,6 +430,7 @@ class Board:
         self.path = path
         self.clock = clock
         self._tx_lock = _OwnedLock()
+        self.identity: Identity | None = None  # the file's (st_dev, st_ino) when opened (None: a server board)
 
     # -- opening ----------------------------------------------------------------------
 
@@ -410,7 +439,31 @@ class Board:
         """Open (and, with ``create``, make) the board at ``path``: every step, checks
         included, on the connection's own thread in one hop (:func:`_open_board_file`)."""
         path = Path(path)
-        return cls(await SqliteConnection.open(partial(_open_board_file, path, create)), path, clock)
+        seen: dict = {}
+        board = cls(await SqliteConnection.open(partial(_open_board_file, path, create, seen)), path, clock)
+        board.identity = seen.get("identity")
+        return board
+
+    def gone(self) -> str | None:
+        """Why this board is no longer the file at its path (removed, or another file
+        there now), or None while it is: a stat of the path, compared with the identity
+        it had when opened. Always None for a board that is not a file."""
+        if self.identity is None:
+            return None
+        now = file_identity(self.path)
+        if now == self.identity:
+            return None
+        if now is None:
+            return f"the board {self.path} was removed since it was opened; nothing is read or written there"
+        return (f"the board {self.path} was replaced by another file since it was opened; nothing is read or "
+                "written there")
+
+    def check_same_file(self) -> None:
+        """Raise :class:`BoardGone` when the board is no longer the file at its path
+        (checked right before every statement: see the module doc)."""
+        why = self.gone()
+        if why is not None:
+            raise BoardGone(why)
 
     async def close(self) -> None:
         await self.conn.close()
@@ -432,6 +485,7 @@ class Board:
         coroutines that await nothing else (see :mod:`engine.kanban.backends.sqlite.connection`). A
         PostgreSQL board runs the same body statement by statement."""
         async with self._tx_lock.held():
+            self.check_same_file()
             return await self.conn.transact(body)
 
     @asynccontextmanager
@@ -439,6 +493,7 @@ class Board:
         """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on any exception), one hop per
         statement; :meth:`atomic` runs a transaction in one."""
         async with self._tx_lock.held():
+            self.check_same_file()
             await self.conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self.conn
@@ -468,6 +523,7 @@ class Board:
     async def dispatch_guard(self) -> AsyncIterator[bool]:
         """True while this process holds the board's dispatch lock (a non-blocking
         ``flock`` beside the file), False when another dispatcher holds it."""
+        self.check_same_file()  # no lock file is made beside a board that is gone
         with dispatch_lock(self.path) as held:
             yield held
 
@@ -508,11 +564,13 @@ class Board:
 
     async def fetch(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         async with self._tx_lock.held():
+            self.check_same_file()
             return list(await self.conn.execute_fetchall(sql, tuple(params)))
 
     async def fetch_many(self, queries: Sequence[tuple[str, Iterable[Any]]]) -> list[list[tuple]]:
         """The rows of several reads, in order, in one call on the connection's thread."""
         async with self._tx_lock.held():
+            self.check_same_file()
             return await self.conn.call(fetch_each, [(sql, tuple(params)) for sql, params in queries])
 
     async def data_version(self) -> object:
@@ -521,6 +579,7 @@ class Board:
         connection's own change count (``total_changes``). A screen reads the cards only
         when it moved; None would mean "unknown, read them"."""
         async with self._tx_lock.held():
+            self.check_same_file()
             return await self.conn.call(_data_version)
 
     async def resolve_id(self, id_or_prefix: str) -> str:
