@@ -177,6 +177,9 @@ async def list_boards(home: HomeLayout, settings: Settings) -> list[BoardInfo]:
         default = None
     default_path = Path(os.path.abspath(default)) if isinstance(default, Path) else None
     out = []
+    if default is not None and not isinstance(default, Path):  # kanban.database: the server's board is `default`
+        refs = [r for r in refs if not (r.kind == OURS and r.slug == DEFAULT_BOARD)]
+        out.append(await _server_board(home, settings, default))
     for ref in refs:
         counts: dict[str, int] = {}
         usage = None
@@ -195,6 +198,25 @@ async def list_boards(home: HomeLayout, settings: Settings) -> list[BoardInfo]:
         out.append(replace(ref, counts=counts, usage=usage, error=error,
                            current=default_path is not None and Path(os.path.abspath(ref.path)) == default_path))
     return out
+
+
+async def _server_board(home: HomeLayout, settings: Settings, url: Any) -> BoardInfo:
+    """The PostgreSQL board of ``kanban.database`` (or its variable), listed as
+    ``default``: the board hermes-tui shows and ``--board default`` names."""
+    from engine.kanban.backend import StoreError
+    from engine.kanban.backends.postgres.errors import NoBoardYet
+    from engine.kanban.service import BoardService
+
+    counts: dict[str, int] = {}
+    error = None
+    try:
+        async with await BoardService.open(home, settings, create=False) as service:
+            counts = await service.counts()
+    except NoBoardYet:
+        error = "no board yet"
+    except (StoreError, OSError, ValueError) as exc:
+        error = str(exc)
+    return BoardInfo(DEFAULT_BOARD, "hermes-tui (server)", OURS, url, counts=counts, error=error, current=True)
 
 
 def create_own_board(home: HomeLayout, raw_slug: str, name: str | None = None) -> Path:

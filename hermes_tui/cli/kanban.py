@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
 
 from hermes_tui.cli.common import (
     EXIT_FAILED,
@@ -373,8 +374,16 @@ def board_override(ctx: Context):
         return db
     if db is not None:
         raise CliError("give --db or --board, not both", EXIT_USAGE)
+    from engine.kanban.backends.postgres.url import BadDatabaseUrl
     from engine.kanban.boards import BadSlug, UnknownBoard, resolve_board
+    from engine.kanban.service import BoardService
 
+    if board.strip().lower() == "default":
+        try:  # kanban.database (or its variable) names a server: its board is the default one
+            if not isinstance(BoardService.path_for(ctx.home, ctx.settings), Path):
+                return None
+        except BadDatabaseUrl:
+            pass  # said by the verb's own opening
     try:
         return resolve_board(ctx.home, board)
     except (BadSlug, UnknownBoard) as exc:
