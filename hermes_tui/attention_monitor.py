@@ -217,6 +217,8 @@ class AttentionMonitor:
                                   attention.problems, attention.computed_at)
         self.attention = attention
         self.notifier.offer(attention)
+        for line in state.take_warnings():  # a state file set aside: said once
+            self.app.call_from_thread(self.app.notify, line, severity="warning", timeout=10, markup=False)
         return attention
 
     # -- notices held by the rate limit ---------------------------------------------------------

@@ -211,3 +211,50 @@ def test_a_command_stopped_at_its_timeout_or_that_leaves_processes_leaves_none(h
         assert stat is None or stat.is_zombie or b"sleep" not in stat.comm, (pid, stat)
     assert lines[0] == "notify.command for blocked:t_1:1 stopped 1 process it left running"
     assert lines[1] == "notify.command timed out after 1s for blocked:t_2:1; stopped 1 process it left running"
+
+
+# -- 35.4: the attention state files, read defensively -------------------------------------------
+
+@pytest.mark.parametrize("content", [
+    b'{"version": 1, "keys": {"blocked:t_1:1": 1' + b"0" * 400 + b"}}",
+    b'{"version": 1, "keys": {"blocked:t_1:1": "soon"}}',
+    b"[" * 100000,
+    b'{"version": 1, "keys": {}, "pad": "' + b"x" * (17 * 1024 * 1024) + b'"}',
+], ids=["400-digits", "a-string", "deep-nesting", "17-MiB"])
+@pytest.mark.parametrize("name", ["attention-notified.json", "attention-dismissed.json"])
+def test_a_bad_state_file_is_one_warning_and_set_aside_in_attention_dismiss_and_watch(home, children, tmp_path,
+                                                                                        name, content):
+    """The family: whatever is in a state file (a number no float holds, a value that
+    is not a time, nesting, a size past 16 MiB), watch, attention and dismiss go on:
+    one warning naming the file, the file renamed to .bad, read as empty; no run after
+    says anything more (was: internal error: OverflowError)."""
+    import os
+    import signal
+    import sys
+
+    from engine.attention import state
+    from tests.support import wait_until
+
+    write_notify(home, command="cat >/dev/null", desktop=False, bell=False, terminal="off")
+    path = state.ensure_state_dir(home) / name
+    path.write_bytes(content)
+    err = tmp_path / "watch.err"
+    env = dict(os.environ, HERMES_AUTO_PRUNE="0")
+    env.pop("HERMES_HOME", None)
+    with open(err, "wb") as fh:
+        w = children([sys.executable, "-m", "hermes_tui", "--home", str(home.root), "watch", "--interval", "0.1"],
+                     stderr=fh, env=env)
+    wait_until(lambda: b"Watching" in err.read_bytes() and not path.exists(), what="watch setting the file aside")
+    w.send_signal(signal.SIGTERM)
+    assert w.wait(timeout=60) == 0
+    text = err.read_text()
+    warnings = [line for line in text.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and name in warnings[0] and "set aside" in warnings[0], text
+    assert "internal error" not in text and "Traceback" not in text
+    assert path.with_name(name + ".bad").read_bytes() == content
+    path.write_bytes(content)
+    for argv in (["attention"], ["attention", "dismiss", "--all"], ["attention"]):
+        done = run_cli("--home", str(home.root), *argv)
+        assert done.returncode == 0, done.stderr
+        assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+    assert not path.exists() or name == "attention-notified.json"

@@ -182,8 +182,9 @@ class Notifier:
             keys = state.claim(self.home, [i.key for i in wanted], present=attention.keys,
                                covered=attention.covered, now=now)
         except state.StateError as exc:
-            self._failed(f"notices: {exc}")
+            self._failed_once(f"notices: {exc}")
             return []
+        self._said_state = None
         mine = [i for i in wanted if i.key in set(keys)]
         self.claimed.extend(mine)
         with self._lock:  # each item: its command run (if any) and its notice, then marked sent
@@ -312,6 +313,12 @@ class Notifier:
         if done.returncode != 0:
             self._failed(f"notify-send exited {done.returncode}: "
                          f"{done.stderr.decode('utf-8', 'replace').strip()[:200]}")
+
+    def _failed_once(self, line: str) -> None:
+        """A state write failure is said once, not on every poll, until it works again."""
+        if line != getattr(self, "_said_state", None):
+            self._said_state = line
+            self._failed(line)
 
     def _failed(self, line: str) -> None:
         line = escape_text(line)

@@ -31,8 +31,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from engine.attention.model import Kind, kind_of_key
-from engine.fsutil import atomic_write_json, read_json
+from engine.fsutil import atomic_write_json
 from engine.home import HomeLayout
+from engine.text import escape_text
 
 DISMISSED_FILE = "attention-dismissed.json"
 NOTIFIED_FILE = "attention-notified.json"
@@ -86,19 +87,83 @@ def ensure_state_dir(home: HomeLayout) -> Path:
     return folder
 
 
-def _read_all(path: Path) -> tuple[dict[str, float], dict[str, dict]]:
-    """A state file's keys and (the notified file's) open claims; a missing, torn or
-    foreign file reads as empty."""
+MAX_STATE_BYTES = 16 * 1024 * 1024  # a state file larger than this is set aside unread
+WARNINGS: list[str] = []  # what a read found wrong, once per file version (callers show and clear it)
+_WARNED: set[tuple[str, int, int]] = set()
+
+
+def _finite(v) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
     try:
-        data = read_json(path)
-    except (OSError, ValueError):
+        f = float(v)  # a 400-digit number: OverflowError
+    except OverflowError:
+        return None
+    return f if f == f and f not in (float("inf"), float("-inf")) else None
+
+
+def _set_aside(path: Path, why: str) -> None:
+    """A state file that cannot be read: said once (per file version), and renamed to
+    ``<name>.bad`` so the next write starts afresh and the bad one can be looked at. The
+    state folder is always hermes-tui's own (a guest home's is outside the home)."""
+    try:
+        st = os.stat(path)
+        version = (str(path), st.st_ino, st.st_mtime_ns)
+    except OSError:
+        version = (str(path), 0, 0)
+    if version in _WARNED:
+        return
+    _WARNED.add(version)
+    moved = path.with_name(path.name + ".bad")
+    try:
+        os.replace(path, moved)
+        WARNINGS.append(f"{path} {why}; set aside as {moved.name}, read as empty")
+    except OSError as exc:
+        WARNINGS.append(f"{path} {why} (read as empty; could not set it aside: {exc.strerror or exc})")
+
+
+def _read_all(path: Path) -> tuple[dict[str, float], dict[str, dict]]:
+    """A state file's keys and (the notified file's) open claims. A missing file reads as
+    empty; one too large, torn, or not ours is set aside (one warning) and reads as empty;
+    a value no float holds (a 400-digit number) is dropped."""
+    from engine.regular_file import read_regular
+
+    try:
+        raw = read_regular(path, MAX_STATE_BYTES)
+    except FileNotFoundError:
+        return {}, {}
+    except OSError as exc:
+        _set_aside(path, f"cannot be read ({exc.strerror or exc})")
+        return {}, {}
+    if len(raw) > MAX_STATE_BYTES:
+        _set_aside(path, f"is larger than {MAX_STATE_BYTES // (1024 * 1024)} MiB")
+        return {}, {}
+    import json
+
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        _set_aside(path, "is not valid JSON")
         return {}, {}
     keys = data.get("keys") if isinstance(data, dict) else None
     if not isinstance(keys, dict):
+        _set_aside(path, "is not an attention state file")
         return {}, {}
     claims = data.get("claims")
     claims = {str(k): v for k, v in claims.items() if isinstance(v, dict)} if isinstance(claims, dict) else {}
-    return {str(k): float(v) for k, v in keys.items() if isinstance(v, (int, float))}, claims
+    out = {}
+    for k, v in keys.items():
+        f = _finite(v)
+        if f is None:  # a 400-digit number, a string: not a file this code wrote
+            _set_aside(path, f"holds a value that is not a time (key {escape_text(str(k))[:80]})")
+            return {}, {}
+        out[str(k)] = f
+    return out, claims
+
+
+def take_warnings() -> list[str]:
+    out, WARNINGS[:] = list(WARNINGS), []
+    return out
 
 
 def _read(path: Path) -> dict[str, float]:

@@ -115,7 +115,22 @@ def item_line(item, *, dismissed: bool = False) -> str:
     return f"  {when}  {item.subject}: {item.why}{tail}\n                -> {item.action}\n                key {item.key}"
 
 
+def _say_state_warnings() -> None:
+    """What reading the attention state found wrong (a file set aside), once each."""
+    from engine.attention import state
+
+    for line in state.take_warnings():
+        print(f"hermes-tui: warning: {line}", file=sys.stderr, flush=True)
+
+
 def run_attention(ctx: Context) -> int:
+    try:
+        return _run_attention(ctx)
+    finally:
+        _say_state_warnings()
+
+
+def _run_attention(ctx: Context) -> int:
     from engine.attention.collect import collect
 
     a = ctx.args
@@ -257,6 +272,7 @@ def run_watch(ctx: Context) -> int:
                 printed.add(item.key)
                 print(json.dumps(item.to_json()) if ctx.json else watch_line(item), flush=True)
             notifier.offer(found)
+            _say_state_warnings()
             due = notifier.due_at()
             wait = interval if due is None else max(0.0, min(interval, due - time.time()))
             if stop.wait(wait):
