@@ -201,6 +201,12 @@ if os.environ.get("FAKE_HERMES_FAIL"):
 argv = sys.argv[1:]
 if argv[1:2] == ["--board"]:
     argv = argv[:1] + argv[3:]
+if os.environ.get("FAKE_HERMES_APPLIES") and argv[:2] == ["kanban", "assign"]:  # as hermes does
+    import sqlite3
+    task, who = argv[-2], argv[-1]
+    db = os.environ.get("HERMES_KANBAN_DB") or os.path.join(os.environ["HERMES_HOME"], "kanban.db")
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE tasks SET assignee = ? WHERE id = ?", (None if who == "none" else who, task))
 if argv[:2] == ["kanban", "create"]:
     print(json.dumps({{"id": "{card}", "title": "New card", "status": "ready"}}, indent=2))
 else:
@@ -317,11 +323,12 @@ async def test_the_pane_shows_hermes_cards_read_only_and_changes_nothing(hermes,
         await wait_for(pilot, lambda: screen_shown(app, CardDetailsScreen)
                         and "started on it" in app.screen._shown and "race on the gate" in app.screen._shown)
         await pilot.press("escape")
-        for key in ("n", "a", "D"):  # unavailable here (the Footer shows them dimmed): they do nothing
+        for key in ("n", "a", "e", "u", "D"):  # dimmed in the Footer: each does nothing and says why
             await pilot.press(key)
             await pilot.pause()
         assert not isinstance(app.screen, CardDetailsScreen)
-        assert sum("not on PATH" in n for n in notes) == 1
+        await wait_for(pilot, lambda: sum("not on PATH" in n for n in notes) == 1 + 4)
+        await wait_for(pilot, lambda: any("gateway dispatches this board" in n for n in notes))
         app.dispatch_loop.request()
         await wait_for(pilot, lambda: app.dispatch_loop.refused)
         await pilot.press("q")
@@ -367,3 +374,31 @@ async def test_pane_actions_go_through_hermes_kanban(hermes, fake_hermes, monkey
     assert calls[0] == ["kanban", "--board", "default", "archive", "--", DONE_CARD]
     assert calls[1][:5] == ["kanban", "--board", "default", "create", "--json"] and calls[1][-2:] == ["--", "From the pane"]
     assert hermes.shared_kanban_db.read_bytes() == before
+
+
+async def test_the_detail_line_shows_a_change_made_here_at_once(hermes, fake_hermes, monkeypatch):
+    """Issue 37.4: after `e` -> coder on hermes's board the line under the columns says
+    coder as soon as the board shows the change, not when the cursor next moves."""
+    from widgets.board.board_pane import BoardPane
+
+    env, record = fake_hermes
+    monkeypatch.setenv("PATH", env["PATH"])
+    monkeypatch.setenv("FAKE_HERMES_APPLIES", "1")
+    app, notes = _app(hermes)
+    async with app.run_test(size=(120, 36)) as pilot:
+        pane = app.query_one(BoardPane)
+        await wait_for(pilot, lambda: len(pane.cards) == 3)
+        cards = pane.query_one("#cards-ready")
+        cards.focus()
+        cards.highlighted = cards.get_option_index(WRITER_CARD)
+        await pilot.pause()
+        detail = pane.query_one("#board-detail")
+        assert f"{WRITER_CARD} · ready · writer" in detail._shown_text
+        await pilot.press("e")
+        field = app.screen.query_one("#assignee")
+        field.value = "coder"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: pane.cards[WRITER_CARD].task.assignee == "coder")
+        await pilot.pause()
+        assert f"{WRITER_CARD} · ready · coder" in detail._shown_text  # no cursor move in between
+        await pilot.press("q")

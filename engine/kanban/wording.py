@@ -185,6 +185,13 @@ def move_running_confirm(task: Task, target: str, terminal_grace: float) -> Conf
     return Confirm(f"Move {task.id} to {target}?", body, f"Move to {target}")
 
 
+def move_done_confirm(task: Task) -> Confirm:
+    """Moving a card to done: the board has no move out of done, so it asks first."""
+    body = (f"{task.id} \"{task.title}\" moves from {task.status} to done.\n\n"
+            "A done card cannot be moved back from the board: it stays done until it is archived.")
+    return Confirm(f"Move {task.id} to done?", body, "Move to done")
+
+
 def reclaim_confirm(task: Task, plan: StopPlan, grace: float, *, by_hermes: bool = False) -> Confirm:
     """A reclaim: back to ready, the failure counter reset, the worker stopped as ``plan``
     says (``by_hermes``: hermes-agent's board, whose own verb does it)."""

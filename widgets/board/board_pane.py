@@ -53,7 +53,7 @@ from engine.config import Settings
 from engine.home import HomeLayout
 from engine.kanban.describe import mask_task
 from engine.kanban.link import BoardLink, LinkState
-from engine.kanban.statuses import ARCHIVED, BLOCKED, READY, RUNNING, STATUSES
+from engine.kanban.statuses import ARCHIVED, BLOCKED, DONE, READY, RUNNING, STATUSES
 from engine.kanban.wording import (
     Confirm,
     archive_confirm,
@@ -61,6 +61,7 @@ from engine.kanban.wording import (
     cannot_move_words,
     change_words,
     held_back_words,
+    move_done_confirm,
     move_running_confirm,
     reclaim_confirm,
     refused_words,
@@ -223,6 +224,13 @@ class BoardPane(Pane):
         self.skipped_hidden = 0  # refreshes skipped because the pane was not shown
         self._missing_key: tuple | None = None  # where a missing board would appear, as last looked at
         self.skipped_missing = 0  # timer ticks that did not look again for a board still missing
+        # Following the card a change acted on (see _run_change): its id, the first read that
+        # shows the change (reads are numbered as they start), and the keys pressed meanwhile.
+        self._follow: str | None = None
+        self._follow_from: int | None = None
+        self._reads_started = 0
+        self._read_shown = 0  # the number of the read whose cards are shown
+        self._deferred: list = []
 
     def _new_refresher(self) -> Coalesced:
         return Coalesced(lambda refreshes: self.run_worker(refreshes, group="board-refresh", exit_on_error=False),
@@ -511,6 +519,8 @@ class BoardPane(Pane):
 
         statuses = self._shown_statuses(self.show_archived)
         must_read, self._must_read = self._must_read, False
+        self._reads_started += 1
+        read_number = self._reads_started
         try:
             version = await self.service.data_version()
             if not must_read and version is not None and version == self._version \
@@ -520,6 +530,7 @@ class BoardPane(Pane):
                 return
             view = await self.service.view(statuses, RECENT_FINISHED)
         except BoardUnreachable as exc:  # the last cards stay shown; every refresh retries
+            self._give_up_following("the board cannot be reached")
             self.link.lost(exc)
             self._show_info()
             return
@@ -527,6 +538,7 @@ class BoardPane(Pane):
             self._board_gone(exc)
             return
         except StoreError as exc:
+            self._give_up_following("the board cannot be read")
             self.link.fail(f"The board cannot be read: {exc}", exc)
             self._show_link()
             return
@@ -551,6 +563,7 @@ class BoardPane(Pane):
         prepared = await asyncio.to_thread(_prepare, self.cards, list(view.tasks), self.statuses, None, reasons,
                                            self.settings.processes.redact)
         self._version = version  # read before the cards: a change in between is read next time
+        self._read_shown = read_number
         self._apply_prepared(prepared, view.counts)
 
     async def _recheck_workers(self) -> None:
@@ -602,7 +615,45 @@ class BoardPane(Pane):
                 text = f"{status.upper()} ({shown})"
                 if title.content != text:  # fixed one-line size: a repaint, never a layout
                     title.update(text, layout=False)
+        self._follow_shown()
         self._show_info()
+
+    # -- following the card a change acted on ------------------------------------------------
+
+    def _follow_shown(self) -> None:
+        """Once the cards shown are read after a change, select the card it acted on in
+        its new column and bring that column into view; then run the keys pressed while
+        the change was under way, on that card."""
+        if self._follow is None or self._follow_from is None or self._read_shown < self._follow_from:
+            return
+        card_id, self._follow, self._follow_from = self._follow, None, None
+        view = self.cards.get(card_id)
+        status = view.task.status if view is not None else None
+        if status in self._shown_statuses(self.show_archived):
+            cards = self.query_one(f"#cards-{status}", CardList)
+            self._size_columns(self.size.width, reveal=status)
+            self.screen.set_focus(cards)
+            cards.highlighted = cards.get_option_index(card_id)
+            deferred, self._deferred = self._deferred, []
+            for key in deferred:
+                self.call_later(key)
+        else:  # gone from view (archived and hidden): a key pressed meanwhile must not act on another card
+            self._drop_deferred(f"{card_id} is no longer shown")
+
+    def _drop_deferred(self, why: str) -> None:
+        if self._deferred:
+            self._deferred = []
+            self.notify(f"{why}: the keys pressed meanwhile were not applied", severity="warning", timeout=4,
+                        markup=False)
+
+    def _busy_with_change(self, key) -> bool:
+        """While a change is under way, a key that acts on the selection waits for the
+        selection to follow the card the change acted on (else a second `>` pressed at
+        once would move the card that slid into the cursor's place)."""
+        if self._follow is None:
+            return False
+        self._deferred.append(key)
+        return True
 
     def _show_info(self) -> None:
         try:
@@ -645,6 +696,7 @@ class BoardPane(Pane):
             return
         if not self.service.capabilities.dispatchable:
             self._show_foreign_info()
+            self._show_card_detail()  # a change made here (`e` on hermes's board) is shown at once
             return
         state = f"dispatcher every {k.dispatch_interval_seconds:g}s" if k.dispatch else "dispatcher off"
         if self.dispatch_stopped and self.board_override is None:
@@ -724,12 +776,28 @@ class BoardPane(Pane):
         """None (the Footer shows the key dimmed, the key does nothing) for a change to a
         board that is read-only here, and for dispatching a board that is not ours to
         dispatch; the info line says why, and the board's opening said it once."""
-        if self.service is not None:
-            if action in CHANGES and self.service.capabilities.read_only:
-                return None
-            if action == "dispatch_now" and not self.service.capabilities.dispatchable:
-                return None
-        return True
+        return None if self._unavailable_why(action) is not None else True
+
+    def _unavailable_why(self, action: str) -> str | None:
+        """Why ``action`` is unavailable here (check_action dims its key), in one line."""
+        if self.service is None:
+            return None
+        if action in CHANGES and self.service.capabilities.read_only:
+            return self.service.read_only_reason
+        if action == "dispatch_now" and not self.service.capabilities.dispatchable:
+            return "D does nothing here: hermes-agent's own gateway dispatches this board, not hermes-tui"
+        return None
+
+    def on_key(self, event) -> None:
+        """A dimmed key pressed says why it does nothing (Textual would drop it silently)."""
+        for binding in self._bindings.key_to_bindings.get(event.key, ()):
+            action = binding.action.partition("(")[0]
+            why = self._unavailable_why(action)
+            if why is not None:
+                event.stop()
+                event.prevent_default()
+                self.notify(why, severity="warning", timeout=5, markup=False)
+                return
 
     def _refused_here(self) -> bool:
         """True (and said in one line) when the open board takes no change from here."""
@@ -913,6 +981,7 @@ class BoardPane(Pane):
         if await self._ensure_board(create=True) is None:
             raise StoreError(self.error or "the board cannot be opened")
         task = await self.service.create(new, actor="app")
+        self._follow = task.id  # the new card is selected where it lands
         return f"Created {task.id} ({task.status})"
 
     def action_details(self) -> None:
@@ -968,6 +1037,8 @@ class BoardPane(Pane):
             return str(path)
 
     def action_move(self, step: int) -> None:
+        if self._busy_with_change(lambda: self.action_move(step)):
+            return
         task = self._need_selected()
         if task is None or self._refused_here():
             return
@@ -983,14 +1054,20 @@ class BoardPane(Pane):
         if task.status == RUNNING:
             shown = tr.Expected.of(task)
             self._confirm(move_running_confirm(task, target, self.settings.kanban.terminal_worker_grace_seconds),
-                          "move", lambda: self.service.move(task.id, target, expected=shown))
+                          "move", lambda: self.service.move(task.id, target, expected=shown), follow=task.id)
             return
-        self._run_change(self._move(task.id, target))
+        if target == DONE:  # the board has no move out of done: ask first
+            self._confirm(move_done_confirm(task), "move", lambda: self.service.move(task.id, target),
+                          follow=task.id)
+            return
+        self._run_change(self._move(task.id, target), follow=task.id)
 
     async def _move(self, task_id: str, target: str) -> str:
         return change_words("move", await self.service.move(task_id, target))
 
     def action_assign(self) -> None:
+        if self._busy_with_change(self.action_assign):
+            return
         task = self._need_selected()
         if task is None or self._refused_here():
             return
@@ -998,7 +1075,7 @@ class BoardPane(Pane):
 
         def chosen(name: str | None) -> None:
             if name is not None:
-                self._run_change(self._assign(task.id, name or None))
+                self._run_change(self._assign(task.id, name or None), follow=task.id)
 
         self.app.push_screen(AssignScreen(task.id, task.assignee, self.profiles), chosen)
 
@@ -1007,6 +1084,8 @@ class BoardPane(Pane):
         return assign_words(result.task_id, profile)
 
     def action_reclaim(self) -> None:
+        if self._busy_with_change(self.action_reclaim):
+            return
         task = self._need_selected()
         if task is None or self._refused_here():
             return
@@ -1019,9 +1098,12 @@ class BoardPane(Pane):
         words = reclaim_confirm(task, stop_plan(task), self.settings.processes.kill_grace_seconds,
                                 by_hermes=self.service is not None and not self.service.capabilities.signals_workers)
         self._confirm(words, "reclaim",
-                      lambda: self.service.reclaim(task.id, reason="reclaimed in the app", expected=shown))
+                      lambda: self.service.reclaim(task.id, reason="reclaimed in the app", expected=shown),
+                      follow=task.id)
 
     def action_archive(self) -> None:
+        if self._busy_with_change(self.action_archive):
+            return
         task = self._need_selected()
         if task is None or self._refused_here():
             return
@@ -1032,16 +1114,18 @@ class BoardPane(Pane):
 
         shown = Expected.of(task)
         words = archive_confirm(task, stop_plan(task), self.settings.processes.kill_grace_seconds)
-        self._confirm(words, "archive", lambda: self.service.archive(task.id, expected=shown))
+        self._confirm(words, "archive", lambda: self.service.archive(task.id, expected=shown), follow=task.id)
 
     def action_unblock(self) -> None:
+        if self._busy_with_change(self.action_unblock):
+            return
         task = self._need_selected()
         if task is None or self._refused_here():
             return
         if (refused := refused_words("unblock", task)) is not None:
             self.notify(refused, severity="warning")
             return
-        self._confirm(unblock_confirm(task), "unblock", lambda: self.service.unblock(task.id))
+        self._confirm(unblock_confirm(task), "unblock", lambda: self.service.unblock(task.id), follow=task.id)
 
     def action_toggle_archived(self) -> None:
         self.show_archived = not self.show_archived
@@ -1054,9 +1138,10 @@ class BoardPane(Pane):
 
     # -- running changes ---------------------------------------------------------------------------
 
-    def _confirm(self, words: Confirm, verb: str, change) -> None:
+    def _confirm(self, words: Confirm, verb: str, change, follow: str | None = None) -> None:
         """Ask in ``words``, then run ``change()`` (a coroutine giving a TransitionResult)
-        and say what it did in the words of ``verb`` (wording.change_words)."""
+        and say what it did in the words of ``verb`` (wording.change_words); ``follow``: as
+        in ``_run_change``."""
         from widgets.common.confirm import ConfirmModal
 
         async def described() -> str:
@@ -1064,26 +1149,42 @@ class BoardPane(Pane):
 
         def answered(yes_: bool | None) -> None:
             if yes_:
-                self._run_change(described())
+                self._run_change(described(), follow=follow)
 
         self.app.push_screen(ConfirmModal(words.title, words.body, words.yes), answered)
 
+    def _run_change(self, coro, follow: str | None = None) -> None:
+        """Run a change (a coroutine giving the words that say what it did); ``follow``:
+        the card it acts on, selected in its new column once a read shows the change, keys
+        that act on the selection waiting until then."""
+        self._follow, self._follow_from = follow, None
+        self._change(coro)
+
     @work(group="board-change", description="a change of a card")
-    async def _run_change(self, coro) -> None:
+    async def _change(self, coro) -> None:
         from engine.kanban.backend import BoardGone, StoreError
 
         try:
             message = await coro
         except BoardGone as exc:  # said once, in place of the columns
+            self._give_up_following("the board is gone")
             if not self._gone():
                 self._board_gone(exc)
             self.notify(str(exc), severity="error", timeout=6, markup=False)
             return
         except StoreError as exc:
+            self._give_up_following("the change failed")
             self.notify(str(exc), severity="error", timeout=6, markup=False)
             return
+        if self._follow is not None:
+            self._follow_from = self._reads_started + 1  # a read that starts from now on shows it
         self.notify(message, timeout=4, markup=False)
         self.refresh_board()
+
+    def _give_up_following(self, why: str) -> None:
+        if self._follow is not None:
+            self._follow, self._follow_from = None, None
+            self._drop_deferred(why)
 
 
 def shown_task(t: Task, redact: bool = True) -> Task:
