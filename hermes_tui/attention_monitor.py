@@ -196,6 +196,8 @@ class AttentionMonitor:
             survey = shown_survey(listing.now, self.settings.scratch.idle_hours, scratch.idle_entries(),
                                   tuple(listing.quarantine))
         attention = await asyncio.to_thread(self._compute_in_thread, boards, sessions, survey, problems, now)
+        for line in state.take_warnings():  # a state file set aside: said once (here, on the app's loop)
+            self.app.notify(line, severity="warning", timeout=10, markup=False)
         sequences, self._outbox[:] = list(self._outbox), []
         self.computations += 1
         self._unapplied += 1
@@ -217,8 +219,6 @@ class AttentionMonitor:
                                   attention.problems, attention.computed_at)
         self.attention = attention
         self.notifier.offer(attention)
-        for line in state.take_warnings():  # a state file set aside: said once
-            self.app.call_from_thread(self.app.notify, line, severity="warning", timeout=10, markup=False)
         return attention
 
     # -- notices held by the rate limit ---------------------------------------------------------

@@ -191,6 +191,7 @@ EXPECTED = {("default", "blocked", RENEW), ("default", "gave_up", DEPLOY), ("ops
 def hermes_home(tmp_path) -> HomeLayout:
     root = tmp_path / "hermes"
     shutil.copytree(HERMES_FIXTURE, root)
+    root.chmod(0o700)  # as hermes-agent makes its home (a clone of the repo checks the fixture out 0755)
     return HomeLayout(root)
 
 

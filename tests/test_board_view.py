@@ -242,8 +242,10 @@ def footer_state(app) -> dict[str, bool]:
     return {k.description: not k.disabled for k in app.query_one(KeysFooter).entries}
 
 
-async def test_a_read_only_hermes_board_shows_its_change_keys_unavailable_and_says_why_once(hermes, monkeypatch):
-    """The Footer offered n, <, >, e, a, which then only toasted "read-only" one by one."""
+async def test_a_read_only_hermes_board_shows_its_change_keys_unavailable_and_a_press_says_why(hermes, monkeypatch):
+    """The Footer offered n, <, >, e, a, which then only toasted "read-only" one by one; then
+    they were dimmed and said nothing when pressed (issue 37.7): dimmed, and each press says
+    why in one line."""
     from engine.config import load_config
     from hermes_tui.app import HermesApp
     from tests.support.notes import capture_notes
@@ -263,7 +265,8 @@ async def test_a_read_only_hermes_board_shows_its_change_keys_unavailable_and_sa
             await pilot.press(key)
             await pilot.pause()
         assert not isinstance(app.screen, NewCardScreen)
-        assert sum("not on PATH" in n for n in notes) == 1  # said once, when the board opened
+        # once when the board opened, then one line for each press
+        await wait_for(pilot, lambda: sum("not on PATH" in n for n in notes) == 1 + 4)
         assert "read-only (`hermes` is not on PATH)" in str(pane.query_one("#board-info").render())
 
 

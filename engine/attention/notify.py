@@ -282,7 +282,7 @@ class Notifier:
     def _run_command_once(self, item: Item) -> None:
         data = (json.dumps(item.to_json(), sort_keys=False) + "\n").encode()
         env = dict(self.env, HERMES_HOME=str(self.home.root), HERMES_ATTENTION_KIND=item.kind.value,
-                   HERMES_ATTENTION_KEY=item.key)
+                   HERMES_ATTENTION_KEY=item.key, HERMES_ATTENTION_BOARD=item.board or "")
         try:
             run = run_bounded(["/bin/sh", "-c", self.n.command], data, self.n.command_timeout_seconds,
                               env=env, cwd=str(self.home.root))
