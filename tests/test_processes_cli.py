@@ -280,3 +280,18 @@ def test_ps_says_how_a_session_ended_in_the_pane_s_words(cli, home):
     s = ProcessRegistry(home, Settings()).get(sid)
     assert row.split()[1:4] == ["-", "exit", "2"]
     assert row_cells(s, None, 0.0, "")[1] == "exit 2"
+
+
+def test_ps_cuts_a_long_command_with_a_sign_and_wide_shows_it_whole(cli, tmp_path):
+    """Issue 37.2, the family "nothing is cut without a sign": ps cut COMMAND at 80
+    characters with nothing to say so, losing a redirect's target."""
+    target = tmp_path / ("a-long-folder-name-" * 4) / "the-redirect-target.log"
+    target.parent.mkdir()
+    command = f"sleep 30 > {target}"
+    assert len(command) > 80
+    sid = cli("run", "--bg", "--", "sh", "-c", command).stdout.strip()
+    line = next(x for x in cli("ps").stdout.splitlines() if x.startswith(sid))
+    assert line.endswith("…") and "the-redirect-target.log" not in line
+    assert len(line.split("  ")[-1]) == 80
+    wide = next(x for x in cli("ps", "--wide").stdout.splitlines() if x.startswith(sid))
+    assert wide.endswith(f"{target}'") and "…" not in wide  # shown as a shell would quote it

@@ -71,6 +71,8 @@ def _register_ps(sub: argparse._SubParsersAction) -> None:
     ps = sub.add_parser("ps", help="list process sessions (running; --all adds finished ones)",
                         description="List process sessions of the home, oldest first.")
     ps.add_argument("--all", action="store_true", help="include finished sessions")
+    ps.add_argument("--wide", action="store_true",
+                    help=f"show each COMMAND in full (else cut at {PS_COMMAND_WIDTH} characters, ending in …)")
     add_json_flag(ps)
     ps.set_defaults(func=cmd_ps)
 
@@ -360,6 +362,17 @@ def _exit_code_of(s) -> int:
 # -- ps ---------------------------------------------------------------------------------
 
 
+PS_COMMAND_WIDTH = 80
+
+
+def _ps_command(command: str, wide: bool) -> str:
+    """COMMAND as ps shows it: whole with --wide, else at most PS_COMMAND_WIDTH characters,
+    a cut always ending in … (the target of a redirect is never lost without a sign)."""
+    if wide or len(command) <= PS_COMMAND_WIDTH:
+        return command
+    return command[:PS_COMMAND_WIDTH - 1] + "…"
+
+
 def cmd_ps(ctx: Context) -> int:
     reg = _registry(ctx)
     listing = reg.list_with_hermes(include_finished=ctx.args.all)
@@ -391,7 +404,7 @@ def cmd_ps(ctx: Context) -> int:
         stored = _stored_bytes(s)
         rows.append((s.id, s.name or "-", status, str(s.pid), human_duration(s.runtime(now)),
                      "-" if stored is None else human_bytes(stored), s.owner,
-                     maybe_redact(" ".join(s.command.split()), redact)[:80]))
+                     _ps_command(maybe_redact(" ".join(s.command.split()), redact), ctx.args.wide)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for r, s in zip(rows, [None, *sessions], strict=True):
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
