@@ -13,7 +13,7 @@ from engine.kanban.models import NewTask
 from tests.support import screen_shown, wait_workers
 from tests.support import wait_until_pilot as wait_for
 from tests.support.kanban import FakeClock, open_board
-from tests.test_kanban_pane import card_status, make_app
+from tests.test_kanban_pane import card_status, make_app, select
 from widgets.board.board_pane import BoardPane
 from widgets.board.card_list import CardList
 from widgets.common.confirm import ConfirmModal
@@ -42,14 +42,6 @@ def selected(pane: BoardPane) -> tuple[str | None, str | None]:
     if not isinstance(focused, CardList):
         return None, None
     return focused.status, focused.highlighted_id
-
-
-async def select(pilot, pane: BoardPane, task_id: str) -> None:
-    status = pane.cards[task_id].task.status
-    cards = pane.query_one(f"#cards-{status}", CardList)
-    cards.focus()
-    cards.highlighted = cards.get_option_index(task_id)
-    await pilot.pause()
 
 
 @pytest.mark.parametrize("size", [NARROW, (160, 48)], ids=["80x24", "160x48"])
